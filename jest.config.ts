@@ -1,0 +1,40 @@
+import type { Config } from 'jest';
+
+/** Workspace packages resolve to their TypeScript sources in tests, so no build is needed first. */
+const moduleNameMapper = {
+  '^@justonce/core$': '<rootDir>/../core/src/index.ts',
+  '^@justonce/core/testing$': '<rootDir>/../core/src/testing/index.ts',
+  '^@justonce/kafka$': '<rootDir>/../kafka/src/index.ts',
+  '^@justonce/sqs$': '<rootDir>/../sqs/src/index.ts',
+  '^@justonce/rabbitmq$': '<rootDir>/../rabbitmq/src/index.ts',
+};
+
+const transform: Config['transform'] = {
+  '^.+\\.(t|j)sx?$': [
+    '@swc/jest',
+    {
+      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+
+function project(name: string): NonNullable<Config['projects']>[number] {
+  return {
+    displayName: name,
+    rootDir: `<rootDir>/packages/${name}`,
+    testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+    testEnvironment: 'node',
+    transform,
+    moduleNameMapper,
+  };
+}
+
+const config: Config = {
+  projects: ['core', 'kafka', 'sqs', 'rabbitmq'].map(project),
+  globalSetup: '<rootDir>/test-support/global-setup.ts',
+  globalTeardown: '<rootDir>/test-support/global-teardown.ts',
+  testTimeout: 60_000,
+};
+
+export default config;

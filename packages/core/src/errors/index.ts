@@ -1,0 +1,3 @@
+export { JustonceError, isJustonceError, hasErrorCode } from './justonce-error';
+export type { JustonceErrorOptions } from './justonce-error';
+export { ConfigurationError } from './configuration-error';

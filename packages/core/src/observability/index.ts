@@ -1,0 +1,3 @@
+export { silentLogger, consoleLogger } from './logger';
+export type { Logger, LogFields } from './logger';
+export { resolveMeter, METER_NAME } from './metrics';

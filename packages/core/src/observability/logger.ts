@@ -1,0 +1,32 @@
+/** Structured fields attached to a log line. Payloads never go here unless the user opts in. */
+export type LogFields = Readonly<Record<string, unknown>>;
+
+/** The logger justonce writes to. Any pino, winston or bunyan-style logger fits. */
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+}
+
+/** A logger that drops everything; the default. */
+export const silentLogger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** A logger writing one JSON line per entry to stderr, from `minLevel` up. */
+export function consoleLogger(minLevel: Level = 'info'): Logger {
+  const write = (level: Level) => (message: string, fields?: LogFields) => {
+    if (ORDER[level] < ORDER[minLevel]) return;
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })}\n`,
+    );
+  };
+  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+}

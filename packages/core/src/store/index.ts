@@ -1,0 +1,6 @@
+export { createStore, createNames } from './store';
+export type { Store, StoreOptions, StoreDialect } from './store';
+export { migrate, rowsOf } from './migrate';
+export type { MigrationResult } from './migrate';
+export type { Migration, MigrationNames } from './migration';
+export { validateIdentifier, quoteIdentifier } from './identifiers';

@@ -1,0 +1,8 @@
+import type { Migration } from '../migration';
+import { m001Init } from './001_init';
+
+/**
+ * Every migration, in order. Append only: a released migration is never edited, and a new
+ * one takes the next number.
+ */
+export const migrations: readonly Migration[] = [m001Init];

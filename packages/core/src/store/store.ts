@@ -1,0 +1,133 @@
+import { knex as createKnex, type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
+import { ConfigurationError } from '../errors';
+import { validateIdentifier, quoteIdentifier } from './identifiers';
+import { migrate, type MigrationResult } from './migrate';
+import type { MigrationNames } from './migration';
+
+/** Which database a {@link Store} talks to. */
+export type StoreDialect = 'postgres' | 'pglite';
+
+/** How to reach the database. Give exactly one of `knex`, `connectionString` or `pglite`. */
+export interface StoreOptions {
+  /**
+   * A knex instance you own, on the `pg` client or the PGlite dialect. The store never
+   * destroys it. Its dialect is detected from the client.
+   */
+  knex?: Knex;
+  /** A PostgreSQL connection string; the store creates and owns a `pg` pool. */
+  connectionString?: string;
+  /**
+   * Embedded PGlite. `dataDir` is a directory for a durable database, or omitted for an
+   * in-memory one. This is the default when nothing else is given.
+   */
+  pglite?: { dataDir?: string };
+  /** Pool size for `connectionString`. Default `{ min: 0, max: 10 }`. */
+  pool?: { min?: number; max?: number };
+  /** Schema holding justonce's tables. Default `justonce`. Validated: `[a-z_][a-z0-9_]*`. */
+  schema?: string;
+  /** Prefix for every table name. Default empty. Validated like `schema`. */
+  tablePrefix?: string;
+}
+
+/**
+ * The database justonce keeps its records in: a knex instance plus the validated names of
+ * its tables. Inbox, operations, outbox and relay all take a store.
+ */
+export interface Store {
+  /** The knex instance; pass `store.knex.transaction(...)` results to the APIs. */
+  readonly knex: Knex;
+  readonly dialect: StoreDialect;
+  /** The validated, unquoted schema name. */
+  readonly schema: string;
+  /** The validated, unquoted table prefix. */
+  readonly tablePrefix: string;
+  /** Quoted, qualified, prefixed names for SQL. */
+  readonly names: MigrationNames;
+  /** Creates or upgrades justonce's tables; safe to call from several processes at once. */
+  migrate(): Promise<MigrationResult>;
+  /** Releases connections the store opened itself; a knex you passed in is left alone. */
+  close(): Promise<void>;
+}
+
+/** Builds the name helpers for a validated schema and prefix. */
+export function createNames(schema: string, tablePrefix: string): MigrationNames {
+  const s = validateIdentifier(schema, 'schema');
+  const prefix = validateIdentifier(tablePrefix, 'tablePrefix', true);
+  const raw = (name: string): string =>
+    validateIdentifier(`${prefix}${validateIdentifier(name, 'table name')}`, 'table name');
+  return {
+    schema: quoteIdentifier(s),
+    table: (name) => `${quoteIdentifier(s)}.${quoteIdentifier(raw(name))}`,
+    name: (name) => quoteIdentifier(raw(name)),
+    raw,
+  };
+}
+
+function detectDialect(k: Knex): StoreDialect {
+  const client = (k.client as { config?: { client?: unknown } }).config?.client;
+  const name = typeof client === 'string' ? client : (client as { name?: string })?.name;
+  return typeof name === 'string' && /pglite/i.test(name) ? 'pglite' : 'postgres';
+}
+
+function pgliteKnex(dataDir: string | undefined): Knex {
+  return createKnex({
+    client: ClientPgLite as unknown as typeof Knex.Client,
+    dialect: 'postgres',
+    connection: dataDir === undefined ? {} : { filename: dataDir },
+    useNullAsDefault: true,
+  } as Knex.Config);
+}
+
+/**
+ * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
+ * library works with no server at all.
+ */
+export async function createStore(options: StoreOptions = {}): Promise<Store> {
+  const given = ['knex', 'connectionString', 'pglite'].filter(
+    (k) => options[k as keyof StoreOptions] !== undefined,
+  );
+  if (given.length > 1) {
+    throw new ConfigurationError(
+      `give only one of knex, connectionString, pglite; got ${given.join(', ')}`,
+    );
+  }
+  const schema = options.schema ?? 'justonce';
+  const tablePrefix = options.tablePrefix ?? '';
+  const names = createNames(schema, tablePrefix);
+  const pool = options.pool ?? {};
+  if (pool.max !== undefined && (!Number.isInteger(pool.max) || pool.max < 1)) {
+    throw new ConfigurationError('pool.max must be a positive integer', { max: pool.max });
+  }
+
+  let knex: Knex;
+  let owned = true;
+  if (options.knex) {
+    knex = options.knex;
+    owned = false;
+  } else if (options.connectionString !== undefined) {
+    if (typeof options.connectionString !== 'string' || options.connectionString === '') {
+      throw new ConfigurationError('connectionString must be a non-empty string');
+    }
+    knex = createKnex({
+      client: 'pg',
+      connection: options.connectionString,
+      pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
+    });
+  } else {
+    knex = pgliteKnex(options.pglite?.dataDir);
+  }
+  const dialect = detectDialect(knex);
+
+  return {
+    knex,
+    dialect,
+    schema,
+    tablePrefix,
+    names,
+    migrate: () => migrate(knex, names),
+    close: async () => {
+      if (owned) await knex.destroy();
+    },
+  };
+}

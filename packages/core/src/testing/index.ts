@@ -1,0 +1,2 @@
+/** Test kit for users' own tests: in-memory transport and harness. */
+export {};

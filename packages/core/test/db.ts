@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { createStore, type Store, type StoreOptions } from '../src';
+
+/** The two stores every store-backed suite runs against. */
+export const STORE_KINDS = ['postgres', 'pglite'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+
+/** The PostgreSQL URL the global setup resolved. */
+export function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the tests through `pnpm test`');
+  return url;
+}
+
+/** A unique schema name, so test files never share tables. */
+export function uniqueSchema(label = 't'): string {
+  return `jo_${label}_${randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * Opens a migrated store of the given kind in a schema of its own. On PostgreSQL the schema
+ * is dropped when the returned `dispose` runs.
+ */
+export async function openTestStore(
+  kind: StoreKind,
+  extra: Omit<StoreOptions, 'knex' | 'connectionString' | 'pglite'> = {},
+): Promise<Store & { dispose(): Promise<void> }> {
+  const schema = extra.schema ?? uniqueSchema(kind === 'postgres' ? 'pg' : 'lite');
+  const store = await createStore(
+    kind === 'postgres'
+      ? { ...extra, schema, connectionString: databaseUrl() }
+      : { ...extra, schema, pglite: {} },
+  );
+  await store.migrate();
+  return Object.assign(store, {
+    dispose: async () => {
+      if (kind === 'postgres') await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+      await store.close();
+    },
+  });
+}

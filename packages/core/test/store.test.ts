@@ -1,0 +1,57 @@
+import { createStore, rowsOf } from '../src';
+import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
+
+describe.each(STORE_KINDS)('store on %s', (kind) => {
+  it('migrates and records every version once, even when two migrators race', async () => {
+    const store = await openTestStore(kind);
+    try {
+      const again = await Promise.all([store.migrate(), store.migrate()]);
+      expect(again.map((r) => r.applied)).toEqual([[], []]);
+      const rows = rowsOf<{ version: number }>(
+        await store.knex.raw(
+          `select version from ${store.names.table('migrations')} order by version`,
+        ),
+      );
+      expect(rows.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(rows.map((r) => r.version)).size).toBe(rows.length);
+    } finally {
+      await store.dispose();
+    }
+  });
+});
+
+describe('store on postgres, concurrent first migration', () => {
+  it('two stores migrating a fresh schema at once both succeed', async () => {
+    const schema = uniqueSchema('race');
+    const a = await createStore({ connectionString: databaseUrl(), schema });
+    const b = await createStore({ connectionString: databaseUrl(), schema });
+    try {
+      const [ra, rb] = await Promise.all([a.migrate(), b.migrate()]);
+      expect(ra.version).toBe(rb.version);
+      expect([...ra.applied, ...rb.applied].sort()).toEqual(
+        [...new Set([...ra.applied, ...rb.applied])].sort(),
+      );
+    } finally {
+      await a.knex.raw(`drop schema if exists "${schema}" cascade`);
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+describe('store configuration', () => {
+  it.each([
+    ['schema', { schema: 'Robert"; drop table x;--' }],
+    ['schema', { schema: '1abc' }],
+    ['tablePrefix', { tablePrefix: 'bad-prefix' }],
+    ['schema', { schema: 'x'.repeat(64) }],
+  ])('refuses an invalid %s', async (_what, options) => {
+    await expect(createStore(options)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+
+  it('refuses two connection options at once', async () => {
+    await expect(
+      createStore({ connectionString: databaseUrl(), pglite: {} }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+});
