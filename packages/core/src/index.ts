@@ -8,3 +8,4 @@ export * from './errors';
 export * from './store';
 export * from './transport';
 export * from './observability';
+export * from './retry';

@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import type { Meter } from '@opentelemetry/api';
+import type { Envelope } from '../transport/envelope';
+import type { Logger } from '../observability/logger';
+import type { Store } from '../store/store';
+import type { HandlerOutbox, Outbox } from '../outbox/types';
+
+/** What a handler receives: capabilities, not just data. */
+export interface HandlerContext {
+  /** The business transaction; the dedup record is written in it. */
+  readonly trx: Knex.Transaction;
+  /** The message being handled. */
+  readonly message: Envelope;
+  /** The validated message id. */
+  readonly messageId: string;
+  /** The scope (tenant) the message belongs to. */
+  readonly scope: string;
+  /** 1-based attempt number, counted durably outside the business transaction. */
+  readonly attempt: number;
+  /** Aborted when the consumer is shutting down or the delivery went stale. */
+  readonly signal: AbortSignal;
+  /** Adds events to this transaction with ids derived from this message. */
+  readonly outbox: HandlerOutbox;
+}
+
+/** A message handler. Its effects commit if and only if the dedup record commits. */
+export type Handler<R = unknown> = (ctx: HandlerContext) => Promise<R>;
+
+/**
+ * The outcome of handling one delivery, and what the transport must do:
+ * - `processed`, `duplicate`: acknowledge.
+ * - `failed`: do not acknowledge; redeliver after `retryDelayMs` (broker-native delay).
+ * - `dead-lettered`: the store holds the dead letter; forward to the transport's own
+ *   dead-letter destination if it has one, then acknowledge.
+ */
+export type InboxOutcome<R = unknown> =
+  | {
+      readonly status: 'processed';
+      readonly messageId: string;
+      readonly scope: string;
+      readonly attempt: number;
+      readonly result: R;
+    }
+  | { readonly status: 'duplicate'; readonly messageId: string; readonly scope: string }
+  | {
+      readonly status: 'failed';
+      readonly messageId: string;
+      readonly scope: string;
+      readonly attempt: number;
+      readonly retriable: boolean;
+      readonly error: Error;
+      /** How long the transport should wait before the next delivery. */
+      readonly retryDelayMs: number;
+    }
+  | {
+      readonly status: 'dead-lettered';
+      readonly messageId: string | undefined;
+      readonly scope: string;
+      readonly attempt: number;
+      /** Short machine-readable reason, e.g. `MAX_ATTEMPTS`, `MISSING_MESSAGE_ID`, `PAYLOAD_CONFLICT`. */
+      readonly reason: string;
+      readonly error: Error;
+      /** Id of the dead letter in the store. */
+      readonly deadLetterId: string;
+    };
+
+/** Options of {@link createInbox}. */
+export interface InboxOptions {
+  /** Where dedup records, attempts and dead letters live. */
+  readonly store: Store;
+  /** Consumer name; dedup is per consumer. Required, 1–200 characters. */
+  readonly consumer: string;
+  /** Scope for envelopes that carry none. Default `default`. */
+  readonly defaultScope?: string;
+  /** Attempts before a message is dead-lettered. Default 5. */
+  readonly maxAttempts?: number;
+  /** Longest message id accepted. Default 255. */
+  readonly maxIdLength?: number;
+  /** Headers included in the payload fingerprint besides the body. Default none. */
+  readonly fingerprintHeaders?: readonly string[];
+  /** Outbox used for `ctx.outbox`. Default: one on the same store. */
+  readonly outbox?: Outbox;
+  readonly logger?: Logger;
+  readonly meter?: Meter;
+  /** Include bodies in log lines. Default false: payloads never reach logs. */
+  readonly logPayloads?: boolean;
+}
+
+/** The inbox of one consumer. */
+export interface Inbox {
+  readonly consumer: string;
+  /** Handles one delivery in its own transaction. Never throws for handler errors or bad input. */
+  process<R>(envelope: Envelope, handler: Handler<R>): Promise<InboxOutcome<R>>;
+  /**
+   * Handles many deliveries in one transaction with one multi-row dedup insert; only new
+   * ids reach the handler; a failing message does not stop the others from committing.
+   * Outcomes come back in input order.
+   */
+  processBatch<R>(envelopes: readonly Envelope[], handler: Handler<R>): Promise<InboxOutcome<R>[]>;
+}

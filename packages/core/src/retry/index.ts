@@ -1,0 +1,2 @@
+export { fullJitterBackoff } from './backoff';
+export type { BackoffOptions } from './backoff';
