@@ -21,7 +21,20 @@ export interface HandlerContext {
   readonly signal: AbortSignal;
   /** Adds events to this transaction with ids derived from this message. */
   readonly outbox: HandlerOutbox;
+  /** The body as decoded by the inbox's `decode` option (the raw body when none is set). */
+  readonly payload: unknown;
 }
+
+/** Named points inside the inbox's processing, for fault injection in tests. */
+export type InboxStep =
+  /** The envelope was validated; nothing written yet. */
+  | 'received'
+  /** The attempt was counted durably, before the business transaction opened. */
+  | 'attempt-counted'
+  /** The handler returned; the transaction is not committed yet. */
+  | 'handler-done'
+  /** The transaction committed; the transport has not acknowledged yet. */
+  | 'committed';
 
 /** A message handler. Its effects commit if and only if the dedup record commits. */
 export type Handler<R = unknown> = (ctx: HandlerContext) => Promise<R>;
@@ -80,6 +93,20 @@ export interface InboxOptions {
   readonly fingerprintHeaders?: readonly string[];
   /** Outbox used for `ctx.outbox`. Default: one on the same store. */
   readonly outbox?: Outbox;
+  /**
+   * Turns the raw body into the handler's `ctx.payload`. A throw here is bad input: the
+   * message is dead-lettered with reason `UNDECODABLE_BODY`. Default: no decoding.
+   */
+  readonly decode?: (body: Uint8Array | string, envelope: Envelope) => unknown;
+  /**
+   * How long dedup records are kept, in milliseconds. Default 7 days. Must be at least
+   * `redeliveryHorizonMs`, or construction fails.
+   */
+  readonly retentionMs?: number;
+  /** How long the transport may redeliver a message; set by transports that know it. */
+  readonly redeliveryHorizonMs?: number;
+  /** Called at each {@link InboxStep}; for fault injection in tests (throw or kill there). */
+  readonly onStep?: (step: InboxStep, messageId: string) => void | Promise<void>;
   readonly logger?: Logger;
   readonly meter?: Meter;
   /** Include bodies in log lines. Default false: payloads never reach logs. */
