@@ -1,8 +1,19 @@
+import { exportToEnv, resolveServices, SERVICE_NAMES } from '../services';
+
 /**
- * Jest global setup. Resolves the services the tests need and exports their addresses as
- * environment variables, which the test workers inherit.
+ * Jest global setup: finds or starts PostgreSQL, Kafka, SQS (ElasticMQ) and RabbitMQ (see
+ * docs/services.md for the order) and exports `DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`
+ * and `AMQP_URL`, which the test workers inherit and `test-support/services.ts` reads.
+ * Native services stay running afterwards, so the next run reuses them; containers are
+ * stopped by the global teardown.
  */
 export default async function globalSetup(): Promise<void> {
-  process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test';
-  process.env.AMQP_URL ??= 'amqp://guest:guest@127.0.0.1:5672';
+  // The AWS SDK's notice about future Node.js versions says nothing about the tests.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const lines: string[] = [];
+  const services = await resolveServices(SERVICE_NAMES, { log: (line) => lines.push(line) });
+  exportToEnv(services);
+  if (process.env.JUSTONCE_SERVICES_QUIET !== '1') {
+    process.stdout.write(`\nservices:\n${lines.map((line) => `  ${line}`).join('\n')}\n`);
+  }
 }

@@ -4,6 +4,8 @@ import type { Envelope } from '../transport/envelope';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
+import type { BackoffOptions } from '../retry/backoff';
+import type { ErrorClassifier } from '../retry/error-class';
 
 /** What a handler receives: capabilities, not just data. */
 export interface HandlerContext {
@@ -107,21 +109,59 @@ export interface InboxOptions {
   readonly redeliveryHorizonMs?: number;
   /** Called at each {@link InboxStep}; for fault injection in tests (throw or kill there). */
   readonly onStep?: (step: InboxStep, messageId: string) => void | Promise<void>;
+  /** Where log lines go. Default: a silent logger. */
   readonly logger?: Logger;
+  /** OpenTelemetry meter for the inbox's metrics. Default: the global provider's. */
   readonly meter?: Meter;
   /** Include bodies in log lines. Default false: payloads never reach logs. */
   readonly logPayloads?: boolean;
+  /**
+   * Count attempts durably on every delivery. Default `false`: a delivery the transport
+   * marks as a first delivery (`receiveCount === 1`, or `redelivered === false` without a
+   * receive count) skips the counting write, because the broker's own count catches a
+   * message that crashes the process on its first delivery (see docs/inbox.md). Set it
+   * when a transport's first-delivery facts cannot be trusted.
+   */
+  readonly alwaysCountAttempts?: boolean;
+  /**
+   * Backoff for `retryDelayMs` of a failed outcome. Default base 100 ms, cap 20 s; after a
+   * throttling error the base is at least 500 ms.
+   */
+  readonly backoff?: BackoffOptions;
+  /**
+   * Your own rule for handler errors, run before the built-in ones (see `classifyError`):
+   * return `'non-retryable'` to dead-letter at once, `'transient'` or `'throttling'` to
+   * retry, `undefined` to let the built-in rules decide. Default: built-in rules only.
+   */
+  readonly classify?: ErrorClassifier;
+}
+
+/** Per-call options of {@link Inbox.process} and {@link Inbox.processBatch}. */
+export interface InboxProcessOptions {
+  /**
+   * Passed to handlers as `ctx.signal`; abort it when the consumer shuts down or the
+   * delivery went stale. Default: a signal that never aborts.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** The inbox of one consumer. */
 export interface Inbox {
   readonly consumer: string;
   /** Handles one delivery in its own transaction. Never throws for handler errors or bad input. */
-  process<R>(envelope: Envelope, handler: Handler<R>): Promise<InboxOutcome<R>>;
+  process<R>(
+    envelope: Envelope,
+    handler: Handler<R>,
+    options?: InboxProcessOptions,
+  ): Promise<InboxOutcome<R>>;
   /**
    * Handles many deliveries in one transaction with one multi-row dedup insert; only new
    * ids reach the handler; a failing message does not stop the others from committing.
    * Outcomes come back in input order.
    */
-  processBatch<R>(envelopes: readonly Envelope[], handler: Handler<R>): Promise<InboxOutcome<R>[]>;
+  processBatch<R>(
+    envelopes: readonly Envelope[],
+    handler: Handler<R>,
+    options?: InboxProcessOptions,
+  ): Promise<InboxOutcome<R>[]>;
 }

@@ -1,2 +1,34 @@
-/** Test kit for users' own tests: in-memory transport and harness. */
-export {};
+/**
+ * Test kit for users' own tests: an in-memory at-least-once broker with fault injection
+ * (duplicates, concurrent deliveries, crashes at named points) and a harness that wires a
+ * store, the broker and an inbox together.
+ *
+ * @packageDocumentation
+ */
+export { createMemoryBroker } from './memory-broker';
+export type {
+  MemoryBroker,
+  MemoryBrokerOptions,
+  MemoryMessage,
+  MemoryConsumer,
+  ConsumeOptions,
+  DeliveryProcessor,
+  DeliveryKind,
+  DeliveryResult,
+  DeliveryRecord,
+  DeadLetteredMessage,
+  BrokerStats,
+  WhenIdleOptions,
+} from './memory-broker';
+export { CRASH_POINTS } from './faults';
+export type { CrashPoint, FaultRates, FaultInjector, InjectedFaults } from './faults';
+export { seededRandom, pickDistinct } from './random';
+export type { RandomSource } from './random';
+export {
+  SimulatedCrashError,
+  isSimulatedCrash,
+  IdleTimeoutError,
+  BrokerClosedError,
+} from './errors';
+export { createTestHarness } from './harness';
+export type { TestHarness, TestHarnessOptions, TestMessage, HarnessCounts } from './harness';

@@ -1,9 +1,18 @@
 import type { Migration } from '../migration';
 import { m001Init } from './001_init';
 import { m002Idempotency } from './002_idempotency';
+import { m003Inbox } from './003_inbox';
+import { m004Outbox } from './004_outbox';
+import { m005Operations } from './005_operations';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
  * one takes the next number.
  */
-export const migrations: readonly Migration[] = [m001Init, m002Idempotency];
+export const migrations: readonly Migration[] = [
+  m001Init,
+  m002Idempotency,
+  m003Inbox,
+  m004Outbox,
+  m005Operations,
+];

@@ -1,0 +1,323 @@
+/**
+ * `pnpm bench inbox`: the inbox on real PostgreSQL against the same SQL statements written by
+ * hand in a plain knex transaction, in the same process and the same run.
+ *
+ * Cases (every one with 8 workers, each taking the next unit of work from a shared list):
+ * - per-message: `inbox.process` per delivery, beside the hand-written transaction the inbox
+ *   issues for a first delivery (claim with attempt-counter cleanup, business insert, commit).
+ * - batch: `inbox.processBatch` of 100 per transaction, beside the hand-written transaction
+ *   the inbox issues for a batch (one multi-row claim, the business inserts, the
+ *   attempt-counter cleanup, commit).
+ * - batch vs per-message: the inbox's batch throughput over its per-message throughput.
+ *
+ * Each case: a warm-up round, then BENCH_ROUNDS rounds (default 5) alternating which side
+ * runs first; tables are truncated before every round. `perSec` and `baselinePerSec` are
+ * medians over the rounds; `ratio` is the median of the per-round ratios (the two sides of a
+ * round run back to back, so drift in the machine's load cancels out); the CPU figures are
+ * this process's user + system time per message, which load on the machine affects less than
+ * wall-clock time. The last line printed is the JSON result.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import {
+  createInbox,
+  createStore,
+  rowsOf,
+  type Envelope,
+  type Handler,
+  type Store,
+} from '@justonce/core';
+
+const WORKERS = 8;
+const BATCH_SIZE = 100;
+const PER_MESSAGE_COUNT = 2_000;
+const BATCH_COUNT = 10_000;
+const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+interface Message {
+  readonly envelope: Envelope;
+  readonly id: string;
+  /** A SHA-256 hex, as the inbox stores, computed before timing for the hand-written side. */
+  readonly hash: string;
+}
+
+interface Sides {
+  readonly framework: () => Promise<void>;
+  readonly baseline: () => Promise<void>;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+function messages(label: string, count: number): Message[] {
+  return Array.from({ length: count }, (_, i) => {
+    const id = `${label}-${String(i).padStart(7, '0')}`;
+    const body = JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + (i % 9_900) });
+    return {
+      id,
+      hash: createHash('sha256').update(body).digest('hex'),
+      envelope: {
+        id,
+        headers: {},
+        body,
+        delivery: { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
+      },
+    };
+  });
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Runs `work` on every unit with {@link WORKERS} workers; resolves to the elapsed seconds. */
+async function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      while (next < units.length) {
+        const unit = units[next] as T;
+        next += 1;
+        await work(unit);
+      }
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
+/** Runs the benchmark and prints its JSON line last. */
+export async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error('BENCH_ROUNDS must be a positive integer');
+  const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
+  const store: Store = await createStore({
+    connectionString: url,
+    schema,
+    pool: { max: WORKERS + 2 },
+  });
+  try {
+    await store.migrate();
+    const { names, knex } = store;
+    const idempotency = names.table('idempotency');
+    const attempts = names.table('inbox_attempts');
+    const effects = names.table('bench_effects');
+    await knex.raw(
+      `create table ${effects} (message_id text not null, body_length integer not null)`,
+    );
+
+    const FRAMEWORK = 'bench-framework';
+    const BASELINE = 'bench-baseline';
+    const inbox = createInbox({ store, consumer: FRAMEWORK, retentionMs: RETENTION_MS });
+    const insertEffect = `insert into ${effects} (message_id, body_length) values (?, ?)`;
+    const handler: Handler = async ({ trx, messageId, message }) => {
+      await trx.raw(insertEffect, [messageId, message.body.length]);
+    };
+    const reset = async (): Promise<void> => {
+      await knex.raw(`truncate ${idempotency}, ${attempts}, ${effects}`);
+    };
+
+    // The statements of processOne for a first delivery, by hand (inbox/sql/claim-messages.ts,
+    // claimMessage): the claim that also clears the attempt counter, the handler's insert,
+    // commit. A first delivery skips the attempt-counting statement.
+    const claimOneSql = `with cleared as (
+         delete from ${attempts}
+          where scope = ? and consumer = ? and message_id = ?
+       )
+       insert into ${idempotency}
+         (scope, operation, key, status, request_hash, attempts, expires_at)
+       values (?, ?, ?, 'SUCCEEDED', ?, ?, now() + ?::double precision * interval '1 millisecond')
+       on conflict (scope, operation, key) do nothing returning scope, key`;
+    const baselineOne = async (m: Message): Promise<void> => {
+      await knex.transaction(async (trx) => {
+        const claimed = rowsOf(
+          await trx.raw(claimOneSql, [
+            ...['default', BASELINE, m.id],
+            ...['default', BASELINE, m.id, m.hash, 1, RETENTION_MS],
+          ]),
+        );
+        if (claimed.length === 1) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+      });
+    };
+
+    // The statements of processBatch for first deliveries, by hand: the multi-row claim
+    // (claim-messages.ts, claimMessages), the handlers' inserts, the attempt-counter cleanup
+    // (finish-batch.ts), commit. Rows go in key order, as the inbox sorts them.
+    const claimBatchSql = `insert into ${idempotency}
+         (scope, operation, key, status, request_hash, attempts, expires_at)
+       select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
+              now() + ?::double precision * interval '1 millisecond'
+         from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
+              as m (scope, key, request_hash, attempts, ord)
+        order by m.ord
+       on conflict (scope, operation, key) do nothing returning scope, key`;
+    const clearBatchSql = `delete from ${attempts} a
+        using unnest(?::text[], ?::text[]) as m (scope, message_id)
+        where a.consumer = ? and a.scope = m.scope and a.message_id = m.message_id`;
+    const baselineBatch = async (batch: readonly Message[]): Promise<void> => {
+      const sorted = [...batch].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      await knex.transaction(async (trx: Knex.Transaction) => {
+        const claimed = new Set(
+          rowsOf<{ key: string }>(
+            await trx.raw(claimBatchSql, [
+              BASELINE,
+              RETENTION_MS,
+              sorted.map(() => 'default'),
+              sorted.map((m) => m.id),
+              sorted.map((m) => m.hash),
+              sorted.map(() => 1),
+            ]),
+          ).map((r) => r.key),
+        );
+        const done = sorted.filter((m) => claimed.has(m.id));
+        for (const m of done) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+        if (done.length > 0) {
+          await trx.raw(clearBatchSql, [
+            done.map(() => 'default'),
+            done.map((m) => m.id),
+            BASELINE,
+          ]);
+        }
+      });
+    };
+
+    const perMessage = (msgs: readonly Message[]): Sides => ({
+      framework: async () => {
+        await timed(msgs, async (m) => {
+          const outcome = await inbox.process(m.envelope, handler);
+          if (outcome.status !== 'processed') throw new Error(`unexpected ${outcome.status}`);
+        });
+      },
+      baseline: async () => {
+        await timed(msgs, baselineOne);
+      },
+    });
+    const batched = (msgs: readonly Message[]): Sides => {
+      const batches = chunks(msgs, BATCH_SIZE);
+      return {
+        framework: async () => {
+          await timed(batches, async (batch) => {
+            const outcomes = await inbox.processBatch(
+              batch.map((m) => m.envelope),
+              handler,
+            );
+            if (outcomes.some((o) => o.status !== 'processed'))
+              throw new Error('batch not processed');
+          });
+        },
+        baseline: async () => {
+          await timed(batches, baselineBatch);
+        },
+      };
+    };
+
+    /** One side's figures for one round. */
+    interface Sample {
+      readonly perSec: number;
+      /** Node CPU time (user + system) per message, in microseconds. */
+      readonly cpuUs: number;
+    }
+    const sample = async (count: number, run: () => Promise<void>): Promise<Sample> => {
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      await run();
+      const seconds = (performance.now() - started) / 1000;
+      const used = process.cpuUsage(cpu);
+      return { perSec: count / seconds, cpuUs: (used.user + used.system) / count };
+    };
+
+    /** Warm-up, then `rounds` rounds alternating which side goes first. */
+    const measure = async (
+      label: string,
+      count: number,
+      sides: (msgs: readonly Message[]) => Sides,
+    ): Promise<{ framework: Sample[]; baseline: Sample[] }> => {
+      const warm = sides(messages(`${label}-warm`, Math.min(count, 1_000)));
+      await reset();
+      await warm.framework();
+      await warm.baseline();
+      const framework: Sample[] = [];
+      const baseline: Sample[] = [];
+      const run = sides(messages(label, count));
+      for (let r = 0; r < rounds; r += 1) {
+        const order =
+          r % 2 === 0 ? (['framework', 'baseline'] as const) : (['baseline', 'framework'] as const);
+        for (const side of order) {
+          await reset();
+          (side === 'framework' ? framework : baseline).push(await sample(count, run[side]));
+          const [row] = rowsOf<{ n: string }>(
+            await knex.raw(`select count(*) as n from ${effects}`),
+          );
+          if (Number(row?.n) !== count) {
+            throw new Error(`${label} ${side}: ${row?.n} effects, expected ${count}`);
+          }
+        }
+        console.log(
+          `  ${label} round ${r + 1}/${rounds}: inbox ${Math.round(framework[r]?.perSec ?? 0)}/s, ` +
+            `hand-written ${Math.round(baseline[r]?.perSec ?? 0)}/s`,
+        );
+      }
+      return { framework, baseline };
+    };
+
+    console.log(
+      `inbox benchmark on PostgreSQL, ${WORKERS} workers, ${rounds} rounds after a warm-up ` +
+        `(per-message ${PER_MESSAGE_COUNT}, batch ${BATCH_COUNT} messages per round)`,
+    );
+    const one = await measure('per-message', PER_MESSAGE_COUNT, perMessage);
+    const many = await measure('batch', BATCH_COUNT, batched);
+
+    const round2 = (x: number): number => Math.round(x * 100) / 100;
+    const perSec = (samples: readonly Sample[]): number => median(samples.map((s) => s.perSec));
+    const cpuUs = (samples: readonly Sample[]): number =>
+      Math.round(median(samples.map((s) => s.cpuUs)));
+    /** The median of the per-round ratios: each round's two sides ran back to back. */
+    const pairedRatio = (a: readonly Sample[], b: readonly Sample[]): number =>
+      round2(median(a.map((s, i) => s.perSec / (b[i] as Sample).perSec)));
+    const versus = (name: string, m: { framework: Sample[]; baseline: Sample[] }) => ({
+      case: name,
+      perSec: Math.round(perSec(m.framework)),
+      baselinePerSec: Math.round(perSec(m.baseline)),
+      ratio: pairedRatio(m.framework, m.baseline),
+      target: 0.9,
+      cpuUsPerMessage: cpuUs(m.framework),
+      baselineCpuUsPerMessage: cpuUs(m.baseline),
+    });
+    const results = [
+      versus(`per-message (${WORKERS} concurrent) vs hand-written SQL`, one),
+      versus(
+        `batch (${BATCH_SIZE} per transaction, ${WORKERS} concurrent) vs hand-written SQL`,
+        many,
+      ),
+      {
+        case: 'batch vs per-message (inbox both)',
+        perSec: Math.round(perSec(many.framework)),
+        baselinePerSec: Math.round(perSec(one.framework)),
+        ratio: round2(perSec(many.framework) / perSec(one.framework)),
+        target: 5,
+      },
+    ];
+    for (const r of results) {
+      console.log(
+        `${r.ratio >= r.target ? 'met   ' : 'MISSED'} ${r.case}: ${r.perSec}/s vs ` +
+          `${r.baselinePerSec}/s, ratio ${r.ratio} (target >= ${r.target})` +
+          ('cpuUsPerMessage' in r
+            ? `; node CPU ${r.cpuUsPerMessage} vs ${r.baselineCpuUsPerMessage} us/message`
+            : ''),
+      );
+    }
+    console.log(JSON.stringify({ bench: 'inbox', results }));
+  } finally {
+    await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+    await store.close();
+  }
+}

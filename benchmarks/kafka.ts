@@ -1,0 +1,400 @@
+/**
+ * `pnpm bench kafka`: @justonce/kafka on the real broker and PostgreSQL, each case beside a
+ * hand-written baseline in the same process and the same run.
+ *
+ * - consumer-batch: `createKafkaConsumer` in batch mode (one inbox transaction per 100
+ *   records), beside a raw kafkajs `eachBatch` consumer that writes the same rows by hand in
+ *   one transaction per 100 records (a multi-row dedup insert `on conflict do nothing`, the
+ *   business insert per new record) and then commits the offset.
+ * - consumer-message: the same in per-message mode (one transaction per record, offsets
+ *   committed per 100 records) beside the same per-record transaction by hand.
+ * - relay: the outbox relay publishing through `createKafkaPublisher`, beside a raw kafkajs
+ *   producer sending the same records with the same batch size, concurrency, idempotence and
+ *   acks (all in-sync replicas).
+ *
+ * Consumers are timed from the first batch handed to them (group joins are not counted) to
+ * the last record's database commit; the relay from its start to the last record
+ * acknowledged by the broker. Each case: a warm-up round, then BENCH_ROUNDS rounds (default
+ * 3) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
+ * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 3 000; the
+ * per-message case uses a third), BENCH_ROUNDS. The last line printed is the JSON result.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
+import {
+  createInbox,
+  createOutbox,
+  createRelay,
+  createStore,
+  type HandlerContext,
+  type OutgoingMessage,
+  type Publisher,
+  type Store,
+} from '@justonce/core';
+import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
+import { ensureServices } from '../test-support/services';
+
+const CHUNK = 100;
+const RELAY_BATCH = 200;
+const RELAY_CONCURRENCY = 2;
+const PARTITIONS = 3;
+const GROUP = { sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 100 };
+
+interface Result {
+  case: string;
+  perSec: number;
+  baselinePerSec: number;
+  ratio: number;
+}
+
+interface Env {
+  kafka: Kafka;
+  store: Store;
+  effects: string;
+  dedup: string;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+const tag = (): string => randomBytes(4).toString('hex');
+
+async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }],
+  });
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  for (let start = 0; start < count; start += 1000) {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: Math.min(1000, count - start) }, (_, j) => {
+        const i = start + j;
+        return {
+          key: `acct-${i % 97}`,
+          value: JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + i }),
+          headers: { 'message-id': `${topic}-${i}` },
+        };
+      }),
+    });
+  }
+  await producer.disconnect();
+}
+
+/** Calls `onFirstBatch` when the client's consumer starts its first batch. */
+function timedClient(kafka: Kafka, onFirstBatch: () => void): KafkaClient {
+  return {
+    producer: (config) => kafka.producer(config),
+    consumer: (config) => {
+      const consumer = kafka.consumer(config);
+      const off = consumer.on(consumer.events.START_BATCH_PROCESS, () => {
+        off();
+        onFirstBatch();
+      });
+      return consumer;
+    },
+  };
+}
+
+/** Resolves once `count()` reaches `target`. */
+function reached(count: () => number, target: number, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const tick = (): void => {
+      if (count() >= target) return resolve();
+      if (Date.now() > deadline) return reject(new Error(`timed out at ${count()}/${target}`));
+      setTimeout(tick, 5);
+    };
+    tick();
+  });
+}
+
+/** The inbox consumer; records per second. */
+async function inboxRun(
+  env: Env,
+  topic: string,
+  count: number,
+  mode: 'batch' | 'message',
+): Promise<number> {
+  let started = 0;
+  let done = 0;
+  const name = `bench-${tag()}`;
+  const consumer = createKafkaConsumer({
+    kafka: timedClient(env.kafka, () => (started = performance.now())),
+    groupId: name,
+    topics: [topic],
+    fromBeginning: true,
+    mode,
+    batchSize: CHUNK,
+    consumerConfig: GROUP,
+    inbox: createInbox({ store: env.store, consumer: name }),
+    handler: async (ctx: HandlerContext) => {
+      await ctx.trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [
+        ctx.messageId,
+        Buffer.from(ctx.message.body).toString(),
+      ]);
+    },
+    onOutcome: (outcome) => {
+      if (outcome.status === 'processed' || outcome.status === 'duplicate') done++;
+    },
+  });
+  await consumer.start();
+  await reached(() => done, count);
+  const elapsed = performance.now() - started;
+  await consumer.stop();
+  return count / (elapsed / 1000);
+}
+
+/** The hand-written consumer: the same rows, the same transactions, by hand. */
+async function rawRun(
+  env: Env,
+  topic: string,
+  count: number,
+  mode: 'batch' | 'message',
+): Promise<number> {
+  let started = 0;
+  let done = 0;
+  const name = `bench-raw-${tag()}`;
+  const consumer: Consumer = env.kafka.consumer({ groupId: name, ...GROUP });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  const write = async (
+    trx: Knex.Transaction,
+    rows: Array<{ id: string; body: string }>,
+  ): Promise<void> => {
+    const fresh = (await trx.raw(
+      `insert into ${env.dedup} (consumer, message_id)
+       select ?, unnest(?::text[]) on conflict do nothing returning message_id`,
+      [name, rows.map((r) => r.id)],
+    )) as { rows: Array<{ message_id: string }> };
+    const isNew = new Set(fresh.rows.map((r) => r.message_id));
+    for (const row of rows) {
+      if (isNew.has(row.id)) {
+        await trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [
+          row.id,
+          row.body,
+        ]);
+      }
+    }
+  };
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, heartbeat, commitOffsetsIfNecessary, resolveOffset }) => {
+      if (started === 0) started = performance.now();
+      for (let i = 0; i < batch.messages.length; i += CHUNK) {
+        const chunk = batch.messages.slice(i, i + CHUNK).map((m) => ({
+          offset: m.offset,
+          id: m.headers!['message-id']!.toString(),
+          body: m.value!.toString(),
+        }));
+        if (mode === 'batch') {
+          await env.store.knex.transaction((trx) => write(trx, chunk));
+        } else {
+          for (const row of chunk) await env.store.knex.transaction((trx) => write(trx, [row]));
+        }
+        done += chunk.length;
+        const last = chunk[chunk.length - 1]!.offset;
+        resolveOffset(last);
+        await commitOffsetsIfNecessary({
+          topics: [
+            {
+              topic: batch.topic,
+              partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }],
+            },
+          ],
+        });
+        await heartbeat();
+      }
+    },
+  });
+  await reached(() => done, count);
+  const elapsed = performance.now() - started;
+  await consumer.disconnect();
+  return count / (elapsed / 1000);
+}
+
+async function outboxFill(store: Store, topic: string, count: number): Promise<void> {
+  const outbox = createOutbox({ store, notify: false });
+  for (let start = 0; start < count; start += 500) {
+    await store.knex.transaction((trx) =>
+      outbox.add(
+        trx,
+        Array.from({ length: Math.min(500, count - start) }, (_, j) => ({
+          destination: topic,
+          key: `acct-${(start + j) % 50}`,
+          payload: { n: start + j },
+          headers: { 'correlation-id': `c-${start + j}` },
+        })),
+      ),
+    );
+  }
+}
+
+/** Counts the messages the broker acknowledged. */
+function counting(inner: Publisher): Publisher & { acked: number } {
+  const wrapper = {
+    acked: 0,
+    async publish(messages: readonly OutgoingMessage[]) {
+      const results = await inner.publish(messages);
+      wrapper.acked += results.filter((r) => r.ok).length;
+      return results;
+    },
+    close: () => inner.close(),
+  };
+  return wrapper;
+}
+
+async function relayRun(env: Env, count: number): Promise<number> {
+  const topic = `bench-relay-${tag()}`;
+  await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
+  await outboxFill(env.store, topic, count);
+  const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
+  // Connected before timing, as the raw producer is.
+  await kafkaPublisher.connect();
+  const publisher = counting(kafkaPublisher);
+  const relay = createRelay({
+    store: env.store,
+    publisher,
+    batchSize: RELAY_BATCH,
+    concurrency: RELAY_CONCURRENCY,
+    notify: false,
+    pollIntervalMs: 20,
+  });
+  const started = performance.now();
+  await relay.start();
+  await reached(() => publisher.acked, count);
+  const elapsed = performance.now() - started;
+  await relay.stop();
+  await publisher.close();
+  return count / (elapsed / 1000);
+}
+
+async function rawProducerRun(env: Env, count: number): Promise<number> {
+  const topic = `bench-raw-${tag()}`;
+  const producer: Producer = env.kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    retry: { retries: 5 },
+  });
+  await producer.connect();
+  const records = Array.from({ length: count }, (_, n) => ({
+    key: `acct-${n % 50}`,
+    value: JSON.stringify({ n }),
+    headers: { 'message-id': `${topic}-${n}`, 'correlation-id': `c-${n}` },
+  }));
+  const started = performance.now();
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < records.length) {
+      const batch = records.slice(next, next + RELAY_BATCH);
+      next += batch.length;
+      await producer.send({ topic, acks: -1, messages: batch });
+    }
+  };
+  await Promise.all(Array.from({ length: RELAY_CONCURRENCY }, lane));
+  const elapsed = performance.now() - started;
+  await producer.disconnect();
+  return count / (elapsed / 1000);
+}
+
+async function measure(
+  name: string,
+  rounds: number,
+  framework: () => Promise<number>,
+  baseline: () => Promise<number>,
+): Promise<Result> {
+  await framework();
+  await baseline();
+  const f: number[] = [];
+  const b: number[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    let fw: number;
+    let base: number;
+    if (round % 2 === 0) {
+      fw = await framework();
+      base = await baseline();
+    } else {
+      base = await baseline();
+      fw = await framework();
+    }
+    f.push(fw);
+    b.push(base);
+    ratios.push(fw / base);
+    console.log(`${name} round ${round + 1}: ${fw.toFixed(0)}/s vs ${base.toFixed(0)}/s`);
+  }
+  const round2 = (x: number): number => Math.round(x * 100) / 100;
+  return {
+    case: name,
+    perSec: Math.round(median(f)),
+    baselinePerSec: Math.round(median(b)),
+    ratio: round2(median(ratios)),
+  };
+}
+
+/** Runs every case and prints the JSON line last. */
+export async function main(): Promise<void> {
+  const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
+  const count = Number(process.env.BENCH_KAFKA_MESSAGES ?? 3000);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const schema = `bench_kafka_${tag()}`;
+  const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 10 } });
+  const kafka = new Kafka({ clientId: 'bench', brokers: kafkaBrokers, logLevel: logLevel.NOTHING });
+  try {
+    await store.migrate();
+    const effects = `"${schema}"."bench_effects"`;
+    const dedup = `"${schema}"."bench_dedup"`;
+    await store.knex.raw(
+      `create table ${effects} (id bigserial primary key, message_id text not null, body text)`,
+    );
+    await store.knex.raw(
+      `create table ${dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
+    );
+    const env: Env = { kafka, store, effects, dedup };
+    const batchTopic = `bench-batch-${tag()}`;
+    const messageTopic = `bench-message-${tag()}`;
+    const perMessage = Math.max(300, Math.floor(count / 3));
+    await fillTopic(kafka, batchTopic, count);
+    await fillTopic(kafka, messageTopic, perMessage);
+
+    const results: Result[] = [];
+    results.push(
+      await measure(
+        'consumer-batch',
+        rounds,
+        () => inboxRun(env, batchTopic, count, 'batch'),
+        () => rawRun(env, batchTopic, count, 'batch'),
+      ),
+    );
+    results.push(
+      await measure(
+        'consumer-message',
+        rounds,
+        () => inboxRun(env, messageTopic, perMessage, 'message'),
+        () => rawRun(env, messageTopic, perMessage, 'message'),
+      ),
+    );
+    results.push(
+      await measure(
+        'relay',
+        rounds,
+        () => relayRun(env, count),
+        () => rawProducerRun(env, count),
+      ),
+    );
+    console.log(JSON.stringify({ bench: 'kafka', results }));
+  } finally {
+    await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
+    await store.close();
+  }
+}

@@ -1,0 +1,358 @@
+/**
+ * `pnpm bench sqs`: @justonce/sqs on ElasticMQ and PostgreSQL, each case beside a baseline
+ * written by hand and measured in the same process and run.
+ *
+ * - worker: `createSqsWorker` (inbox per message, concurrency 10), beside a hand-written
+ *   loop with the same number of pollers: ReceiveMessage (10 at a time), one transaction per
+ *   message that inserts the dedup row `on conflict do nothing` and the same business row,
+ *   then DeleteMessageBatch for the ten.
+ * - relay: the outbox relay publishing through `createSqsPublisher`, beside raw
+ *   SendMessageBatch calls of the same messages (ten per request, the same number of
+ *   requests in flight as the relay's cycles times the publisher's concurrency).
+ *
+ * The worker is timed from `start` resolving (the queue is described) to the last message
+ * deleted; the hand loop from its first receive to its last delete; the relay from `start`
+ * to the last message acknowledged by SQS. A warm-up round first, then BENCH_ROUNDS rounds
+ * (default 3) alternating which side goes first; `perSec` and `baselinePerSec` are medians,
+ * `ratio` the median of per-round ratios. BENCH_SQS_MESSAGES sets the messages per round
+ * (default 1 000; the relay case uses twice as many). The last line printed is the JSON.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  DeleteQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import {
+  createInbox,
+  createOutbox,
+  createRelay,
+  createStore,
+  type OutgoingMessage,
+  type Publisher,
+  type Store,
+} from '@justonce/core';
+import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
+import { ensureServices } from '../test-support/services';
+
+const CONCURRENCY = 10;
+const POLLERS = Math.ceil(CONCURRENCY / 10);
+const RELAY_BATCH = 200;
+const RELAY_CONCURRENCY = 2;
+const PUBLISHER_CONCURRENCY = 4;
+
+interface Result {
+  case: string;
+  perSec: number;
+  baselinePerSec: number;
+  ratio: number;
+}
+
+interface Bench {
+  sqs: SQSClient;
+  clientConfig: ConstructorParameters<typeof SQSClient>[0];
+  store: Store;
+  effects: string;
+  dedup: string;
+  queues: string[];
+}
+
+const tag = (): string => randomBytes(4).toString('hex');
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Resolves once `count()` reaches `target`; rejects after `timeoutMs`. */
+async function reached(count: () => number, target: number, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (count() < target) {
+    if (Date.now() > deadline) throw new Error(`stalled at ${count()} of ${target}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function createQueue(b: Bench, label: string): Promise<string> {
+  const { QueueUrl } = await b.sqs.send(
+    new CreateQueueCommand({ QueueName: `bench-${label}-${tag()}` }),
+  );
+  if (!QueueUrl) throw new Error('no queue URL');
+  b.queues.push(QueueUrl);
+  return QueueUrl;
+}
+
+/** A queue holding `count` messages, each with a unique `message-id` attribute. */
+async function filledQueue(b: Bench, count: number): Promise<string> {
+  const queueUrl = await createQueue(b, 'in');
+  const requests: Promise<unknown>[] = [];
+  for (let start = 0; start < count; start += 10) {
+    requests.push(
+      b.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: Array.from({ length: Math.min(10, count - start) }, (_, j) => ({
+            Id: `e${j}`,
+            MessageBody: JSON.stringify({ account: `acct-${(start + j) % 97}`, cents: start + j }),
+            MessageAttributes: {
+              'message-id': { DataType: 'String', StringValue: `${queueUrl}#${start + j}` },
+            },
+          })),
+        }),
+      ),
+    );
+    if (requests.length >= 8) await Promise.all(requests.splice(0));
+  }
+  await Promise.all(requests);
+  return queueUrl;
+}
+
+async function workerRun(b: Bench, count: number): Promise<number> {
+  const queueUrl = await filledQueue(b, count);
+  let deleted = 0;
+  const worker = createSqsWorker({
+    clientConfig: b.clientConfig,
+    queueUrl,
+    concurrency: CONCURRENCY,
+    waitTimeSeconds: 1,
+    inbox: createInbox({ store: b.store, consumer: `bench-${tag()}` }),
+    handler: async (ctx) => {
+      await ctx.trx.raw(`insert into ${b.effects} (message_id, body) values (?, ?)`, [
+        ctx.messageId,
+        String(ctx.message.body),
+      ]);
+    },
+    onSettled: (event) => {
+      if (event.action === 'deleted') deleted++;
+    },
+  });
+  await worker.start();
+  const started = performance.now();
+  await reached(() => deleted, count);
+  const elapsed = performance.now() - started;
+  await worker.stop();
+  return count / (elapsed / 1000);
+}
+
+/** The hand-written loop: receive ten, one transaction each, delete the ten. */
+async function rawWorkerRun(b: Bench, count: number): Promise<number> {
+  const queueUrl = await filledQueue(b, count);
+  const consumer = `bench-raw-${tag()}`;
+  let deleted = 0;
+  const handle = (message: Message) =>
+    b.store.knex.transaction(async (trx) => {
+      const id = message.MessageAttributes?.['message-id']?.StringValue ?? message.MessageId!;
+      const fresh = (await trx.raw(
+        `insert into ${b.dedup} (consumer, message_id) values (?, ?) on conflict do nothing returning message_id`,
+        [consumer, id],
+      )) as { rows: unknown[] };
+      if (fresh.rows.length === 1) {
+        await trx.raw(`insert into ${b.effects} (message_id, body) values (?, ?)`, [
+          id,
+          message.Body ?? '',
+        ]);
+      }
+    });
+  const poller = async (): Promise<void> => {
+    while (deleted < count) {
+      const { Messages = [] } = await b.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+      if (Messages.length === 0) continue;
+      await Promise.all(Messages.map(handle));
+      await b.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })),
+        }),
+      );
+      deleted += Messages.length;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: POLLERS }, poller));
+  const elapsed = performance.now() - started;
+  return count / (elapsed / 1000);
+}
+
+function body(n: number): string {
+  return JSON.stringify({ account: `acct-${n % 50}`, cents: n });
+}
+
+async function outboxFill(b: Bench, queueUrl: string, count: number): Promise<void> {
+  await b.store.knex.raw(`truncate ${b.store.names.table('outbox')}`);
+  const outbox = createOutbox({ store: b.store, notify: false });
+  for (let start = 0; start < count; start += 500) {
+    await b.store.knex.transaction((trx) =>
+      outbox.add(
+        trx,
+        Array.from({ length: Math.min(500, count - start) }, (_, j) => ({
+          destination: queueUrl,
+          key: `acct-${(start + j) % 50}`,
+          payload: body(start + j),
+          headers: { 'correlation-id': `c-${start + j}` },
+        })),
+      ),
+    );
+  }
+}
+
+/** Counts what SQS acknowledged. */
+function counting(inner: Publisher): Publisher & { acked: number } {
+  const wrapper = {
+    acked: 0,
+    async publish(messages: readonly OutgoingMessage[]) {
+      const results = await inner.publish(messages);
+      wrapper.acked += results.filter((r) => r.ok).length;
+      return results;
+    },
+    close: () => inner.close(),
+  };
+  return wrapper;
+}
+
+async function relayRun(b: Bench, count: number): Promise<number> {
+  const queueUrl = await createQueue(b, 'relay');
+  await outboxFill(b, queueUrl, count);
+  const publisher = counting(
+    createSqsPublisher({ clientConfig: b.clientConfig, concurrency: PUBLISHER_CONCURRENCY }),
+  );
+  const relay = createRelay({
+    store: b.store,
+    publisher,
+    batchSize: RELAY_BATCH,
+    concurrency: RELAY_CONCURRENCY,
+    notify: false,
+    pollIntervalMs: 20,
+  });
+  const started = performance.now();
+  await relay.start();
+  await reached(() => publisher.acked, count);
+  const elapsed = performance.now() - started;
+  await relay.stop();
+  await publisher.close();
+  return count / (elapsed / 1000);
+}
+
+async function rawSendRun(b: Bench, count: number): Promise<number> {
+  const queueUrl = await createQueue(b, 'raw');
+  const entries = Array.from({ length: count }, (_, n) => ({
+    Id: `e${n % 10}`,
+    MessageBody: body(n),
+    MessageAttributes: {
+      'correlation-id': { DataType: 'String', StringValue: `c-${n}` },
+      'message-id': { DataType: 'String', StringValue: `${queueUrl}#${n}` },
+    },
+  }));
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < entries.length) {
+      const batch = entries.slice(next, next + 10);
+      next += batch.length;
+      const response = await b.sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch }),
+      );
+      if (response.Failed?.length) throw new Error(JSON.stringify(response.Failed));
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: RELAY_CONCURRENCY * PUBLISHER_CONCURRENCY }, lane));
+  const elapsed = performance.now() - started;
+  return count / (elapsed / 1000);
+}
+
+async function measure(
+  name: string,
+  rounds: number,
+  framework: () => Promise<number>,
+  baseline: () => Promise<number>,
+): Promise<Result> {
+  await framework();
+  await baseline();
+  const f: number[] = [];
+  const base: number[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const [fw, bl] =
+      round % 2 === 0
+        ? [await framework(), await baseline()]
+        : await baseline().then(async (bl2) => [await framework(), bl2] as const);
+    f.push(fw);
+    base.push(bl);
+    ratios.push(fw / bl);
+    console.log(
+      `${name} round ${round + 1}: ${fw.toFixed(0)}/s vs baseline ${bl.toFixed(0)}/s (${(fw / bl).toFixed(2)})`,
+    );
+  }
+  return {
+    case: name,
+    perSec: Math.round(median(f)),
+    baselinePerSec: Math.round(median(base)),
+    ratio: Math.round(median(ratios) * 100) / 100,
+  };
+}
+
+/** Runs both cases and prints the JSON line last. */
+export async function main(): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { databaseUrl, sqsEndpoint } = await ensureServices(['postgres', 'sqs']);
+  const count = Number(process.env.BENCH_SQS_MESSAGES ?? 1000);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const schema = `bench_sqs_${tag()}`;
+  const clientConfig = {
+    endpoint: sqsEndpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  };
+  const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 12 } });
+  const b: Bench = {
+    sqs: new SQSClient(clientConfig),
+    clientConfig,
+    store,
+    effects: `"${schema}"."bench_effects"`,
+    dedup: `"${schema}"."bench_dedup"`,
+    queues: [],
+  };
+  try {
+    await store.migrate();
+    await store.knex.raw(
+      `create table ${b.effects} (id bigserial primary key, message_id text not null, body text)`,
+    );
+    await store.knex.raw(
+      `create table ${b.dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
+    );
+    const results: Result[] = [
+      await measure(
+        'worker',
+        rounds,
+        () => workerRun(b, count),
+        () => rawWorkerRun(b, count),
+      ),
+      await measure(
+        'relay',
+        rounds,
+        () => relayRun(b, count * 2),
+        () => rawSendRun(b, count * 2),
+      ),
+    ];
+    console.log(JSON.stringify({ bench: 'sqs', results }));
+  } finally {
+    for (const queueUrl of b.queues) {
+      await b.sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => undefined);
+    }
+    b.sqs.destroy();
+    await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
+    await store.close();
+  }
+}

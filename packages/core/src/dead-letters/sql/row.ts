@@ -1,0 +1,68 @@
+import type { DeliveryFacts } from '../../transport/envelope';
+import type { DeadLetter, DeadLetterReason } from '../types';
+
+/** The columns every dead-letter query selects, with the id as text. @internal */
+export const LETTER_COLUMNS = `id::text as id, scope, consumer, message_id, reason, error_code,
+  error_message, attempts, partition_key, headers, body, body_is_text, delivery, fingerprint,
+  first_attempt_at, dead_at, requeued_at, dedupe`;
+
+/** A `dead_letters` row as pg or PGlite returns it. @internal */
+export interface LetterRow {
+  id: string;
+  scope: string;
+  consumer: string;
+  message_id: string | null;
+  reason: string;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: number;
+  partition_key: string | null;
+  headers: Record<string, string> | string;
+  body: Uint8Array;
+  body_is_text: boolean;
+  delivery: Record<string, unknown> | string;
+  fingerprint: string;
+  first_attempt_at: Date | string | null;
+  dead_at: Date | string;
+  requeued_at: Date | string | null;
+  dedupe: boolean;
+}
+
+function json<T>(value: T | string): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}
+
+function date(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+/** Delivery facts as stored in JSON, with `receivedAt` turned back into a `Date`. @internal */
+export function reviveDelivery(stored: Record<string, unknown>): DeliveryFacts {
+  const { receivedAt, ...rest } = stored;
+  return typeof receivedAt === 'string'
+    ? { ...(rest as DeliveryFacts), receivedAt: new Date(receivedAt) }
+    : (rest as DeliveryFacts);
+}
+
+/** Converts a row to the public shape. @internal */
+export function toDeadLetter(row: LetterRow): DeadLetter {
+  const bytes = Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength);
+  return {
+    id: row.id,
+    scope: row.scope,
+    consumer: row.consumer,
+    messageId: row.message_id,
+    reason: row.reason as DeadLetterReason,
+    errorCode: row.error_code,
+    errorMessage: row.error_message,
+    attempts: Number(row.attempts),
+    key: row.partition_key,
+    headers: json(row.headers),
+    body: row.body_is_text ? bytes.toString('utf8') : new Uint8Array(bytes),
+    delivery: reviveDelivery(json(row.delivery)),
+    fingerprint: row.fingerprint,
+    firstAttemptAt: row.first_attempt_at === null ? null : date(row.first_attempt_at),
+    deadAt: date(row.dead_at),
+    requeuedAt: row.requeued_at === null ? null : date(row.requeued_at),
+  };
+}

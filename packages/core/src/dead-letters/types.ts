@@ -1,0 +1,98 @@
+import type { DeliveryFacts, Envelope } from '../transport/envelope';
+
+/**
+ * Why a message was dead-lettered:
+ * - `MISSING_MESSAGE_ID` — the delivery had no id, so it cannot be deduplicated;
+ * - `INVALID_MESSAGE_ID` — the id is not a string, is empty, or is longer than `maxIdLength`;
+ * - `INVALID_SCOPE` — the scope is not a non-empty string of at most 255 bytes;
+ * - `INVALID_BODY` — the body is neither bytes nor a string;
+ * - `UNDECODABLE_BODY` — the inbox's `decode` option threw;
+ * - `PAYLOAD_CONFLICT` — the id was seen before with a different payload fingerprint;
+ * - `MAX_ATTEMPTS` — failed (or crashed the process) `maxAttempts` times;
+ * - `NON_RETRIABLE` — the handler threw an error that retrying cannot fix.
+ */
+export type DeadLetterReason =
+  | 'MISSING_MESSAGE_ID'
+  | 'INVALID_MESSAGE_ID'
+  | 'INVALID_SCOPE'
+  | 'INVALID_BODY'
+  | 'UNDECODABLE_BODY'
+  | 'PAYLOAD_CONFLICT'
+  | 'MAX_ATTEMPTS'
+  | 'NON_RETRIABLE';
+
+/** One message that could not be handled, as stored; nothing of the delivery is lost. */
+export interface DeadLetter {
+  /** The letter's id (a decimal string); pass it to `get`, `requeue` and `delete`. */
+  readonly id: string;
+  readonly scope: string;
+  readonly consumer: string;
+  /** The message id as delivered; `null` when the delivery had none. */
+  readonly messageId: string | null;
+  /** See {@link DeadLetterReason}. */
+  readonly reason: DeadLetterReason;
+  /** `code` of the error that led here (e.g. `MAX_ATTEMPTS`, or the handler error's code). */
+  readonly errorCode: string | null;
+  /** Message of that error; never the payload. */
+  readonly errorMessage: string | null;
+  /** Deliveries counted before the message was dead-lettered (0 for bad input). */
+  readonly attempts: number;
+  /** The envelope's partition key, if any. */
+  readonly key: string | null;
+  /** The headers as delivered. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body exactly as delivered: a string stays a string, bytes stay bytes. */
+  readonly body: Uint8Array | string;
+  /** The delivery facts of the delivery that was dead-lettered. */
+  readonly delivery: DeliveryFacts;
+  /** The payload fingerprint (SHA-256, hex) the inbox computed. */
+  readonly fingerprint: string;
+  /** When the first counted attempt started, when attempts were counted. */
+  readonly firstAttemptAt: Date | null;
+  /** When the message was (last) dead-lettered. */
+  readonly deadAt: Date;
+  /** When the letter was last requeued; `null` while it waits. */
+  readonly requeuedAt: Date | null;
+}
+
+/** Options of {@link DeadLetters.list}. */
+export interface ListDeadLettersOptions {
+  /** Only letters of this consumer. */
+  readonly consumer?: string;
+  /** Only letters of this scope. */
+  readonly scope?: string;
+  /** Only letters with this reason. */
+  readonly reason?: DeadLetterReason;
+  /** Include letters that were already requeued. Default `true`. */
+  readonly includeRequeued?: boolean;
+  /** Most letters to return, 1–1000. Default 100. */
+  readonly limit?: number;
+  /** Cursor: return letters with an id greater than this one (the last id of the previous page). */
+  readonly after?: string;
+}
+
+/**
+ * Dead letters in a store: list, inspect, requeue and delete what the inbox could not
+ * handle. Letters are ordered by id, which grows with time.
+ */
+export interface DeadLetters {
+  /** Letters in id order, filtered and paged by `options`. */
+  list(options?: ListDeadLettersOptions): Promise<DeadLetter[]>;
+  /** One letter, or `undefined` when there is none with that id. */
+  get(id: string): Promise<DeadLetter | undefined>;
+  /**
+   * Makes the message processable again: removes the dead-letter marker and the attempt
+   * count of its `(scope, consumer, message id)`, stamps `requeuedAt`, and returns the stored
+   * envelope for the caller to redeliver (through its transport, or straight to
+   * `inbox.process`). The returned delivery facts are fresh (only `source` is kept), so the
+   * old receive count does not dead-letter it again at once. A payload-conflict letter keeps
+   * the original's record: redelivering it is a conflict again. Throws
+   * {@link DeadLetterNotFoundError} for an unknown id.
+   */
+  requeue(id: string): Promise<Envelope>;
+  /**
+   * Deletes a letter for good; `true` when one was deleted. The message stays marked as
+   * handled, so later redeliveries of it are acknowledged as duplicates.
+   */
+  delete(id: string): Promise<boolean>;
+}

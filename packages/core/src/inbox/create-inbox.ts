@@ -1,0 +1,64 @@
+import { createInstruments } from './instruments';
+import { resolveInboxOptions } from './options';
+import { processBatch } from './process-batch';
+import { processOne } from './process-one';
+import type { InboxRuntime } from './runtime';
+import type { Inbox, InboxOptions, InboxProcessOptions } from './types';
+import { ConfigurationError } from '../errors/configuration-error';
+
+/** A signal that never aborts, for calls that pass none. */
+const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
+function signalOf(options: InboxProcessOptions | undefined): AbortSignal {
+  const signal = options?.signal;
+  if (signal === undefined) return NEVER_ABORTED;
+  if (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean') {
+    throw new ConfigurationError('signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+/**
+ * Creates the transactional inbox of one consumer. Options are validated here: a bad one
+ * throws a {@link ConfigurationError}.
+ *
+ * `process` inserts the dedup record `(scope, consumer, message id)` with
+ * `insert … on conflict do nothing` in the same transaction as the handler's writes, so the
+ * handler's effect commits at most once per message; the transport acknowledges only after
+ * `process` resolves with an outcome that says so. `process` never throws for handler
+ * errors or bad input (they become outcomes); it throws when the database cannot be reached
+ * or an `onStep` hook throws, and then the transport must not acknowledge.
+ *
+ * @example
+ * ```ts
+ * const inbox = createInbox({ store, consumer: 'billing', decode: (b) => JSON.parse(String(b)) });
+ * const outcome = await inbox.process(envelope, async ({ trx, payload, outbox }) => {
+ *   await trx.raw('insert into invoices (order_id) values (?)', [(payload as Order).id]);
+ *   await outbox.add({ destination: 'invoices', payload: { orderId: (payload as Order).id } });
+ * });
+ * if (outcome.status === 'failed') nackWithDelay(outcome.retryDelayMs);
+ * else ack();
+ * ```
+ */
+export function createInbox(options: InboxOptions): Inbox {
+  const resolved = resolveInboxOptions(options);
+  const { onStep } = resolved;
+  const runtime: InboxRuntime = {
+    options: resolved,
+    instruments: createInstruments(resolved),
+    step: async (step, messageId) => {
+      if (onStep !== undefined) await onStep(step, messageId);
+    },
+  };
+  return {
+    consumer: resolved.consumer,
+    process: (envelope, handler, processOptions) =>
+      processOne(runtime, envelope, handler, signalOf(processOptions)),
+    processBatch: async (envelopes, handler, processOptions) => {
+      if (!Array.isArray(envelopes)) {
+        throw new ConfigurationError('processBatch takes an array of envelopes');
+      }
+      return processBatch(runtime, envelopes, handler, signalOf(processOptions));
+    },
+  };
+}

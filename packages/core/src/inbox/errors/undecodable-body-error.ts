@@ -1,0 +1,13 @@
+import { JustonceError } from '../../errors/justonce-error';
+
+/** The inbox's `decode` option threw for a body; the message is dead-lettered. */
+export class UndecodableBodyError extends JustonceError {
+  constructor(cause: unknown, details: Record<string, unknown> = {}) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super('UNDECODABLE_BODY', `the body could not be decoded: ${reason}`, {
+      retriable: false,
+      cause,
+      details,
+    });
+  }
+}

@@ -1,0 +1,171 @@
+import type { Meter } from '@opentelemetry/api';
+import { ConfigurationError } from '../errors/configuration-error';
+import { silentLogger, type Logger } from '../observability/logger';
+import { createOutbox } from '../outbox';
+import type { Outbox } from '../outbox/types';
+import type { BackoffOptions } from '../retry/backoff';
+import type { ErrorClassifier } from '../retry/error-class';
+import type { Store } from '../store/store';
+import type { Envelope } from '../transport/envelope';
+import type { InboxOptions, InboxStep } from './types';
+
+/** Longest consumer name, in characters. */
+export const MAX_CONSUMER_LENGTH = 200;
+/** Longest scope, in UTF-8 bytes. */
+export const MAX_SCOPE_BYTES = 255;
+/** Upper bound for `maxIdLength`, so (scope, consumer, id) always fits a btree index entry. */
+export const MAX_ID_LENGTH_LIMIT = 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** {@link InboxOptions} validated, with every default applied. @internal */
+export interface ResolvedInboxOptions {
+  readonly store: Store;
+  readonly consumer: string;
+  readonly defaultScope: string;
+  readonly maxAttempts: number;
+  readonly maxIdLength: number;
+  readonly fingerprintHeaders: readonly string[];
+  readonly outbox: Outbox;
+  readonly decode: ((body: Uint8Array | string, envelope: Envelope) => unknown) | undefined;
+  readonly retentionMs: number;
+  readonly onStep: ((step: InboxStep, messageId: string) => void | Promise<void>) | undefined;
+  readonly logger: Logger;
+  readonly meter: Meter | undefined;
+  readonly logPayloads: boolean;
+  readonly alwaysCountAttempts: boolean;
+  readonly backoff: BackoffOptions;
+  readonly classify: ErrorClassifier | undefined;
+}
+
+function integer(value: unknown, fallback: number, name: string, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigurationError(`${name} must be an integer from ${min} to ${max}`, {
+      [name]: value,
+    });
+  }
+  return value;
+}
+
+function optionalFunction<F>(value: unknown, name: string): F | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') {
+    throw new ConfigurationError(`${name} must be a function`, { [name]: typeof value });
+  }
+  return value as F;
+}
+
+function optionalBoolean(value: unknown, fallback: boolean, name: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new ConfigurationError(`${name} must be a boolean`, { [name]: value });
+  }
+  return value;
+}
+
+function isLogger(value: unknown): value is Logger {
+  const l = value as Partial<Record<keyof Logger, unknown>> | null;
+  return (
+    typeof l === 'object' &&
+    l !== null &&
+    ['debug', 'info', 'warn', 'error'].every((m) => typeof l[m as keyof Logger] === 'function')
+  );
+}
+
+/** Validates {@link InboxOptions}; every problem is a {@link ConfigurationError}. @internal */
+export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('createInbox needs an options object');
+  }
+  const { store } = options;
+  if (typeof store !== 'object' || store === null || !store.knex || !store.names) {
+    throw new ConfigurationError('createInbox needs a store (createStore(...))');
+  }
+  const consumer: unknown = options.consumer;
+  if (
+    typeof consumer !== 'string' ||
+    consumer.length < 1 ||
+    consumer.length > MAX_CONSUMER_LENGTH
+  ) {
+    throw new ConfigurationError(
+      `consumer must be a string of 1-${MAX_CONSUMER_LENGTH} characters`,
+      { consumer },
+    );
+  }
+  const defaultScope: unknown = options.defaultScope ?? 'default';
+  if (
+    typeof defaultScope !== 'string' ||
+    defaultScope === '' ||
+    Buffer.byteLength(defaultScope) > MAX_SCOPE_BYTES
+  ) {
+    throw new ConfigurationError(
+      `defaultScope must be a non-empty string of at most ${MAX_SCOPE_BYTES} bytes`,
+      { defaultScope },
+    );
+  }
+  const maxAttempts = integer(options.maxAttempts, 5, 'maxAttempts', 1, 1000);
+  const maxIdLength = integer(options.maxIdLength, 255, 'maxIdLength', 1, MAX_ID_LENGTH_LIMIT);
+
+  const headers: unknown = options.fingerprintHeaders ?? [];
+  if (!Array.isArray(headers) || headers.some((h) => typeof h !== 'string' || h === '')) {
+    throw new ConfigurationError('fingerprintHeaders must be an array of header names', {
+      fingerprintHeaders: headers,
+    });
+  }
+  const fingerprintHeaders = [...new Set(headers.map((h: string) => h.toLowerCase()))].sort();
+
+  const retentionMs = integer(options.retentionMs, 7 * DAY_MS, 'retentionMs', 1, 3650 * DAY_MS);
+  if (options.redeliveryHorizonMs !== undefined) {
+    const horizon = integer(
+      options.redeliveryHorizonMs,
+      0,
+      'redeliveryHorizonMs',
+      0,
+      Number.MAX_SAFE_INTEGER,
+    );
+    if (retentionMs < horizon) {
+      throw new ConfigurationError(
+        `retentionMs (${retentionMs}) is shorter than the transport's redelivery horizon (${horizon}): a late redelivery would find no record and run again`,
+        { retentionMs, redeliveryHorizonMs: horizon },
+      );
+    }
+  }
+
+  if (options.outbox !== undefined && typeof options.outbox?.add !== 'function') {
+    throw new ConfigurationError('outbox must be an Outbox (createOutbox(...))');
+  }
+  if (options.logger !== undefined && !isLogger(options.logger)) {
+    throw new ConfigurationError('logger must have debug, info, warn and error methods');
+  }
+  if (
+    options.meter !== undefined &&
+    (typeof options.meter !== 'object' || typeof options.meter?.createCounter !== 'function')
+  ) {
+    throw new ConfigurationError('meter must be an OpenTelemetry Meter');
+  }
+  const backoff: BackoffOptions = options.backoff ?? {};
+  if (typeof backoff !== 'object' || backoff === null) {
+    throw new ConfigurationError('backoff must be an object');
+  }
+  integer(backoff.baseMs, 0, 'backoff.baseMs', 0, Number.MAX_SAFE_INTEGER);
+  integer(backoff.capMs, 0, 'backoff.capMs', 0, Number.MAX_SAFE_INTEGER);
+
+  return {
+    store,
+    consumer,
+    defaultScope,
+    maxAttempts,
+    maxIdLength,
+    fingerprintHeaders,
+    outbox: options.outbox ?? createOutbox({ store }),
+    decode: optionalFunction(options.decode, 'decode'),
+    retentionMs,
+    onStep: optionalFunction(options.onStep, 'onStep'),
+    logger: options.logger ?? silentLogger,
+    meter: options.meter,
+    logPayloads: optionalBoolean(options.logPayloads, false, 'logPayloads'),
+    alwaysCountAttempts: optionalBoolean(options.alwaysCountAttempts, false, 'alwaysCountAttempts'),
+    backoff,
+    classify: optionalFunction(options.classify, 'classify'),
+  };
+}

@@ -1,0 +1,256 @@
+import type { Knex } from 'knex';
+import type { Envelope } from '../transport/envelope';
+import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } from './count';
+import { handlerContext } from './context';
+import { settleExisting } from './dead-letter';
+import { prepare, type Prepared } from './prepare';
+import { assertUsable, processOne, report } from './process-one';
+import { asError, type InboxRuntime } from './runtime';
+import { settleFailure } from './settle-failure';
+import { claimMessages } from './sql/claim-messages';
+import { countAttempts } from './sql/count-attempts';
+import { finishBatch } from './sql/finish-batch';
+import { keyOf, type MessageKey } from './sql/message-key';
+import { readRecords } from './sql/read-records';
+import type { Handler, InboxOutcome } from './types';
+
+/** Deliveries per transaction; a larger batch runs as several transactions in sequence. */
+export const MAX_BATCH_SIZE = 1000;
+
+interface Runnable extends Prepared {
+  readonly index: number;
+  readonly attempt: number;
+}
+
+type RunResult<R> =
+  | { readonly kind: 'processed'; readonly result: R }
+  | { readonly kind: 'settled'; readonly outcome: InboxOutcome<never> }
+  | { readonly kind: 'failed'; readonly error: Error };
+
+/** Thrown inside the optimistic pass to roll it back and run the batch again isolated. */
+class IsolateAndRetry {}
+
+/**
+ * Handles many deliveries in one transaction. Bad input and exhausted messages are settled
+ * first; the rest are claimed with one multi-row dedup insert, in key order (so two batches
+ * never deadlock), and only the new ones reach the handler.
+ *
+ * The first pass runs every handler straight in the transaction. If one fails, that pass
+ * rolls back and the batch runs again with each handler in its own savepoint: a failing
+ * message's savepoint and dedup record are undone, the others commit once, and the failing
+ * one then takes the retry / dead-letter path. A copy of an id seen earlier in the same batch
+ * is handled after the batch commits, on its own, so it becomes a duplicate (or a conflict).
+ * @internal
+ */
+export async function processBatch<R>(
+  rt: InboxRuntime,
+  envelopes: readonly Envelope[],
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>[]> {
+  const outcomes: InboxOutcome<R>[] = [];
+  for (let start = 0; start < envelopes.length; start += MAX_BATCH_SIZE) {
+    const chunk = envelopes.slice(start, start + MAX_BATCH_SIZE);
+    outcomes.push(...(await processChunk(rt, chunk, handler, signal)));
+  }
+  return outcomes;
+}
+
+async function processChunk<R>(
+  rt: InboxRuntime,
+  envelopes: readonly Envelope[],
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>[]> {
+  const { store, consumer, maxAttempts } = rt.options;
+  const outcomes = new Array<InboxOutcome<R> | undefined>(envelopes.length);
+  const live: { index: number; prepared: Prepared }[] = [];
+  const repeats: number[] = [];
+  const seen = new Set<string>();
+
+  for (const [index, envelope] of envelopes.entries()) {
+    const prepared = await prepare(rt, envelope);
+    if ('settled' in prepared) {
+      outcomes[index] = await report(rt, prepared.settled, envelope.body);
+      continue;
+    }
+    const key = keyOf(prepared.good);
+    if (seen.has(key)) {
+      repeats.push(index);
+      continue;
+    }
+    seen.add(key);
+    live.push({ index, prepared });
+  }
+
+  const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
+  const counts =
+    toCount.length === 0
+      ? new Map<string, number>()
+      : await countAttempts(
+          store.knex,
+          store.names,
+          consumer,
+          toCount.map(({ prepared }) => attemptToCount(rt, prepared.good, prepared.ordinal)),
+        );
+  const runnable: Runnable[] = [];
+  for (const { index, prepared } of live) {
+    const attempt = attemptNumber(counts.get(keyOf(prepared.good)), prepared.ordinal);
+    await rt.step('attempt-counted', prepared.good.messageId);
+    if (attempt > maxAttempts) {
+      outcomes[index] = await report(
+        rt,
+        await deadLetterExhausted(rt, prepared.good, attempt),
+        prepared.good.envelope.body,
+      );
+    } else {
+      runnable.push({ ...prepared, index, attempt });
+    }
+  }
+  runnable.sort((a, b) => compareKeys(a.good, b.good));
+
+  if (runnable.length > 0) {
+    let results: Map<number, RunResult<R>>;
+    try {
+      results = await runTransaction(rt, runnable, handler, signal, runnable.length === 1);
+    } catch (error) {
+      if (!(error instanceof IsolateAndRetry)) throw error;
+      results = await runTransaction(rt, runnable, handler, signal, true);
+    }
+    for (const item of runnable) {
+      const result = results.get(item.index);
+      if (result === undefined) throw new Error('batch lost a message result');
+      const base = { messageId: item.good.messageId, scope: item.good.scope };
+      const outcome: InboxOutcome<R> =
+        result.kind === 'processed'
+          ? { status: 'processed', ...base, attempt: item.attempt, result: result.result }
+          : result.kind === 'settled'
+            ? result.outcome
+            : await settleFailure(rt, item.good, item.attempt, result.error);
+      outcomes[item.index] = await report(rt, outcome, item.good.envelope.body);
+    }
+  }
+
+  for (const index of repeats) {
+    outcomes[index] = await processOne(rt, envelopes[index] as Envelope, handler, signal);
+  }
+  return outcomes.map((o) => {
+    if (o === undefined) throw new Error('batch left a delivery without an outcome');
+    return o;
+  });
+}
+
+function compareKeys(a: MessageKey, b: MessageKey): number {
+  if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
+  if (a.messageId === b.messageId) return 0;
+  return a.messageId < b.messageId ? -1 : 1;
+}
+
+async function runTransaction<R>(
+  rt: InboxRuntime,
+  runnable: readonly Runnable[],
+  handler: Handler<R>,
+  signal: AbortSignal,
+  isolate: boolean,
+): Promise<Map<number, RunResult<R>>> {
+  const { store, consumer, retentionMs } = rt.options;
+  return store.knex.transaction(async (trx) => {
+    const results = new Map<number, RunResult<R>>();
+    const claimed = await claimMessages(
+      trx,
+      store.names,
+      consumer,
+      retentionMs,
+      runnable.map((r) => ({
+        scope: r.good.scope,
+        messageId: r.good.messageId,
+        fingerprint: r.good.fingerprint,
+        attempt: r.attempt,
+      })),
+    );
+    const taken = runnable.filter((r) => !claimed.has(keyOf(r.good)));
+    if (taken.length > 0) {
+      const records = await readRecords(
+        trx,
+        store.names,
+        consumer,
+        taken.map((r) => r.good),
+      );
+      for (const r of taken) {
+        const outcome = await settleExisting(
+          rt,
+          trx,
+          r.good,
+          r.attempt,
+          undefined,
+          records.get(keyOf(r.good)),
+        );
+        results.set(r.index, { kind: 'settled', outcome });
+      }
+    }
+
+    let statementFailed = false;
+    if (!isolate) {
+      trx.on('query-error', () => {
+        statementFailed = true;
+      });
+    }
+    const done: MessageKey[] = taken.map((r) => r.good);
+    const failed: MessageKey[] = [];
+    for (const r of runnable) {
+      if (!claimed.has(keyOf(r.good))) continue;
+      if (isolate) {
+        const result = await runIsolated(rt, trx, r, handler, signal);
+        results.set(r.index, result);
+        if (result.kind === 'failed') failed.push(r.good);
+        else done.push(r.good);
+      } else {
+        const started = performance.now();
+        try {
+          const result = await handler(
+            handlerContext(rt.options, trx, r.good, r.payload, r.attempt, signal),
+          );
+          await assertUsable(trx, statementFailed);
+          statementFailed = false;
+          results.set(r.index, { kind: 'processed', result });
+          done.push(r.good);
+        } catch {
+          rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
+          throw new IsolateAndRetry();
+        }
+        rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
+      }
+      await rt.step('handler-done', r.good.messageId);
+    }
+    await finishBatch(trx, store.names, consumer, done, failed);
+    return results;
+  });
+}
+
+async function runIsolated<R>(
+  rt: InboxRuntime,
+  trx: Knex.Transaction,
+  r: Runnable,
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<RunResult<R>> {
+  const started = performance.now();
+  try {
+    const result = await trx.transaction(async (savepoint) => {
+      let statementFailed = false;
+      savepoint.on('query-error', () => {
+        statementFailed = true;
+      });
+      const value = await handler(
+        handlerContext(rt.options, savepoint, r.good, r.payload, r.attempt, signal),
+      );
+      await assertUsable(savepoint, statementFailed);
+      return value;
+    });
+    rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
+    return { kind: 'processed', result };
+  } catch (error) {
+    rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
+    return { kind: 'failed', error: asError(error) };
+  }
+}

@@ -1,0 +1,114 @@
+import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } from './count';
+import { handlerContext } from './context';
+import { settleExisting } from './dead-letter';
+import { AbortedTransactionError } from './errors/aborted-transaction-error';
+import { prepare } from './prepare';
+import { asError, type InboxRuntime } from './runtime';
+import { settleFailure } from './settle-failure';
+import { claimMessage } from './sql/claim-messages';
+import { countAttempts } from './sql/count-attempts';
+import { keyOf } from './sql/message-key';
+import type { Envelope } from '../transport/envelope';
+import type { Knex } from 'knex';
+import type { Handler, InboxOutcome } from './types';
+
+/** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
+class HandlerFailure {
+  constructor(readonly error: Error) {}
+}
+
+/**
+ * After a handler returned normally: if one of its statements failed, PostgreSQL has aborted
+ * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. One
+ * probe statement tells which; it only runs when an error was seen. @internal
+ */
+export async function assertUsable(trx: Knex.Transaction, statementFailed: boolean): Promise<void> {
+  if (!statementFailed) return;
+  try {
+    await trx.raw('select 1');
+  } catch (error) {
+    throw new AbortedTransactionError(error);
+  }
+}
+
+/**
+ * Handles one delivery: validate, count the attempt (autocommit), then in one transaction
+ * insert the dedup record and run the handler; commit; report. @internal
+ */
+export async function processOne<R>(
+  rt: InboxRuntime,
+  envelope: Envelope,
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>> {
+  const prepared = await prepare(rt, envelope);
+  if ('settled' in prepared) return report(rt, prepared.settled, envelope.body);
+  const { good, payload, ordinal } = prepared;
+  const { store, consumer, maxAttempts, retentionMs } = rt.options;
+
+  let stored: number | undefined;
+  if (needsCounting(rt, ordinal)) {
+    const counts = await countAttempts(store.knex, store.names, consumer, [
+      attemptToCount(rt, good, ordinal),
+    ]);
+    stored = counts.get(keyOf(good));
+  }
+  const attempt = attemptNumber(stored, ordinal);
+  await rt.step('attempt-counted', good.messageId);
+  if (attempt > maxAttempts) {
+    return report(rt, await deadLetterExhausted(rt, good, attempt), envelope.body);
+  }
+
+  let outcome: InboxOutcome<R>;
+  try {
+    outcome = await store.knex.transaction(async (trx): Promise<InboxOutcome<R>> => {
+      const claimed = await claimMessage(trx, store.names, consumer, retentionMs, {
+        scope: good.scope,
+        messageId: good.messageId,
+        fingerprint: good.fingerprint,
+        attempt,
+      });
+      if (!claimed) return settleExisting(rt, trx, good, attempt);
+
+      let statementFailed = false;
+      trx.on('query-error', () => {
+        statementFailed = true;
+      });
+      const started = performance.now();
+      let result: R;
+      try {
+        result = await handler(handlerContext(rt.options, trx, good, payload, attempt, signal));
+        await assertUsable(trx, statementFailed);
+      } catch (error) {
+        rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
+        throw new HandlerFailure(asError(error));
+      }
+      rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
+      await rt.step('handler-done', good.messageId);
+      return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
+    });
+  } catch (error) {
+    if (!(error instanceof HandlerFailure)) throw error;
+    return report(rt, await settleFailure(rt, good, attempt, error.error), envelope.body);
+  }
+  return report(rt, outcome, envelope.body);
+}
+
+/**
+ * Finishes a delivery: runs the `committed` step when a transaction that settled the message
+ * (handled or dead-lettered) has committed, then counts and logs the outcome. @internal
+ */
+export async function report<R>(
+  rt: InboxRuntime,
+  outcome: InboxOutcome<R>,
+  body: unknown,
+): Promise<InboxOutcome<R>> {
+  if (
+    (outcome.status === 'processed' || outcome.status === 'dead-lettered') &&
+    outcome.messageId !== undefined
+  ) {
+    await rt.step('committed', outcome.messageId);
+  }
+  rt.instruments.outcome(outcome, body);
+  return outcome;
+}

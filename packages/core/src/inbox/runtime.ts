@@ -1,0 +1,27 @@
+import type { Instruments } from './instruments';
+import type { ResolvedInboxOptions } from './options';
+import type { InboxStep } from './types';
+
+/** What the processing functions of one inbox share. @internal */
+export interface InboxRuntime {
+  readonly options: ResolvedInboxOptions;
+  readonly instruments: Instruments;
+  /** Runs the `onStep` hook, if any; a throw propagates like a crash at that point. */
+  step(step: InboxStep, messageId: string): Promise<void>;
+}
+
+/** Wraps whatever was thrown into an `Error`, keeping the original as `cause`. @internal */
+export function asError(value: unknown): Error {
+  if (value instanceof Error) return value;
+  return new Error(typeof value === 'string' ? value : 'non-Error value thrown', { cause: value });
+}
+
+/** The error as stored in attempt counters: name, message and code, never a payload. @internal */
+export function storedError(error: Error): { name: string; message: string; code?: string } {
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    message: error.message.slice(0, 2000),
+    ...(typeof code === 'string' || typeof code === 'number' ? { code: String(code) } : {}),
+  };
+}

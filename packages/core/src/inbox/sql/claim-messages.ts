@@ -1,0 +1,93 @@
+import type { Knex } from 'knex';
+import type { MigrationNames } from '../../store/migration';
+import { rowsOf } from '../../store/migrate';
+import { keyArrays, keyOf, type MessageKey } from './message-key';
+
+/** A message to claim for handling. @internal */
+export interface MessageToClaim extends MessageKey {
+  readonly fingerprint: string;
+  readonly attempt: number;
+}
+
+const EXPIRES = `now() + ?::double precision * interval '1 millisecond'`;
+const CONFLICT = `on conflict (scope, operation, key) do nothing returning scope, key`;
+
+function claimedKeys(result: unknown): Set<string> {
+  const claimed = new Set<string>();
+  for (const row of rowsOf<{ scope: string; key: string }>(result)) {
+    claimed.add(keyOf({ scope: row.scope, messageId: row.key }));
+  }
+  return claimed;
+}
+
+/**
+ * The dedup insert of one message, in its business transaction: `insert … on conflict do
+ * nothing` of a SUCCEEDED record. A record another transaction is inserting makes this one
+ * wait on the unique index until that one commits (then it is a conflict) or rolls back
+ * (then this insert goes through). The same statement deletes the message's attempt
+ * counter, which is not needed once the record commits and comes back with a rollback; the
+ * insert runs before that delete (an unreferenced data-modifying `with` runs after the main
+ * statement), so every path locks the record before the counter. Resolves to whether the
+ * record is new. @internal
+ */
+export async function claimMessage(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  consumer: string,
+  retentionMs: number,
+  message: MessageToClaim,
+): Promise<boolean> {
+  const result = await trx.raw(
+    `with cleared as (
+       delete from ${names.table('inbox_attempts')}
+        where scope = ? and consumer = ? and message_id = ?
+     )
+     insert into ${names.table('idempotency')}
+       (scope, operation, key, status, request_hash, attempts, expires_at)
+     values (?, ?, ?, 'SUCCEEDED', ?, ?, ${EXPIRES})
+     ${CONFLICT}`,
+    [
+      message.scope,
+      consumer,
+      message.messageId,
+      message.scope,
+      consumer,
+      message.messageId,
+      message.fingerprint,
+      message.attempt,
+      retentionMs,
+    ],
+  );
+  return rowsOf(result).length > 0;
+}
+
+/**
+ * The dedup insert of a batch: one multi-row `insert … on conflict do nothing`, rows in the
+ * order given (callers sort them by key, so two batches lock in the same order and cannot
+ * deadlock). Resolves to the keys ({@link keyOf}) that were new. @internal
+ */
+export async function claimMessages(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  consumer: string,
+  retentionMs: number,
+  messages: readonly MessageToClaim[],
+): Promise<Set<string>> {
+  const result = await trx.raw(
+    `insert into ${names.table('idempotency')}
+       (scope, operation, key, status, request_hash, attempts, expires_at)
+     select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts, ${EXPIRES}
+       from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
+            as m (scope, key, request_hash, attempts, ord)
+      order by m.ord
+     ${CONFLICT}`,
+    [
+      consumer,
+      retentionMs,
+      ...keyArrays(messages),
+      messages.map((m) => m.fingerprint),
+      messages.map((m) => m.attempt),
+    ],
+  );
+  return claimedKeys(result);
+}

@@ -1,0 +1,37 @@
+import type { Knex } from 'knex';
+import type { MigrationNames } from '../../store/migration';
+import { rowsOf } from '../../store/migrate';
+import type { MessageKey } from './message-key';
+
+/**
+ * Writes the FAILED_FINAL record that marks a message as dead-lettered, so its redeliveries
+ * are acknowledged without running the handler. `insert … on conflict do nothing`: resolves
+ * to false when the message already has a record (handled, dead-lettered, or another
+ * payload under the same id). @internal
+ */
+export async function markDead(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  consumer: string,
+  retentionMs: number,
+  message: MessageKey & { fingerprint: string; attempt: number; reason: string; code: string },
+): Promise<boolean> {
+  const result = await trx.raw(
+    `insert into ${names.table('idempotency')}
+       (scope, operation, key, status, request_hash, attempts, error, expires_at)
+     values (?, ?, ?, 'FAILED_FINAL', ?, ?, ?::jsonb,
+             now() + ?::double precision * interval '1 millisecond')
+     on conflict (scope, operation, key) do nothing
+     returning key`,
+    [
+      message.scope,
+      consumer,
+      message.messageId,
+      message.fingerprint,
+      message.attempt,
+      JSON.stringify({ reason: message.reason, code: message.code }),
+      retentionMs,
+    ],
+  );
+  return rowsOf(result).length > 0;
+}

@@ -1,0 +1,17 @@
+export { createOperations } from './operations';
+export { canonicalJson, requestHash } from './request-hash';
+export type {
+  OperationStatus,
+  StoredOperationError,
+  OperationsOptions,
+  OperationTarget,
+  ReserveOptions,
+  RunOptions,
+  OperationRef,
+  OperationContext,
+  OperationEffect,
+  Reservation,
+  OperationRecord,
+  Operations,
+} from './types';
+export * from './errors';

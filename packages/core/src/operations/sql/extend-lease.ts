@@ -1,0 +1,34 @@
+import type { Knex } from 'knex';
+import type { MigrationNames } from '../../store/migration';
+import { rowsOf } from '../../store/migrate';
+import { MILLISECONDS, toDate, type RecordKey } from './row';
+
+/**
+ * @internal
+ * Moves the lease end to now plus `leaseMs`, by compare-and-set on the owner, and keeps
+ * `expires_at` at or after the lease end so cleanup never removes a live reservation.
+ * Returns the new lease end and the database's now, or `undefined` when `ownerId` no
+ * longer owns an IN_PROGRESS record.
+ */
+export async function extendLeaseRow(
+  knex: Knex,
+  names: MigrationNames,
+  record: RecordKey,
+  ownerId: string,
+  leaseMs: number,
+): Promise<{ leaseUntil: Date; dbNow: Date } | undefined> {
+  const result = await knex.raw(
+    `update ${names.table('idempotency')}
+        set lease_until = now() + ${MILLISECONDS},
+            expires_at = greatest(expires_at, now() + ${MILLISECONDS}),
+            updated_at = now()
+      where scope = ? and operation = ? and key = ?
+        and owner_id = ? and status = 'IN_PROGRESS'
+      returning lease_until, now() as db_now`,
+    [leaseMs, leaseMs, record.scope, record.operation, record.key, ownerId],
+  );
+  const row = rowsOf<{ lease_until: Date | string; db_now: Date | string }>(result)[0];
+  return row === undefined
+    ? undefined
+    : { leaseUntil: toDate(row.lease_until), dbNow: toDate(row.db_now) };
+}

@@ -1,0 +1,50 @@
+import type { Knex } from 'knex';
+import type { MigrationNames } from '../../store/migration';
+import { rowsOf } from '../../store/migrate';
+import { MILLISECONDS, type RecordKey } from './row';
+
+/** @internal The final state an owner writes. */
+export type Final =
+  | { readonly status: 'SUCCEEDED'; readonly responseJson: string }
+  | { readonly status: 'FAILED_RETRYABLE' | 'FAILED_FINAL'; readonly errorJson: string };
+
+/**
+ * @internal
+ * Finalizes a record by compare-and-set on its owner: the update matches only while the row
+ * is IN_PROGRESS and `owner_id` is still `ownerId`, so a fenced-off stale owner changes
+ * nothing. Returns whether it matched. `expires_at` restarts from now.
+ */
+export async function finalizeRow(
+  knex: Knex,
+  names: MigrationNames,
+  record: RecordKey,
+  ownerId: string,
+  final: Final,
+  retentionMs: number,
+): Promise<boolean> {
+  const response = final.status === 'SUCCEEDED' ? final.responseJson : null;
+  const error = final.status === 'SUCCEEDED' ? null : final.errorJson;
+  const result = await knex.raw(
+    `update ${names.table('idempotency')}
+        set status = ?,
+            response = ?::jsonb,
+            error = ?::jsonb,
+            lease_until = null,
+            updated_at = now(),
+            expires_at = now() + ${MILLISECONDS}
+      where scope = ? and operation = ? and key = ?
+        and owner_id = ? and status = 'IN_PROGRESS'
+      returning status`,
+    [
+      final.status,
+      response,
+      error,
+      retentionMs,
+      record.scope,
+      record.operation,
+      record.key,
+      ownerId,
+    ],
+  );
+  return rowsOf(result).length === 1;
+}

@@ -1,0 +1,135 @@
+import type { Knex } from 'knex';
+import { ConfigurationError } from '../errors/configuration-error';
+import type { Store } from '../store/store';
+import { outboxChannel } from './channel';
+import { DuplicateMessageIdError } from './duplicate-message-id-error';
+import { encodeEvents, type EventLimits } from './encode';
+import { NotATransactionError } from './not-a-transaction-error';
+import { insertEvents } from './sql/insert';
+import type { AddOptions, EventCause, HandlerOutbox, Outbox, OutboxEvent } from './types';
+
+/** Options of {@link createOutbox}. */
+export interface OutboxOptions {
+  /** Where events are stored; the same store the relay reads. */
+  readonly store: Store;
+  /**
+   * Queue a `pg_notify` on the outbox channel in the adding transaction, so a listening
+   * relay wakes at commit instead of at its next poll. Default `true`.
+   */
+  readonly notify?: boolean;
+  /** Longest partition key in UTF-8 bytes. Default 255. */
+  readonly maxKeyLength?: number;
+  /** Longest destination in characters. Default 255. */
+  readonly maxDestinationLength?: number;
+  /** Longest message id in characters. Default 255. */
+  readonly maxMessageIdLength?: number;
+  /** Largest payload in bytes after serialization. Default 1 MiB. */
+  readonly maxPayloadBytes?: number;
+}
+
+/** Rows per insert statement, well below PostgreSQL's limit of 65 535 bindings. */
+const ROWS_PER_STATEMENT = 1000;
+
+function positiveInteger(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) {
+    throw new ConfigurationError(`${name} must be a positive integer`, { [name]: value });
+  }
+  return value;
+}
+
+/** True for an open knex transaction (`knex.transaction()` or the callback's `trx`). */
+function isOpenTransaction(value: unknown): value is Knex.Transaction {
+  if (typeof value !== 'function' && (typeof value !== 'object' || value === null)) return false;
+  const trx = value as { isTransaction?: unknown; isCompleted?: unknown; raw?: unknown };
+  if (trx.isTransaction !== true || typeof trx.raw !== 'function') return false;
+  return typeof trx.isCompleted !== 'function' || (trx.isCompleted as () => boolean)() === false;
+}
+
+/**
+ * Creates the outbox: `add(trx, events)` writes events in the caller's transaction, so they are
+ * published if and only if that transaction commits.
+ *
+ * @example
+ * ```ts
+ * const outbox = createOutbox({ store });
+ * await store.knex.transaction(async (trx) => {
+ *   await trx.raw('update accounts set balance = balance - 10 where id = ?', [id]);
+ *   await outbox.add(trx, { destination: 'payments', key: id, payload: { id, amount: 10 } });
+ * });
+ * ```
+ */
+export function createOutbox(options: OutboxOptions): Outbox {
+  if (typeof options !== 'object' || options === null || !options.store) {
+    throw new ConfigurationError('createOutbox needs a store');
+  }
+  const { store } = options;
+  if (options.notify !== undefined && typeof options.notify !== 'boolean') {
+    throw new ConfigurationError('notify must be a boolean', { notify: options.notify });
+  }
+  const limits: EventLimits = {
+    maxKeyLength: positiveInteger(options.maxKeyLength, 255, 'maxKeyLength'),
+    maxDestinationLength: positiveInteger(
+      options.maxDestinationLength,
+      255,
+      'maxDestinationLength',
+    ),
+    maxMessageIdLength: positiveInteger(options.maxMessageIdLength, 255, 'maxMessageIdLength'),
+    maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 1024 * 1024, 'maxPayloadBytes'),
+  };
+  const channel = options.notify === false ? null : outboxChannel(store.names);
+
+  return {
+    async add(
+      trx: Knex.Transaction,
+      events: OutboxEvent | readonly OutboxEvent[],
+      addOptions: AddOptions = {},
+    ): Promise<string[]> {
+      if (!isOpenTransaction(trx)) {
+        throw new NotATransactionError(
+          "outbox.add needs an open knex transaction (store.knex.transaction(...)); events are only written inside the caller's transaction",
+          { given: trx === null ? 'null' : typeof trx },
+        );
+      }
+      const list: readonly OutboxEvent[] = Array.isArray(events) ? events : [events as OutboxEvent];
+      const encoded = encodeEvents(list, addOptions, limits);
+      if (encoded.length === 0) return [];
+      const inserted = new Set<string>();
+      for (let i = 0; i < encoded.length; i += ROWS_PER_STATEMENT) {
+        const chunk = encoded.slice(i, i + ROWS_PER_STATEMENT);
+        for (const id of await insertEvents(trx, store.names, chunk, i === 0 ? channel : null)) {
+          inserted.add(id);
+        }
+      }
+      const ids = encoded.map((e) => e.messageId);
+      if (inserted.size !== ids.length) {
+        throw new DuplicateMessageIdError(
+          ids.filter((id, i) => !inserted.has(id) || ids.indexOf(id) !== i),
+        );
+      }
+      return ids;
+    },
+  };
+}
+
+/**
+ * Binds an outbox to one handler's transaction and incoming message: ids are derived from
+ * consumer + incoming id + index (so a retried handler emits the same ids) and causation,
+ * correlation, trace and tenant headers are set. Successive `add` calls continue the index.
+ */
+export function bindOutbox(
+  outbox: Outbox,
+  trx: Knex.Transaction,
+  cause: EventCause,
+  startIndex = 0,
+): HandlerOutbox {
+  let next = startIndex;
+  return {
+    async add(events: OutboxEvent | readonly OutboxEvent[]): Promise<string[]> {
+      const count = Array.isArray(events) ? events.length : 1;
+      const index = next;
+      next += count;
+      return outbox.add(trx, events, { cause, startIndex: index });
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { Meter } from '@opentelemetry/api';
+import { ConfigurationError } from '../errors/configuration-error';
+import { silentLogger, type Logger } from '../observability/logger';
+import { resolveMeter } from '../observability/metrics';
+import type { Store } from '../store/store';
+import type { Publisher } from '../transport/publisher';
+import type { RelayOptions } from './types';
+
+/** {@link RelayOptions} with every default applied and checked. @internal */
+export interface ResolvedRelayOptions {
+  readonly store: Store;
+  readonly publisher: Publisher;
+  readonly batchSize: number;
+  readonly concurrency: number;
+  readonly maxAttempts: number;
+  readonly backoff: { readonly baseMs: number; readonly capMs: number };
+  readonly leaseMs: number;
+  readonly publishTimeoutMs: number;
+  readonly pollIntervalMs: number;
+  readonly notify: boolean;
+  readonly onPublished: 'keep' | 'delete';
+  readonly ownerId: string;
+  readonly logger: Logger;
+  readonly meter: Meter;
+}
+
+function integer(
+  value: number | undefined,
+  fallback: number,
+  name: string,
+  min: number,
+  max: number,
+): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new ConfigurationError(`${name} must be an integer from ${min} to ${max}`, {
+      [name]: value,
+    });
+  }
+  return v;
+}
+
+/** Applies defaults to relay options and refuses anything that cannot work. @internal */
+export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('createRelay needs options with a store and a publisher');
+  }
+  const { store, publisher } = options;
+  if (!store || typeof store.knex !== 'function' || !store.names) {
+    throw new ConfigurationError('createRelay needs a store (createStore(...))');
+  }
+  if (!publisher || typeof publisher.publish !== 'function') {
+    throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
+  }
+  const leaseMs = integer(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
+  const publishTimeoutMs = integer(
+    options.publishTimeoutMs,
+    Math.min(10_000, Math.floor(leaseMs / 3)),
+    'publishTimeoutMs',
+    1,
+    leaseMs,
+  );
+  if (publishTimeoutMs >= leaseMs) {
+    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
+      publishTimeoutMs,
+      leaseMs,
+    });
+  }
+  const baseMs = integer(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
+  const capMs = integer(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
+  if (capMs < baseMs) {
+    throw new ConfigurationError('backoff.capMs must not be below backoff.baseMs', {
+      baseMs,
+      capMs,
+    });
+  }
+  if (options.notify !== undefined && typeof options.notify !== 'boolean') {
+    throw new ConfigurationError('notify must be a boolean', { notify: options.notify });
+  }
+  const onPublished = options.onPublished ?? 'keep';
+  if (onPublished !== 'keep' && onPublished !== 'delete') {
+    throw new ConfigurationError("onPublished must be 'keep' or 'delete'", { onPublished });
+  }
+  const ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 200) {
+    throw new ConfigurationError('ownerId must be a non-empty string of at most 200 characters', {
+      ownerId,
+    });
+  }
+  return {
+    store,
+    publisher,
+    batchSize: integer(options.batchSize, 200, 'batchSize', 1, 10_000),
+    concurrency: integer(options.concurrency, 2, 'concurrency', 1, 64),
+    maxAttempts: integer(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
+    backoff: { baseMs, capMs },
+    leaseMs,
+    publishTimeoutMs,
+    pollIntervalMs: integer(options.pollIntervalMs, 1_000, 'pollIntervalMs', 1, 3_600_000),
+    notify: options.notify ?? true,
+    onPublished,
+    ownerId,
+    logger: options.logger ?? silentLogger,
+    meter: resolveMeter(options.meter),
+  };
+}

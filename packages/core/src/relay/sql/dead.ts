@@ -1,0 +1,77 @@
+import type { Knex } from 'knex';
+import { rowsOf } from '../../store/migrate';
+import type { MigrationNames } from '../../store/migration';
+
+/** A dead outbox row as stored. @internal */
+export interface DeadRow {
+  readonly id: string | number;
+  readonly destination: string;
+  readonly partition_key: string | null;
+  readonly message_id: string;
+  readonly headers: Record<string, string> | string;
+  readonly payload: Uint8Array;
+  readonly attempts: number;
+  readonly last_error: string | null;
+  readonly created_at: Date | string;
+  readonly available_at: Date | string;
+}
+
+/** Dead events in id order, after `afterId`, at most `limit`. */
+export async function selectDead(
+  knex: Knex,
+  names: MigrationNames,
+  limit: number,
+  afterId: string | null,
+): Promise<DeadRow[]> {
+  const result = await knex.raw(
+    `select id, destination, partition_key, message_id, headers, payload, attempts, last_error,
+            created_at, available_at
+     from ${names.table('outbox')}
+     where status = 'dead' and id > ?::bigint
+     order by id
+     limit ?`,
+    [afterId ?? '0', limit],
+  );
+  return rowsOf<DeadRow>(result);
+}
+
+/**
+ * Puts a dead event back at the end of its key's queue: the dead row is deleted and
+ * re-inserted with a new id (same message id, attempts reset), so it cannot overtake events
+ * of its key that are in flight. Returns the new id, or `null` when `id` is not a dead event.
+ */
+export async function requeueDead(
+  knex: Knex,
+  names: MigrationNames,
+  id: string,
+  channel: string | null,
+): Promise<string | null> {
+  const t = names.table('outbox');
+  return knex.transaction(async (trx) => {
+    const removed = rowsOf<DeadRow>(
+      await trx.raw(
+        `delete from ${t} where id = ?::bigint and status = 'dead'
+         returning destination, partition_key, message_id, headers, payload, created_at`,
+        [id],
+      ),
+    )[0];
+    if (removed === undefined) return null;
+    const inserted = rowsOf<{ id: string | number }>(
+      await trx.raw(
+        `insert into ${t} (destination, partition_key, message_id, headers, payload, created_at)
+         values (?, ?, ?, ?::jsonb, ?, ?)
+         returning id`,
+        [
+          removed.destination,
+          removed.partition_key,
+          removed.message_id,
+          typeof removed.headers === 'string' ? removed.headers : JSON.stringify(removed.headers),
+          Buffer.from(removed.payload),
+          removed.created_at instanceof Date ? removed.created_at : new Date(removed.created_at),
+        ],
+      ),
+    )[0];
+    if (channel !== null) await trx.raw(`select pg_notify(?, '')`, [channel]);
+    return inserted === undefined ? null : String(inserted.id);
+  });
+}

@@ -1,0 +1,72 @@
+import type { Knex } from 'knex';
+import { rowsOf } from '../../store/migrate';
+import type { MigrationNames } from '../../store/migration';
+
+/** One failed publish to record. @internal */
+export interface FailureMark {
+  readonly id: string;
+  readonly error: string;
+  /** Backoff before the next attempt. */
+  readonly delayMs: number;
+  /** Give up on it: status becomes `dead`. */
+  readonly dead: boolean;
+}
+
+/**
+ * Marks claimed events published, or deletes them when `remove` is set; runs in the claiming
+ * transaction. Returns how many rows it changed.
+ */
+export async function markPublished(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  ids: readonly string[],
+  remove: boolean,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const t = names.table('outbox');
+  const result = remove
+    ? await trx.raw(`delete from ${t} where id = any(?::bigint[]) and status = 'pending'`, [
+        ids as string[],
+      ])
+    : await trx.raw(
+        `update ${t}
+         set status = 'published', published_at = statement_timestamp()
+         where id = any(?::bigint[]) and status = 'pending'`,
+        [ids as string[]],
+      );
+  const r = result as { rowCount?: number | null; affectedRows?: number } | null;
+  return Number(r?.rowCount ?? r?.affectedRows ?? 0);
+}
+
+/**
+ * Records failed attempts in the claiming transaction: counts the attempt, keeps the error,
+ * and either schedules the next attempt after the backoff or marks the event dead. Returns
+ * the ids that went dead.
+ */
+export async function markFailed(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  failures: readonly FailureMark[],
+): Promise<string[]> {
+  if (failures.length === 0) return [];
+  const result = await trx.raw(
+    `update ${names.table('outbox')} o
+     set attempts = o.attempts + 1,
+         last_error = f.error,
+         available_at = statement_timestamp() + f.delay_ms * interval '1 millisecond',
+         status = case when f.dead then 'dead' else 'pending' end
+     from unnest(?::bigint[], ?::text[], ?::double precision[], ?::boolean[])
+       as f(id, error, delay_ms, dead)
+     where o.id = f.id and o.status = 'pending'
+     returning o.id, o.status`,
+    [
+      failures.map((f) => f.id),
+      failures.map((f) => f.error),
+      failures.map((f) => f.delayMs),
+      failures.map((f) => f.dead),
+    ],
+  );
+  return rowsOf<{ id: string | number; status: string }>(result)
+    .filter((row) => row.status === 'dead')
+    .map((row) => String(row.id));
+}

@@ -1,0 +1,159 @@
+import type { Meter } from '@opentelemetry/api';
+import type { Logger } from '../observability/logger';
+import type { Store } from '../store/store';
+import type { Publisher } from '../transport/publisher';
+
+/** Options of {@link createRelay}. Every number is validated when the relay is created. */
+export interface RelayOptions {
+  /** The store the outbox lives in. */
+  readonly store: Store;
+  /** Where events go; the caller owns it (the relay never closes it). */
+  readonly publisher: Publisher;
+  /** Events claimed (and sent in one `publish` call) per cycle. Default 200. */
+  readonly batchSize?: number;
+  /**
+   * Claim–publish–mark cycles running at once in this relay, each on its own keys.
+   * Default 2.
+   */
+  readonly concurrency?: number;
+  /** Attempts before an event goes dead. Default 10. */
+  readonly maxAttempts?: number;
+  /** Full-jitter backoff between attempts of one event. Default `{ baseMs: 200, capMs: 60 000 }`. */
+  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+  /**
+   * The longest a relay may hold a claim. A claim lives in the relay's transaction, and on
+   * PostgreSQL the transaction carries `idle_in_transaction_session_timeout = leaseMs`: a
+   * relay stuck longer loses its session and its claim, and the events go to whoever claims
+   * them next (re-published with the same message ids). A killed relay's claim ends at once,
+   * with its connection. Default 30 000.
+   */
+  readonly leaseMs?: number;
+  /**
+   * Longest wait for one `publish` call; after it the batch counts as failed (retriable).
+   * Must be below `leaseMs`. Default 10 000.
+   */
+  readonly publishTimeoutMs?: number;
+  /** Polling interval when idle (the fallback when notifications are off or lost). Default 1 000. */
+  readonly pollIntervalMs?: number;
+  /** Wake on LISTEN/NOTIFY. Default `true`; polling alone when `false`. */
+  readonly notify?: boolean;
+  /**
+   * What happens to an event once published: `'keep'` (default) marks it `published` with
+   * `published_at`, for inspection and for {@link Relay.cleanup} to delete later; `'delete'`
+   * deletes it at once (cheaper: one write less per event, nothing to clean up).
+   */
+  readonly onPublished?: 'keep' | 'delete';
+  /** Name of this relay in logs. Default `hostname:pid:random`. */
+  readonly ownerId?: string;
+  /** Default {@link silentLogger}. */
+  readonly logger?: Logger;
+  /** OpenTelemetry meter. Default: the global provider's `@justonce/core` meter. */
+  readonly meter?: Meter;
+}
+
+/** Options of {@link Relay.stop}. */
+export interface StopOptions {
+  /**
+   * `true`: keep publishing until nothing is claimable, then stop. `false` (default): finish
+   * the batches in flight (publish and mark them) and stop.
+   */
+  readonly drain?: boolean;
+  /**
+   * Longest wait for in-flight batches. After it their transactions are rolled back (their
+   * events become claimable at once) and `stop` resolves; a publish still running may then be
+   * repeated by another relay, with the same message id. Default 30 000.
+   */
+  readonly timeoutMs?: number;
+}
+
+/** What one claim–publish–mark cycle did. */
+export interface CycleResult {
+  /** Events claimed. */
+  readonly claimed: number;
+  /** Events marked published. */
+  readonly published: number;
+  /** Failed attempts recorded (dead ones included). */
+  readonly failed: number;
+  /** Events that went dead in this cycle. */
+  readonly dead: number;
+  /** Events left for a later cycle without an attempt (behind a failure of their key). */
+  readonly released: number;
+}
+
+/** A point-in-time view of the outbox and this relay. */
+export interface RelayStats {
+  /** Pending events in the table (due or not, claimed or not). */
+  readonly pending: number;
+  /** Age of the oldest pending event in milliseconds; 0 when none is pending. */
+  readonly oldestPendingAgeMs: number;
+  /** Dead events in the table. */
+  readonly dead: number;
+  /** Events this relay marked published since it was created. */
+  readonly published: number;
+  /** Failed attempts this relay recorded since it was created. */
+  readonly failed: number;
+  /** Events this relay marked dead since it was created. */
+  readonly markedDead: number;
+  /** Events this relay published per second over the last 10 seconds. */
+  readonly publishedPerSec: number;
+  /** Whether the relay is woken by notifications right now (else it polls). */
+  readonly listening: boolean;
+}
+
+/** A dead event, as {@link Relay.listDead} returns it. */
+export interface DeadEvent {
+  /** Row id; pass it to {@link Relay.requeue}. */
+  readonly id: string;
+  readonly destination: string;
+  readonly key: string | null;
+  readonly messageId: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly payload: Uint8Array;
+  /** Attempts made. */
+  readonly attempts: number;
+  /** The last publish error. */
+  readonly lastError: string | null;
+  /** When the event was added. */
+  readonly createdAt: Date;
+  /** When it was given up on. */
+  readonly diedAt: Date;
+}
+
+/** Options of {@link Relay.cleanup}. */
+export interface CleanupOptions {
+  /** Keep published events at least this long. Default 24 hours. */
+  readonly olderThanMs?: number;
+  /** Rows per delete statement. Default 1 000. */
+  readonly batchSize?: number;
+  /** Stop after this many batches (more remain for the next call). Default unlimited. */
+  readonly maxBatches?: number;
+}
+
+/**
+ * Publishes committed outbox events through a {@link Publisher}: at least once, in order per
+ * partition key, several relays at once.
+ */
+export interface Relay {
+  /** This relay's name in logs. */
+  readonly ownerId: string;
+  /** Whether `start` was called and `stop` has not finished. */
+  readonly running: boolean;
+  /** Subscribes to notifications and starts the loops. */
+  start(): Promise<void>;
+  /** Stops gracefully: finishes or rolls back what it holds; see {@link StopOptions}. */
+  stop(options?: StopOptions): Promise<void>;
+  /** Runs one claim–publish–mark cycle now (for tests and scripts; needs no `start`). */
+  runOnce(): Promise<CycleResult>;
+  /** Counts from the table and this relay's counters. */
+  stats(): Promise<RelayStats>;
+  /** Dead events in id order, `limit` (default 100) after `afterId`. */
+  listDead(options?: { limit?: number; afterId?: string }): Promise<DeadEvent[]>;
+  /**
+   * Puts a dead event back as pending with its attempts reset, at the end of its key's queue
+   * (it gets a new row id and keeps its message id). Resolves to the new id, or `null` when
+   * `id` is not a dead event.
+   */
+  requeue(id: string): Promise<string | null>;
+  /** Deletes published events in bounded batches; resolves to the number deleted. */
+  cleanup(options?: CleanupOptions): Promise<number>;
+}

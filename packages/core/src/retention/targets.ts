@@ -1,0 +1,56 @@
+import type { Knex } from 'knex';
+import type { RetentionTable } from './types';
+
+/** A millisecond count as an SQL interval; the binding is the count. */
+const MILLISECONDS = `(?::double precision * interval '1 millisecond')`;
+
+/**
+ * @internal
+ * One table the retention job cleans: which rows are stale, given the configured windows.
+ * This is the extension point: a new table with data that ages out gets an entry here (and,
+ * for large tables, an index on the column its condition filters by).
+ */
+export interface CleanupTarget {
+  readonly table: RetentionTable;
+  /** SQL condition on the table's own columns; `undefined` when the table is not cleaned. */
+  condition(windows: CleanupWindows): { sql: string; bindings: Knex.Value[] } | undefined;
+}
+
+/** @internal The windows a run uses, in milliseconds. */
+export interface CleanupWindows {
+  readonly retentionMs: number;
+  readonly deadLetterRetentionMs: number | undefined;
+}
+
+/** @internal Every table the retention job knows, in the order it cleans them. */
+export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
+  {
+    // Dedup records of the inbox and of idempotent operations: only once past their own
+    // `expires_at`, AND not written within the retention window (a floor that holds even
+    // when a writer chose a shorter expiry), AND not holding a live lease.
+    table: 'idempotency',
+    condition: ({ retentionMs }) => ({
+      sql: `expires_at < now()
+            and updated_at < now() - ${MILLISECONDS}
+            and not (status = 'IN_PROGRESS' and coalesce(lease_until > now(), false))`,
+      bindings: [retentionMs],
+    }),
+  },
+  {
+    // Attempt counters of messages that stopped failing without finishing here (the
+    // broker gave up, or moved them elsewhere): nothing redelivers them after the window.
+    table: 'inbox_attempts',
+    condition: ({ retentionMs }) => ({
+      sql: `last_attempt_at < now() - ${MILLISECONDS}`,
+      bindings: [retentionMs],
+    }),
+  },
+  {
+    // Dead letters only when the user opted in with `deadLetterRetentionMs`.
+    table: 'dead_letters',
+    condition: ({ deadLetterRetentionMs }) =>
+      deadLetterRetentionMs === undefined
+        ? undefined
+        : { sql: `dead_at < now() - ${MILLISECONDS}`, bindings: [deadLetterRetentionMs] },
+  },
+];

@@ -1,0 +1,414 @@
+import type { Meter } from '@opentelemetry/api';
+import {
+  createMemoryPublisher,
+  createOutbox,
+  createRelay,
+  rowsOf,
+  type OutboxEvent,
+  type Publisher,
+  type Relay,
+  type Store,
+} from '../src';
+import { STORE_KINDS, openTestStore } from './db';
+
+/** Polls `check` every 10 ms until it holds, for at most `timeoutMs`. */
+async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Runs cycles until one claims nothing, at most `max` times. */
+async function runUntilIdle(relay: Relay, max = 50): Promise<void> {
+  for (let i = 0; i < max; i += 1) {
+    if ((await relay.runOnce()).claimed === 0) return;
+  }
+  throw new Error(`relay still busy after ${max} cycles`);
+}
+
+async function statusCounts(store: Store): Promise<Record<string, number>> {
+  const result = await store.knex.raw(
+    `select status, count(*)::int as n from ${store.names.table('outbox')} group by status`,
+  );
+  return Object.fromEntries(
+    rowsOf<{ status: string; n: number }>(result).map((r) => [r.status, r.n]),
+  );
+}
+
+function payloadsOf(messages: readonly { payload: Uint8Array }[]): unknown[] {
+  return messages.map((m) => JSON.parse(Buffer.from(m.payload).toString()) as unknown);
+}
+
+describe.each(STORE_KINDS)('relay on %s', (kind) => {
+  let store: Store & { dispose(): Promise<void> };
+  const relays: Relay[] = [];
+  const make = (options: Omit<Parameters<typeof createRelay>[0], 'store'>): Relay => {
+    const relay = createRelay({ store, ...options });
+    relays.push(relay);
+    return relay;
+  };
+  const add = (events: OutboxEvent | OutboxEvent[]): Promise<string[]> =>
+    store.knex.transaction((trx) => createOutbox({ store }).add(trx, events));
+
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+  beforeEach(async () => {
+    await store.knex.raw(`delete from ${store.names.table('outbox')}`);
+  });
+  afterEach(async () => {
+    // A test that leaves a relay running fails here rather than leaking it into the next one.
+    const leaked = relays.filter((r) => r.running);
+    await Promise.all(relays.splice(0).map((r) => r.stop({ timeoutMs: 2_000 })));
+    expect(leaked).toHaveLength(0);
+  });
+
+  it('wakes on the commit notification and publishes exactly once', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, pollIntervalMs: 60_000 });
+    await relay.start();
+    expect((await relay.stats()).listening).toBe(true);
+    const started = Date.now();
+    const [id] = await add({ destination: 'orders', key: 'a', payload: { n: 1 } });
+    await publisher.waitForCount(1, 5_000);
+    // With a one-minute poll, only the notification can explain a prompt publish.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await until(async () => (await statusCounts(store)).published === 1);
+    await relay.stop();
+    expect(publisher.published.map((m) => m.messageId)).toEqual([id]);
+    expect(publisher.published[0]!.headers['message-id']).toBe(id);
+  });
+
+  it('keeps other keys flowing while one fails, then resumes that key in order', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, backoff: { baseMs: 1, capMs: 5 }, batchSize: 7 });
+    const events: OutboxEvent[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      for (const key of ['good-1', 'bad', 'good-2'])
+        events.push({ destination: 'd', key, payload: { key, i } });
+    }
+    await add(events);
+    const heal = publisher.failKey('bad');
+    await until(async () => {
+      await relay.runOnce();
+      return publisher.byKey('good-1').length === 5 && publisher.byKey('good-2').length === 5;
+    });
+    expect(publisher.byKey('bad')).toHaveLength(0);
+    const held = rowsOf<{ attempts: number; last_error: string }>(
+      await store.knex.raw(
+        `select attempts, last_error from ${store.names.table('outbox')}
+         where partition_key = 'bad' order by id`,
+      ),
+    );
+    // Only the head of the failing key was attempted; the rest waited untouched.
+    expect(held[0]!.attempts).toBeGreaterThanOrEqual(1);
+    expect(held[0]!.last_error).toContain('injected failure for key bad');
+    expect(held.slice(1).every((r) => r.attempts === 0)).toBe(true);
+
+    heal();
+    await until(async () => {
+      await relay.runOnce();
+      return publisher.byKey('bad').length === 5;
+    });
+    expect(payloadsOf(publisher.byKey('bad'))).toEqual(
+      [0, 1, 2, 3, 4].map((i) => ({ key: 'bad', i })),
+    );
+    for (const key of ['good-1', 'good-2']) {
+      expect(payloadsOf(publisher.byKey(key))).toEqual([0, 1, 2, 3, 4].map((i) => ({ key, i })));
+    }
+    expect(await statusCounts(store)).toEqual({ published: 15 });
+  });
+
+  it('gives up after maxAttempts, lists the dead event and requeues it', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, maxAttempts: 3, backoff: { baseMs: 1, capMs: 2 } });
+    const [poison] = await add({ destination: 'd', key: 'p', payload: { n: 1 } });
+    const heal = publisher.failKey('p', { message: 'broker says no' });
+    await until(async () => {
+      await relay.runOnce();
+      return (await relay.listDead()).length === 1;
+    });
+    const [dead] = await relay.listDead();
+    expect(dead).toMatchObject({ messageId: poison, key: 'p', attempts: 3, destination: 'd' });
+    expect(dead!.lastError).toContain('broker says no');
+    expect((await relay.stats()).dead).toBe(1);
+
+    // A dead head no longer holds its key back.
+    const [after] = await add({ destination: 'd', key: 'p', payload: { n: 2 } });
+    heal();
+    await runUntilIdle(relay);
+    expect(publisher.byKey('p').map((m) => m.messageId)).toEqual([after]);
+
+    expect(await relay.requeue('999999999')).toBeNull();
+    const newId = await relay.requeue(dead!.id);
+    expect(newId).not.toBeNull();
+    expect(await relay.requeue(dead!.id)).toBeNull();
+    await runUntilIdle(relay);
+    expect(publisher.byKey('p').map((m) => m.messageId)).toEqual([after, poison]);
+    expect(await relay.listDead()).toHaveLength(0);
+    expect(await statusCounts(store)).toEqual({ published: 2 });
+  });
+
+  it('sends a non-retriable failure straight to dead', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, maxAttempts: 10 });
+    await add({ destination: 'd', key: 'x', payload: 1 });
+    publisher.failKey('x', { retriable: false });
+    expect(await relay.runOnce()).toMatchObject({ claimed: 1, failed: 1, dead: 1 });
+    expect(await relay.listDead()).toHaveLength(1);
+    expect((await relay.stats()).markedDead).toBe(1);
+  });
+
+  it('backs off with jitter when the whole publish call fails, then recovers', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, backoff: { baseMs: 20, capMs: 40 } });
+    await add([
+      { destination: 'd', key: 'a', payload: 1 },
+      { destination: 'd', key: 'a', payload: 2 },
+      { destination: 'd', key: 'b', payload: 3 },
+      { destination: 'd', payload: 4 },
+    ]);
+    publisher.rejectNextCalls(1);
+    // Heads of a and b and the keyless event are attempted; a's second event waits.
+    expect(await relay.runOnce()).toMatchObject({ claimed: 4, failed: 3, released: 1, dead: 0 });
+    const due = rowsOf<{ later: boolean }>(
+      await store.knex.raw(
+        `select available_at > now() as later from ${store.names.table('outbox')} where attempts = 1`,
+      ),
+    );
+    expect(due).toHaveLength(3);
+    await until(async () => {
+      await relay.runOnce();
+      return publisher.published.length === 4;
+    });
+    expect(payloadsOf(publisher.byKey('a'))).toEqual([1, 2]);
+    expect((await relay.stats()).failed).toBe(3);
+  });
+
+  it('stops gracefully: finishes the batch in flight and marks it', async () => {
+    const publisher = createMemoryPublisher({ delayMs: 300 });
+    const relay = make({ publisher, batchSize: 50, concurrency: 1 });
+    await add(
+      Array.from({ length: 120 }, (_, i) => ({ destination: 'd', key: `k${i % 10}`, payload: i })),
+    );
+    await relay.start();
+    await until(() => publisher.calls >= 1);
+    await relay.stop();
+    const counts = await statusCounts(store);
+    expect(counts.published).toBe(publisher.published.length);
+    expect(counts.published).toBeGreaterThanOrEqual(50);
+    // Nothing is still held: every pending row can be locked by someone else.
+    await store.knex.transaction(async (trx) => {
+      const t = store.names.table('outbox');
+      const [free] = rowsOf<{ n: number }>(
+        await trx.raw(
+          `select count(*)::int as n from (select id from ${t} where status = 'pending' for update skip locked) x`,
+        ),
+      );
+      expect(free!.n).toBe(120 - counts.published!);
+    });
+  });
+
+  it('stop with drain publishes everything claimable first', async () => {
+    const publisher = createMemoryPublisher({ delayMs: 20 });
+    const relay = make({ publisher, batchSize: 10, pollIntervalMs: 60_000, notify: false });
+    await add(
+      Array.from({ length: 95 }, (_, i) => ({ destination: 'd', key: `k${i % 3}`, payload: i })),
+    );
+    await relay.start();
+    await relay.stop({ drain: true });
+    expect(await statusCounts(store)).toEqual({ published: 95 });
+  });
+
+  it('rolls its claim back when stop times out on a publisher that hangs', async () => {
+    let calls = 0;
+    const hanging: Publisher = {
+      publish: () => {
+        calls += 1;
+        return new Promise(() => undefined);
+      },
+      close: async () => undefined,
+    };
+    const relay = make({ publisher: hanging, leaseMs: 60_000, publishTimeoutMs: 50_000 });
+    await add({ destination: 'd', key: 'h', payload: 1 });
+    await relay.start();
+    await until(() => calls === 1);
+    await relay.stop({ timeoutMs: 100 });
+    const rows = rowsOf<{ attempts: number; status: string }>(
+      await store.knex.raw(`select attempts, status from ${store.names.table('outbox')}`),
+    );
+    expect(rows).toEqual([{ attempts: 0, status: 'pending' }]);
+    // Claimable again at once.
+    const publisher = createMemoryPublisher();
+    expect(await make({ publisher }).runOnce()).toMatchObject({ claimed: 1, published: 1 });
+  });
+
+  it('reports stats and OpenTelemetry metrics', async () => {
+    const meter = recordingMeter();
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, meter: meter.meter, maxAttempts: 1, notify: false });
+    await add([
+      { destination: 'd', key: 'a', payload: 1 },
+      { destination: 'd', key: 'b', payload: 2 },
+      { destination: 'd', key: 'c', payload: 3 },
+    ]);
+    await store.knex.raw(
+      `update ${store.names.table('outbox')} set created_at = now() - interval '5 seconds'`,
+    );
+    const before = await relay.stats();
+    expect(before).toMatchObject({ pending: 3, published: 0, dead: 0 });
+    expect(before.oldestPendingAgeMs).toBeGreaterThanOrEqual(4_900);
+    publisher.failKey('c', { retriable: false });
+    await relay.start();
+    expect(await meter.collect()).toMatchObject({
+      'justonce.outbox.pending': expect.any(Number),
+    });
+    await publisher.waitForCount(2, 5_000);
+    await until(async () => (await relay.stats()).dead === 1);
+    const after = await relay.stats();
+    expect(after).toMatchObject({ pending: 0, oldestPendingAgeMs: 0, published: 2, failed: 1 });
+    expect(after.publishedPerSec).toBeGreaterThan(0);
+    expect(meter.counters).toMatchObject({
+      'justonce.relay.published': 2,
+      'justonce.relay.failed': 1,
+      'justonce.relay.dead': 1,
+    });
+    expect(await meter.collect()).toMatchObject({
+      'justonce.outbox.pending': 0,
+      'justonce.outbox.oldest_pending_age': 0,
+    });
+    await relay.stop();
+    expect(meter.callbacks).toBe(0);
+  });
+
+  it('cleans up published events in bounded batches', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, batchSize: 500 });
+    await add(
+      Array.from({ length: 250 }, (_, i) => ({ destination: 'd', key: `k${i % 5}`, payload: i })),
+    );
+    await add({ destination: 'd', key: 'late', payload: 'unpublished' });
+    await store.knex.raw(
+      `update ${store.names.table('outbox')} set status = 'pending' where partition_key = 'late'`,
+    );
+    await runUntilIdle(relay);
+    await store.knex.raw(
+      `update ${store.names.table('outbox')} set published_at = now() - interval '2 hours'
+       where status = 'published' and partition_key <> 'late'`,
+    );
+    expect(await relay.cleanup({ olderThanMs: 3_600_000, batchSize: 100, maxBatches: 1 })).toBe(
+      100,
+    );
+    expect(await relay.cleanup({ olderThanMs: 3_600_000, batchSize: 100 })).toBe(150);
+    // The one published a moment ago is younger than the limit and stays.
+    expect(await statusCounts(store)).toEqual({ published: 1 });
+    expect(await relay.cleanup({ olderThanMs: 0, batchSize: 100 })).toBe(1);
+  });
+
+  it('refuses invalid options at construction', () => {
+    const publisher = createMemoryPublisher();
+    const bad = [
+      { batchSize: 0 },
+      { concurrency: 1.5 },
+      { maxAttempts: -1 },
+      { leaseMs: 1_000, publishTimeoutMs: 1_000 },
+      { backoff: { baseMs: 100, capMs: 10 } },
+      { ownerId: '' },
+      { onPublished: 'archive' as 'keep' },
+      { notify: 'yes' as unknown as boolean },
+    ];
+    for (const options of bad) {
+      expect(() => createRelay({ store, publisher, ...options })).toThrow(
+        expect.objectContaining({ code: 'INVALID_CONFIG' }),
+      );
+    }
+    expect(() => createRelay({ store, publisher: {} as Publisher })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+  });
+});
+
+describe('two relays on postgres', () => {
+  let store: Store & { dispose(): Promise<void> };
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('skips a key another relay holds, and takes it up after that relay commits', async () => {
+    let finish: (() => void) | undefined;
+    const slow = createMemoryPublisher();
+    const gate: Publisher = {
+      publish: async (messages) => {
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+        return slow.publish(messages);
+      },
+      close: async () => undefined,
+    };
+    await store.knex.transaction((trx) =>
+      createOutbox({ store }).add(trx, [
+        { destination: 'd', key: 'held', payload: 1 },
+        { destination: 'd', key: 'free', payload: 2 },
+        { destination: 'd', key: 'held', payload: 3 },
+        { destination: 'd', key: 'free', payload: 4 },
+      ]),
+    );
+    const first = createRelay({ store, publisher: gate, batchSize: 1 });
+    const inFlight = first.runOnce();
+    await until(() => finish !== undefined);
+    const publisher = createMemoryPublisher();
+    const second = createRelay({ store, publisher });
+    // The held key's head is locked by the first relay: only the free key moves.
+    expect(await second.runOnce()).toMatchObject({ claimed: 2, published: 2 });
+    expect(payloadsOf(publisher.published)).toEqual([2, 4]);
+    finish!();
+    expect(await inFlight).toMatchObject({ claimed: 1, published: 1 });
+    expect(payloadsOf(slow.published)).toEqual([1]);
+    expect(await second.runOnce()).toMatchObject({ claimed: 1, published: 1 });
+    expect(payloadsOf(publisher.byKey('held'))).toEqual([3]);
+  });
+});
+
+/** A minimal OpenTelemetry meter that records what the relay reports. */
+function recordingMeter(): {
+  meter: Meter;
+  counters: Record<string, number>;
+  readonly callbacks: number;
+  collect(): Promise<Record<string, number>>;
+} {
+  const counters: Record<string, number> = {};
+  const callbacks = new Set<(r: { observe(i: { name: string }, v: number): void }) => unknown>();
+  const meter = {
+    createCounter: (name: string) => ({
+      add: (value: number) => {
+        counters[name] = (counters[name] ?? 0) + value;
+      },
+    }),
+    createObservableGauge: (name: string) => ({ name }),
+    addBatchObservableCallback: (cb: never) => callbacks.add(cb),
+    removeBatchObservableCallback: (cb: never) => callbacks.delete(cb),
+  };
+  return {
+    meter: meter as unknown as Meter,
+    counters,
+    get callbacks() {
+      return callbacks.size;
+    },
+    async collect() {
+      const seen: Record<string, number> = {};
+      for (const cb of callbacks) {
+        await cb({ observe: (instrument, value) => (seen[instrument.name] = value) });
+      }
+      return seen;
+    },
+  };
+}

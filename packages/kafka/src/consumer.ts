@@ -1,0 +1,317 @@
+import {
+  ConfigurationError,
+  silentLogger,
+  type Handler,
+  type Inbox,
+  type InboxOutcome,
+  type Logger,
+} from '@justonce/core';
+import { createBatchProcessor, type RecordPosition } from './batch-processor';
+import {
+  kafkajsClient,
+  type KafkaClient,
+  type KafkaConsumerClient,
+  type KafkaConsumerConfig,
+  type KafkaProducerClient,
+} from './client';
+import {
+  defaultDeadLetterTopic,
+  forwardToDeadLetterTopic,
+  type DeadLetterTopicName,
+} from './dead-letter';
+import { KafkaStateError } from './errors';
+import { HEADERS } from './headers';
+import type { MessageIdOptions } from './message-id';
+
+/** Options of {@link createKafkaConsumer}. */
+export interface KafkaConsumerOptions<R = unknown> {
+  /** The inbox every record goes through; its `consumer` name is the dedup namespace. */
+  readonly inbox: Inbox;
+  /** The handler; its effects commit if and only if the record's dedup row commits. */
+  readonly handler: Handler<R>;
+  /** Consumer group id. Required. */
+  readonly groupId: string;
+  /** Topics (names or patterns) to consume. Required, at least one. */
+  readonly topics: ReadonlyArray<string | RegExp>;
+  /** The Kafka client. Default: kafkajs built from `brokers` and `clientId`. */
+  readonly kafka?: KafkaClient;
+  /** Bootstrap brokers, used when `kafka` is not given. */
+  readonly brokers?: readonly string[];
+  /** Client id, used when `kafka` is not given. Default `justonce`. */
+  readonly clientId?: string;
+  /**
+   * `batch` (default): each chunk of up to `batchSize` records is one database transaction
+   * with one multi-row dedup insert. `message`: each record is its own transaction.
+   */
+  readonly mode?: 'batch' | 'message';
+  /**
+   * Records per chunk: per transaction in `batch` mode, per offset commit in both modes.
+   * Default 100.
+   */
+  readonly batchSize?: number;
+  /** Where a group with no committed offset starts: the earliest record when true. Default false. */
+  readonly fromBeginning?: boolean;
+  /** Partitions handled at the same time (each in order). Default 1. */
+  readonly partitionsConsumedConcurrently?: number;
+  /** How the message id is found: `message-id` header, then `extract`, then the offset. */
+  readonly messageId?: MessageIdOptions;
+  /** Header whose value becomes the envelope's scope (tenant). Default `tenant`. */
+  readonly scopeHeader?: string;
+  /** Dead-letter topic: a name, or a function of the source topic. Default `<topic>.dlq`. */
+  readonly deadLetterTopic?: DeadLetterTopicName;
+  /**
+   * Producer for dead letters. Default: one created from the client (acks from all in-sync
+   * replicas), connected on `start` and disconnected on `stop`.
+   */
+  readonly deadLetterProducer?: KafkaProducerClient;
+  /**
+   * Group settings passed to the client. Defaults: kafkajs's (`sessionTimeout` 30 000,
+   * `rebalanceTimeout` 60 000, `heartbeatInterval` 3 000, `maxWaitTimeInMs` 5 000).
+   */
+  readonly consumerConfig?: Omit<KafkaConsumerConfig, 'groupId'>;
+  /** Called with every outcome and where its record sits; for metrics and tests. */
+  readonly onOutcome?: (outcome: InboxOutcome<R>, position: RecordPosition) => void;
+  /** Default: silent. */
+  readonly logger?: Logger;
+}
+
+/** A running inbox consumer. */
+export interface KafkaInboxConsumer {
+  /** Connects, subscribes and starts consuming. Resolves once consumption has started. */
+  start(): Promise<void>;
+  /**
+   * Stops consuming: the batch in flight finishes its current chunk (whose offsets are
+   * committed), the member leaves the group, connections close. Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+const KAFKAJS_HEARTBEAT_INTERVAL = 3000;
+
+/**
+ * Wraps a Kafka consumer group around an inbox: every record is handled in a database
+ * transaction that also records its message id, and its offset is committed only after
+ * that transaction committed. Failed records are retried after the inbox's delay by
+ * pausing the partition (heartbeats go on); records the inbox dead-letters are forwarded
+ * to the dead-letter topic with reason headers, then committed. Order within a partition
+ * is kept.
+ */
+export function createKafkaConsumer<R = unknown>(
+  options: KafkaConsumerOptions<R>,
+): KafkaInboxConsumer {
+  const settings = validate(options);
+  const logger = options.logger ?? silentLogger;
+  const kafka =
+    options.kafka ?? kafkajsClient({ brokers: options.brokers ?? [], clientId: options.clientId });
+  const consumerConfig: KafkaConsumerConfig = {
+    ...options.consumerConfig,
+    groupId: options.groupId,
+  };
+  const heartbeatInterval = consumerConfig.heartbeatInterval ?? KAFKAJS_HEARTBEAT_INTERVAL;
+
+  let consumer: KafkaConsumerClient | undefined;
+  let producer: KafkaProducerClient | undefined;
+  const ownsProducer = options.deadLetterProducer === undefined;
+  let generation = 0;
+  let state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+  let stopping: Promise<void> | undefined;
+  const unsubscribe: Array<() => void> = [];
+
+  const processor = createBatchProcessor<R>({
+    inbox: options.inbox,
+    handler: options.handler,
+    mode: settings.mode,
+    batchSize: settings.batchSize,
+    envelope: {
+      messageId: {
+        header: options.messageId?.header ?? HEADERS.messageId,
+        fallbackToOffset: options.messageId?.fallbackToOffset ?? true,
+        extract: options.messageId?.extract,
+      },
+      scopeHeader: options.scopeHeader ?? HEADERS.tenant,
+      onExtractError: (error, topic, partition, offset) =>
+        logger.warn('kafka message id extractor threw; the record has no id', {
+          topic,
+          partition,
+          offset,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+    },
+    consumer: {
+      seek: (position) => consumer?.seek(position),
+    },
+    heartbeatEveryMs: Math.max(100, Math.floor(heartbeatInterval / 2)),
+    generation: () => generation,
+    forwardDeadLetter: (record, topic, partition, why) => {
+      if (!producer) throw new KafkaStateError('the dead-letter producer is not connected');
+      return forwardToDeadLetterTopic(
+        producer,
+        options.deadLetterTopic ?? defaultDeadLetterTopic,
+        record,
+        topic,
+        partition,
+        why,
+      );
+    },
+    onOutcome: options.onOutcome,
+    logger,
+  });
+
+  async function start(): Promise<void> {
+    if (state !== 'new') {
+      throw new KafkaStateError(`the consumer cannot start: it is ${state}`, {
+        groupId: options.groupId,
+      });
+    }
+    state = 'starting';
+    try {
+      producer = options.deadLetterProducer ?? kafka.producer({ retry: { retries: 5 } });
+      if (ownsProducer) await producer.connect();
+      consumer = kafka.consumer(consumerConfig);
+      unsubscribe.push(
+        consumer.on(consumer.events.GROUP_JOIN ?? 'consumer.group_join', () => {
+          generation += 1;
+          processor.reset();
+        }),
+      );
+      if (consumer.events.CRASH) {
+        unsubscribe.push(
+          consumer.on(consumer.events.CRASH, (event) =>
+            logger.error('kafka consumer crashed', {
+              groupId: options.groupId,
+              event: describe(event.payload),
+            }),
+          ),
+        );
+      }
+      await consumer.connect();
+      await consumer.subscribe({
+        topics: [...options.topics],
+        fromBeginning: settings.fromBeginning,
+      });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: settings.partitionsConsumedConcurrently,
+        eachBatch: (context) => processor.eachBatch(context),
+      });
+      state = 'running';
+      logger.info('kafka inbox consumer started', {
+        groupId: options.groupId,
+        mode: settings.mode,
+      });
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+  }
+
+  function stop(): Promise<void> {
+    stopping ??= (async () => {
+      state = 'stopped';
+      processor.dispose();
+      for (const off of unsubscribe.splice(0)) off();
+      const errors: unknown[] = [];
+      if (consumer) await consumer.disconnect().catch((error: unknown) => errors.push(error));
+      if (producer && ownsProducer)
+        await producer.disconnect().catch((error: unknown) => errors.push(error));
+      if (errors.length > 0) {
+        logger.warn('kafka inbox consumer stopped with errors', { errors: errors.map(describe) });
+      }
+    })();
+    return stopping;
+  }
+
+  return { start, stop };
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+interface Settings {
+  mode: 'batch' | 'message';
+  batchSize: number;
+  fromBeginning: boolean;
+  partitionsConsumedConcurrently: number;
+}
+
+function validate<R>(options: KafkaConsumerOptions<R>): Settings {
+  const fail = (message: string, details: Record<string, unknown> = {}): never => {
+    throw new ConfigurationError(`createKafkaConsumer: ${message}`, details);
+  };
+  if (typeof options !== 'object' || options === null) fail('options are required');
+  if (!options.inbox || typeof options.inbox.processBatch !== 'function') fail('inbox is required');
+  if (typeof options.handler !== 'function') fail('handler must be a function');
+  if (typeof options.groupId !== 'string' || options.groupId === '')
+    fail('groupId must be a non-empty string');
+  if (!Array.isArray(options.topics) || options.topics.length === 0)
+    fail('topics must list at least one topic');
+  for (const topic of options.topics) {
+    if (!(topic instanceof RegExp) && !isTopicName(topic)) fail('invalid topic name', { topic });
+  }
+  if (options.kafka === undefined) {
+    if (!Array.isArray(options.brokers) || options.brokers.length === 0) {
+      fail('give either kafka (a client) or brokers');
+    }
+  } else if (options.brokers !== undefined) {
+    fail('give only one of kafka and brokers');
+  }
+  const mode = options.mode ?? 'batch';
+  if (mode !== 'batch' && mode !== 'message') fail("mode must be 'batch' or 'message'", { mode });
+  const batchSize = options.batchSize ?? 100;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+    fail('batchSize must be an integer from 1 to 10000', { batchSize });
+  }
+  const concurrency = options.partitionsConsumedConcurrently ?? 1;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    fail('partitionsConsumedConcurrently must be a positive integer', { concurrency });
+  }
+  if (options.messageId?.header !== undefined && options.messageId.header === '') {
+    fail('messageId.header must not be empty');
+  }
+  if (options.messageId?.extract !== undefined && typeof options.messageId.extract !== 'function') {
+    fail('messageId.extract must be a function');
+  }
+  if (typeof options.deadLetterTopic === 'string' && !isTopicName(options.deadLetterTopic)) {
+    fail('invalid deadLetterTopic', { deadLetterTopic: options.deadLetterTopic });
+  }
+  const config = options.consumerConfig ?? {};
+  for (const key of [
+    'sessionTimeout',
+    'rebalanceTimeout',
+    'heartbeatInterval',
+    'maxWaitTimeInMs',
+  ] as const) {
+    const value = config[key];
+    if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
+      fail(`consumerConfig.${key} must be a positive integer`, { [key]: value });
+    }
+  }
+  const session = config.sessionTimeout ?? 30_000;
+  const heartbeat = config.heartbeatInterval ?? KAFKAJS_HEARTBEAT_INTERVAL;
+  if (heartbeat >= session) {
+    fail('consumerConfig.heartbeatInterval must be below sessionTimeout', { heartbeat, session });
+  }
+  return {
+    mode,
+    batchSize,
+    fromBeginning: options.fromBeginning ?? false,
+    partitionsConsumedConcurrently: concurrency,
+  };
+}
+
+/** Kafka's rule for topic names: 1–249 of `[a-zA-Z0-9._-]`, not `.` or `..`. */
+export function isTopicName(name: unknown): name is string {
+  return (
+    typeof name === 'string' &&
+    /^[a-zA-Z0-9._-]{1,249}$/.test(name) &&
+    name !== '.' &&
+    name !== '..'
+  );
+}

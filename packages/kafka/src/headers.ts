@@ -1,0 +1,59 @@
+/** Header names justonce reads and writes on Kafka records. */
+export const HEADERS = {
+  /** The id downstream inboxes dedupe on. */
+  messageId: 'message-id',
+  /** Id of the message whose handling produced this one. */
+  causationId: 'causation-id',
+  /** Id shared by every message of one business flow. */
+  correlationId: 'correlation-id',
+  /** W3C trace context. */
+  traceparent: 'traceparent',
+  /** W3C trace state. */
+  tracestate: 'tracestate',
+  /** Tenant or isolation scope; becomes the envelope's `scope`. */
+  tenant: 'tenant',
+} as const;
+
+/** Headers added to a record forwarded to a dead-letter topic. */
+export const DEAD_LETTER_HEADERS = {
+  /** Short machine-readable reason, e.g. `MAX_ATTEMPTS` or `UNDECODABLE_BODY`. */
+  reason: 'x-dead-letter-reason',
+  /** The error message that dead-lettered the record (truncated to 1 000 characters). */
+  error: 'x-dead-letter-error',
+  /** Topic the record was consumed from. */
+  originalTopic: 'x-original-topic',
+  /** Partition the record was consumed from. */
+  originalPartition: 'x-original-partition',
+  /** Offset of the record in its original partition. */
+  originalOffset: 'x-original-offset',
+  /** The consumer (inbox) that gave up on the record. */
+  consumer: 'x-dead-letter-consumer',
+  /** Attempts made before giving up. */
+  attempts: 'x-dead-letter-attempts',
+  /** Id of the dead letter in the justonce store. */
+  deadLetterId: 'x-dead-letter-id',
+  /** When the record was dead-lettered (ISO 8601). */
+  deadLetteredAt: 'x-dead-lettered-at',
+} as const;
+
+/** Header values as kafkajs delivers them. */
+export type RawHeaderValue = Buffer | string | ReadonlyArray<Buffer | string> | undefined;
+
+/** Record headers as kafkajs delivers them. */
+export type RawHeaders = Readonly<Record<string, RawHeaderValue>>;
+
+/**
+ * Decodes record headers to strings (UTF-8). A header that occurs more than once keeps its
+ * last value, which is the one Kafka clients conventionally treat as current; an absent
+ * value is dropped.
+ */
+export function decodeHeaders(raw: RawHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw) return out;
+  for (const [name, value] of Object.entries(raw)) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last === undefined || last === null) continue;
+    out[name] = typeof last === 'string' ? last : Buffer.from(last as Uint8Array).toString('utf8');
+  }
+  return out;
+}

@@ -1,0 +1,37 @@
+/**
+ * @justonce/kafka — a transactional inbox around kafkajs consumer groups, and the relay's
+ * Kafka publisher.
+ *
+ * @packageDocumentation
+ */
+export { createKafkaConsumer, isTopicName } from './consumer';
+export type { KafkaConsumerOptions, KafkaInboxConsumer } from './consumer';
+export type { RecordPosition } from './batch-processor';
+export { createKafkaPublisher } from './publisher';
+export type { KafkaPublisher, KafkaPublisherOptions } from './publisher';
+export { kafkajsClient } from './client';
+export type {
+  KafkaClient,
+  KafkajsClientOptions,
+  KafkaConsumerClient,
+  KafkaConsumerConfig,
+  KafkaProducerClient,
+  KafkaProducerConfig,
+  KafkaProducerRecord,
+  KafkaRecord,
+  KafkaBatch,
+  KafkaBatchContext,
+  KafkaRunConfig,
+  KafkaOffsetsByTopicPartition,
+  KafkaTopicPartitions,
+  KafkaInstrumentationEvent,
+} from './client';
+export type { MessageIdOptions } from './message-id';
+export { resolveMessageId } from './message-id';
+export { HEADERS, DEAD_LETTER_HEADERS, decodeHeaders } from './headers';
+export type { RawHeaders, RawHeaderValue } from './headers';
+export { defaultDeadLetterTopic, deadLetterRecord } from './dead-letter';
+export type { DeadLetterTopicName, DeadLetterReason } from './dead-letter';
+export { toEnvelope } from './envelope';
+export type { EnvelopeSettings } from './envelope';
+export { DeadLetterPublishError, KafkaPublishError, KafkaStateError } from './errors';

@@ -1,0 +1,474 @@
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { createInbox, type HandlerContext, type InboxOutcome } from '@justonce/core';
+import { createKafkaConsumer, DEAD_LETTER_HEADERS, type KafkaInboxConsumer } from '../src';
+import {
+  FAST_GROUP,
+  createTopics,
+  openEffectsStore,
+  produce,
+  readTopic,
+  testKafka,
+  unique,
+  waitFor,
+} from './support';
+
+type EffectsStore = Awaited<ReturnType<typeof openEffectsStore>>;
+
+let kafka: Kafka;
+let admin: Admin;
+let producer: Producer;
+let store: EffectsStore;
+const running: KafkaInboxConsumer[] = [];
+
+beforeAll(async () => {
+  kafka = testKafka();
+  admin = kafka.admin();
+  producer = kafka.producer();
+  await Promise.all([admin.connect(), producer.connect()]);
+  store = await openEffectsStore();
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((c) => c.stop()));
+});
+
+afterAll(async () => {
+  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await store.dispose();
+});
+
+/** Committed offsets of a group, summed over partitions, equal the topic's end offsets. */
+async function fullyCommitted(groupId: string, topic: string): Promise<boolean> {
+  const [committed, ends] = await Promise.all([
+    admin.fetchOffsets({ groupId, topics: [topic] }),
+    admin.fetchTopicOffsets(topic),
+  ]);
+  const byPartition = new Map(committed[0]!.partitions.map((p) => [p.partition, p.offset]));
+  return ends.every((e) => byPartition.get(e.partition) === e.high);
+}
+
+/** A handler that writes one effect row per message, in the inbox transaction. */
+function recordEffect(consumer: string) {
+  return async (ctx: HandlerContext): Promise<void> => {
+    await ctx.trx.raw(
+      `insert into ${store.effectsTable} (message_id, key, body, consumer) values (?, ?, ?, ?)`,
+      [ctx.messageId, ctx.message.key ?? null, String(ctx.payload), consumer],
+    );
+  };
+}
+
+function start(consumer: KafkaInboxConsumer): Promise<void> {
+  running.push(consumer);
+  return consumer.start();
+}
+
+describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (mode) => {
+  it('gives N messages plus duplicates at other offsets exactly one effect each, in key order', async () => {
+    const topic = unique('dup');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 3);
+    const unique60 = Array.from({ length: 60 }, (_, i) => ({
+      key: `k${i % 6}`,
+      value: String(i),
+      headers: { 'message-id': `${name}-m${i}` },
+    }));
+    // Every fourth message again, later in its partition: same id, a different offset.
+    const duplicates = unique60.filter((_, i) => i % 4 === 0);
+    await produce(producer, topic, unique60);
+    await produce(producer, topic, duplicates);
+
+    const outcomes: InboxOutcome[] = [];
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        mode,
+        batchSize: 16,
+        partitionsConsumedConcurrently: 3,
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({
+          store,
+          consumer: name,
+          decode: (body) => Buffer.from(body).toString(),
+        }),
+        handler: recordEffect(name),
+        onOutcome: (outcome) => outcomes.push(outcome),
+      }),
+    );
+
+    await waitFor(() => fullyCommitted(groupId, topic), 45_000, 'all offsets committed');
+    const counts = await store.effectCounts();
+    const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
+    expect(mine).toHaveLength(60);
+    expect(mine.every(([, n]) => n === 1)).toBe(true);
+    expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(60);
+    expect(outcomes.filter((o) => o.status === 'duplicate')).toHaveLength(duplicates.length);
+
+    // Per key (so per partition), transactions commit in production order. In message mode
+    // each record is its own transaction, so effects are written in production order; in
+    // batch mode the records of one transaction take effect together.
+    const rows = (await store.knex.raw(
+      `select key, body, seq, txid from ${store.effectsTable} where consumer = ? order by body::int`,
+      [name],
+    )) as { rows: Array<{ key: string; body: string; seq: string; txid: string }> };
+    const lastByKey = new Map<string, { seq: bigint; txid: bigint }>();
+    for (const row of rows.rows) {
+      const seq = BigInt(row.seq);
+      const txid = BigInt(row.txid);
+      const last = lastByKey.get(row.key);
+      if (last) {
+        expect(txid >= last.txid).toBe(true);
+        if (mode === 'message') expect(seq > last.seq).toBe(true);
+      }
+      lastByKey.set(row.key, { seq, txid });
+    }
+  });
+
+  it('retries a failing record after pausing its partition, then moves on', async () => {
+    const topic = unique('retry');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 1);
+    await produce(
+      producer,
+      topic,
+      ['a', 'flaky', 'b', 'c'].map((v) => ({
+        value: v,
+        headers: { 'message-id': `${name}-${v}` },
+      })),
+    );
+    let flakyCalls = 0;
+    const effect = recordEffect(name);
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        mode,
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({
+          store,
+          consumer: name,
+          maxAttempts: 5,
+          backoff: { baseMs: 100, capMs: 200 },
+          decode: (body) => Buffer.from(body).toString(),
+        }),
+        handler: async (ctx) => {
+          if (ctx.payload === 'flaky' && ++flakyCalls < 3) throw new Error('not yet');
+          await effect(ctx);
+        },
+      }),
+    );
+
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    expect(flakyCalls).toBe(3);
+    const rows = (await store.knex.raw(
+      `select body from ${store.effectsTable} where consumer = ? order by seq`,
+      [name],
+    )) as { rows: Array<{ body: string }> };
+    const bodies = rows.rows.map((r) => r.body);
+    // In message mode nothing after the failing record runs before it succeeds; in batch
+    // mode the records after it in the same transaction committed first.
+    expect(bodies.sort()).toEqual(['a', 'b', 'c', 'flaky']);
+    if (mode === 'message') expect(rows.rows.map((r) => r.body)).toEqual(['a', 'flaky', 'b', 'c']);
+  });
+});
+
+describe('createKafkaConsumer dead letters', () => {
+  it('sends a poison message to the dead-letter topic with its reason and moves on', async () => {
+    const topic = unique('poison');
+    const dlq = `${topic}.dlq`;
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic, dlq], 1);
+    await produce(producer, topic, [
+      { key: 'k', value: 'ok-1', headers: { 'message-id': `${name}-1` } },
+      { key: 'k', value: 'poison', headers: { 'message-id': `${name}-2`, traceparent: 'tp-1' } },
+      { key: 'k', value: 'ok-2', headers: { 'message-id': `${name}-3` } },
+    ]);
+    const poisonAttempts = new Set<number>();
+    const effect = recordEffect(name);
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({
+          store,
+          consumer: name,
+          maxAttempts: 3,
+          backoff: { baseMs: 50, capMs: 100 },
+          decode: (body) => Buffer.from(body).toString(),
+        }),
+        handler: async (ctx) => {
+          if (ctx.payload === 'poison') {
+            poisonAttempts.add(ctx.attempt);
+            throw new Error('cannot digest this');
+          }
+          await effect(ctx);
+        },
+      }),
+    );
+
+    const [letter] = await readTopic(kafka, dlq, 1);
+    expect(letter).toMatchObject({
+      key: 'k',
+      value: 'poison',
+      headers: {
+        'message-id': `${name}-2`,
+        traceparent: 'tp-1',
+        [DEAD_LETTER_HEADERS.reason]: 'MAX_ATTEMPTS',
+        [DEAD_LETTER_HEADERS.originalTopic]: topic,
+        [DEAD_LETTER_HEADERS.originalPartition]: '0',
+        [DEAD_LETTER_HEADERS.originalOffset]: '1',
+        [DEAD_LETTER_HEADERS.consumer]: name,
+      },
+    });
+    expect(letter!.headers[DEAD_LETTER_HEADERS.error]).toContain('cannot digest this');
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    // In batch mode the inbox may call a failing handler twice per attempt (the optimistic
+    // pass, then the isolated one); attempts are what count.
+    expect([...poisonAttempts].sort()).toEqual([1, 2, 3]);
+    const counts = await store.effectCounts();
+    expect([counts.get(`${name}-1`), counts.get(`${name}-2`), counts.get(`${name}-3`)]).toEqual([
+      1,
+      undefined,
+      1,
+    ]);
+  });
+
+  it('dead-letters a record with no id and one with an undecodable value, losing nothing', async () => {
+    const topic = unique('bad');
+    const dlq = unique('bad-dlq');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic, dlq], 1);
+    await produce(producer, topic, [
+      { value: '{"n":1}', headers: { 'message-id': `${name}-1` } },
+      { value: '{"n":2}' },
+      { value: 'not json', headers: { 'message-id': `${name}-3` } },
+      { value: '{"n":4}', headers: { 'message-id': `${name}-4` } },
+    ]);
+    const outcomes: InboxOutcome[] = [];
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        deadLetterTopic: dlq,
+        messageId: { fallbackToOffset: false },
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({
+          store,
+          consumer: name,
+          decode: (body) => JSON.parse(Buffer.from(body).toString()) as unknown,
+        }),
+        handler: async (ctx) => {
+          await ctx.trx.raw(
+            `insert into ${store.effectsTable} (message_id, body, consumer) values (?, ?, ?)`,
+            [ctx.messageId, JSON.stringify(ctx.payload), name],
+          );
+        },
+        onOutcome: (outcome) => outcomes.push(outcome),
+      }),
+    );
+
+    const letters = await readTopic(kafka, dlq, 2);
+    const byOffset = new Map(
+      letters.map((l) => [l.headers[DEAD_LETTER_HEADERS.originalOffset], l]),
+    );
+    expect(byOffset.get('1')?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MISSING_MESSAGE_ID');
+    expect(byOffset.get('1')?.value).toBe('{"n":2}');
+    expect(byOffset.get('2')?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
+    expect(byOffset.get('2')?.value).toBe('not json');
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    const counts = await store.effectCounts();
+    expect(counts.get(`${name}-1`)).toBe(1);
+    expect(counts.get(`${name}-4`)).toBe(1);
+    expect(counts.has(`${name}-3`)).toBe(false);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'processed',
+      'dead-lettered',
+      'dead-lettered',
+      'processed',
+    ]);
+  });
+
+  it('uses topic/partition/offset as the id when the record has none and the fallback is on', async () => {
+    const topic = unique('noid');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 1);
+    await produce(producer, topic, [
+      { value: 'x' },
+      { value: 'y', headers: { 'order-ref': 'o-9' } },
+    ]);
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        consumerConfig: FAST_GROUP,
+        messageId: { extract: (record) => record.headers?.['order-ref']?.toString() },
+        inbox: createInbox({ store, consumer: name }),
+        handler: recordEffect(name),
+      }),
+    );
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    const counts = await store.effectCounts();
+    expect(counts.get(`${topic}/0/0`)).toBe(1);
+    expect(counts.get('o-9')).toBe(1);
+  });
+});
+
+describe('createKafkaConsumer stopping and dead-letter outages', () => {
+  it('stops in the middle of a batch with exactly the finished records committed', async () => {
+    const topic = unique('stop');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 1);
+    await produce(
+      producer,
+      topic,
+      Array.from({ length: 60 }, (_, i) => ({
+        value: String(i),
+        headers: { 'message-id': `${name}-${i}` },
+      })),
+    );
+    const effect = recordEffect(name);
+    let handled = 0;
+    const first = createKafkaConsumer({
+      kafka,
+      groupId,
+      topics: [topic],
+      fromBeginning: true,
+      mode: 'message',
+      batchSize: 7,
+      consumerConfig: FAST_GROUP,
+      inbox: createInbox({ store, consumer: name }),
+      handler: async (ctx) => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        await effect(ctx);
+        handled++;
+      },
+    });
+    await start(first);
+    await waitFor(() => handled >= 20, 30_000, '20 records handled');
+    await first.stop();
+    const done = [...(await store.effectCounts()).keys()].filter((id) =>
+      id.startsWith(`${name}-`),
+    ).length;
+    expect(done).toBeLessThan(60);
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    // Everything that took effect is committed, and nothing beyond it.
+    expect(committed!.partitions[0]!.offset).toBe(String(done));
+
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({ store, consumer: name }),
+        handler: effect,
+      }),
+    );
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    const counts = await store.effectCounts();
+    const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
+    expect(mine).toHaveLength(60);
+    expect(mine.every(([, n]) => n === 1)).toBe(true);
+  });
+
+  it('keeps a dead letter uncommitted until the dead-letter topic takes it', async () => {
+    const topic = unique('dlq-down');
+    const dlq = unique('dlq-up');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic, dlq], 1);
+    await produce(producer, topic, [
+      { value: 'not json', headers: { 'message-id': `${name}-1` } },
+      { value: '{"ok":true}', headers: { 'message-id': `${name}-2` } },
+    ]);
+    let asked = 0;
+    const outcomes: InboxOutcome[] = [];
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        consumerConfig: FAST_GROUP,
+        // The first two forwards go to a topic name the broker refuses.
+        deadLetterTopic: () => (++asked <= 2 ? 'not a topic!' : dlq),
+        inbox: createInbox({
+          store,
+          consumer: name,
+          decode: (body) => JSON.parse(Buffer.from(body).toString()) as unknown,
+        }),
+        handler: recordEffect(name),
+        onOutcome: (outcome) => outcomes.push(outcome),
+      }),
+    );
+    const [letter] = await readTopic(kafka, dlq, 1);
+    expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    expect(asked).toBe(3);
+    // The record came back after each refused forward. The one behind it had committed in
+    // the same batch transaction, so it came back too and was recognised as a duplicate.
+    const statuses = (id: string): string[] =>
+      outcomes.filter((o) => o.messageId === id).map((o) => o.status);
+    expect(statuses(`${name}-1`)).toEqual(['dead-lettered', 'dead-lettered', 'dead-lettered']);
+    expect(statuses(`${name}-2`)).toEqual(['processed', 'duplicate', 'duplicate']);
+    expect((await store.effectCounts()).get(`${name}-2`)).toBe(1);
+  });
+});
+
+describe('createKafkaConsumer heartbeats', () => {
+  it('keeps its membership through a batch longer than the session timeout', async () => {
+    const topic = unique('slow');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 1);
+    await produce(
+      producer,
+      topic,
+      Array.from({ length: 40 }, (_, i) => ({
+        value: String(i),
+        headers: { 'message-id': `${name}-${i}` },
+      })),
+    );
+    const outcomes: InboxOutcome[] = [];
+    const effect = recordEffect(name);
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        mode: 'message',
+        batchSize: 1000,
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({ store, consumer: name }),
+        handler: async (ctx) => {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await effect(ctx);
+        },
+        onOutcome: (outcome) => outcomes.push(outcome),
+      }),
+    );
+    // 40 × 200 ms = 8 s in one batch, beyond the 6 s session timeout: without heartbeats
+    // the member would be evicted and the batch delivered again (as duplicates).
+    await waitFor(() => fullyCommitted(groupId, topic), 40_000, 'all offsets committed');
+    expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(40);
+    expect(outcomes.filter((o) => o.status !== 'processed')).toHaveLength(0);
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * A consumer process for the crash test. It consumes in batch mode and, when the inbox
+ * reaches `CRASH_STEP` after `CRASH_AFTER` effects were written, prints `AT-STEP` and stops
+ * dead, so the parent can kill it with SIGKILL exactly there.
+ */
+import { createInbox, createStore } from '@justonce/core';
+import { createKafkaConsumer } from '@justonce/kafka';
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+}
+
+async function main(): Promise<void> {
+  const schema = env('CRASH_SCHEMA');
+  const crashStep = env('CRASH_STEP');
+  const crashAfter = Number(env('CRASH_AFTER'));
+  const store = await createStore({ connectionString: env('DATABASE_URL'), schema });
+  const effects = `"${schema}"."effects"`;
+  let written = 0;
+  let frozen = false;
+  const consumer = createKafkaConsumer({
+    brokers: env('KAFKA_BROKERS').split(','),
+    groupId: env('CRASH_GROUP'),
+    topics: [env('CRASH_TOPIC')],
+    fromBeginning: true,
+    mode: 'batch',
+    batchSize: 25,
+    consumerConfig: {
+      sessionTimeout: 6000,
+      rebalanceTimeout: 8000,
+      heartbeatInterval: 500,
+      maxWaitTimeInMs: 200,
+    },
+    inbox: createInbox({
+      store,
+      consumer: env('CRASH_CONSUMER'),
+      onStep: async (step) => {
+        if (frozen || step !== crashStep || written < crashAfter) return;
+        frozen = true;
+        process.stdout.write('AT-STEP\n');
+        await new Promise(() => undefined);
+      },
+    }),
+    handler: async (ctx) => {
+      await ctx.trx.raw(`insert into ${effects} (message_id, consumer) values (?, ?)`, [
+        ctx.messageId,
+        'child',
+      ]);
+      written++;
+    },
+  });
+  await consumer.start();
+  process.stdout.write('STARTED\n');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

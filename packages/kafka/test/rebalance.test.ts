@@ -1,0 +1,160 @@
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { createInbox, type InboxOutcome } from '@justonce/core';
+import { createKafkaConsumer, type KafkaInboxConsumer } from '../src';
+import {
+  FAST_GROUP,
+  createTopics,
+  openEffectsStore,
+  produce,
+  testKafka,
+  unique,
+  waitFor,
+} from './support';
+
+let kafka: Kafka;
+let admin: Admin;
+let producer: Producer;
+let store: Awaited<ReturnType<typeof openEffectsStore>>;
+const consumers: KafkaInboxConsumer[] = [];
+
+beforeAll(async () => {
+  kafka = testKafka();
+  admin = kafka.admin();
+  producer = kafka.producer();
+  await Promise.all([admin.connect(), producer.connect()]);
+  store = await openEffectsStore();
+});
+
+afterAll(async () => {
+  await Promise.all(consumers.map((c) => c.stop()));
+  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await store.dispose();
+});
+
+describe('two consumers in one group while members join and leave', () => {
+  it.each(['batch', 'message'] as const)(
+    'in %s mode, every message flowing through the rebalances has exactly one effect',
+    async (mode) => {
+      const topic = unique('rebal');
+      const groupId = unique('g');
+      const name = unique('c');
+      await createTopics(admin, [topic], 4);
+      const outcomes: InboxOutcome[] = [];
+      const member = (label: string): KafkaInboxConsumer => {
+        const consumer = createKafkaConsumer({
+          kafka,
+          groupId,
+          topics: [topic],
+          fromBeginning: true,
+          mode,
+          batchSize: 10,
+          partitionsConsumedConcurrently: 2,
+          consumerConfig: FAST_GROUP,
+          inbox: createInbox({ store, consumer: name }),
+          handler: async (ctx) => {
+            // Slow enough that rebalances land in the middle of batches.
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            await ctx.trx.raw(
+              `insert into ${store.effectsTable} (message_id, key, consumer) values (?, ?, ?)`,
+              [ctx.messageId, ctx.message.key ?? null, label],
+            );
+          },
+          onOutcome: (outcome) => outcomes.push(outcome),
+        });
+        consumers.push(consumer);
+        return consumer;
+      };
+
+      // Messages keep flowing (about 50 a second) through every change of membership.
+      let produced = 0;
+      let producing = true;
+      const flow = (async () => {
+        while (producing) {
+          const batch = Array.from({ length: 5 }, (_, i) => {
+            const n = produced + i;
+            return {
+              key: `k${n % 16}`,
+              value: String(n),
+              headers: { 'message-id': `${name}-${n}` },
+            };
+          });
+          await produce(producer, topic, batch);
+          produced += batch.length;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      })();
+
+      const byMember = async (): Promise<Map<string, number>> => {
+        const result = (await store.knex.raw(
+          `select consumer, count(*)::int as n from ${store.effectsTable} where message_id like ? group by consumer`,
+          [`${name}-%`],
+        )) as { rows: Array<{ consumer: string; n: number }> };
+        return new Map(result.rows.map((r) => [r.consumer, r.n]));
+      };
+      const progressOf = async (label: string, atLeast: number): Promise<boolean> =>
+        ((await byMember()).get(label) ?? 0) >= atLeast;
+      try {
+        const a = member('a');
+        await a.start();
+        await waitFor(() => progressOf('a', 30), 30_000, 'a to make progress');
+        const b = member('b');
+        await b.start();
+        await waitFor(() => progressOf('b', 30), 30_000, 'b to join and make progress');
+        await a.stop();
+        const c = member('c');
+        await c.start();
+        await waitFor(() => progressOf('c', 30), 30_000, 'c to join and make progress');
+        await b.stop();
+        await waitFor(() => progressOf('c', 60), 30_000, 'c to go on alone');
+      } finally {
+        producing = false;
+        await flow;
+      }
+      const c = consumers[consumers.length - 1]!;
+
+      const effects = async (): Promise<number> =>
+        [...(await store.effectCounts()).keys()].filter((id) => id.startsWith(`${name}-`)).length;
+      await waitFor(
+        async () => (await effects()) === produced,
+        40_000,
+        `all ${produced} messages to take effect`,
+      );
+      const ends = await admin.fetchTopicOffsets(topic);
+      await waitFor(
+        async () => {
+          const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+          return ends.every(
+            (e) =>
+              committed!.partitions.find((p) => p.partition === e.partition)?.offset === e.high,
+          );
+        },
+        30_000,
+        'offsets to be committed',
+      );
+      await c.stop();
+
+      const counts = await store.effectCounts();
+      const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
+      expect(mine).toHaveLength(produced);
+      expect(mine.every(([, n]) => n === 1)).toBe(true);
+      // Every member handled part of the flow.
+      expect([...(await byMember()).keys()].sort()).toEqual(['a', 'b', 'c']);
+      expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(produced);
+      expect(
+        outcomes.filter((o) => o.status === 'failed' || o.status === 'dead-lettered'),
+      ).toHaveLength(0);
+
+      // Per key, effects happened in production order despite the hand-overs.
+      const rows = (await store.knex.raw(
+        `select key, message_id from ${store.effectsTable} where message_id like ? order by seq`,
+        [`${name}-%`],
+      )) as { rows: Array<{ key: string; message_id: string }> };
+      const last = new Map<string, number>();
+      for (const row of rows.rows) {
+        const n = Number(row.message_id.slice(name.length + 1));
+        expect(n).toBeGreaterThan(last.get(row.key) ?? -1);
+        last.set(row.key, n);
+      }
+    },
+  );
+});

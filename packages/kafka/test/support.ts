@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import type { Store } from '@justonce/core';
+import { openTestStore } from '../../core/test/db';
+import { kafkaBrokers } from '../../../test-support/services';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+
+export { kafkaBrokers };
+
+/** A kafkajs client for tests, quiet except for errors. */
+export function testKafka(clientId = 'justonce-test'): Kafka {
+  return new Kafka({ clientId, brokers: kafkaBrokers(), logLevel: logLevel.NOTHING });
+}
+
+/** A unique topic, group or consumer name. */
+export function unique(label: string): string {
+  return `jo-${label}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Group settings that make rebalances quick on a small machine. */
+export const FAST_GROUP = {
+  sessionTimeout: 6000,
+  rebalanceTimeout: 8000,
+  heartbeatInterval: 500,
+  maxWaitTimeInMs: 200,
+} as const;
+
+/** Creates topics and waits until they are known to the broker. */
+export async function createTopics(
+  admin: Admin,
+  topics: string[],
+  numPartitions = 1,
+): Promise<void> {
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: topics.map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
+  });
+}
+
+/** A record to produce in tests. */
+export interface TestRecord {
+  key?: string;
+  value: string | Buffer | null;
+  headers?: Record<string, string>;
+  partition?: number;
+}
+
+/** Produces records to one topic with acks from all replicas. */
+export async function produce(
+  producer: Producer,
+  topic: string,
+  records: TestRecord[],
+): Promise<void> {
+  await producer.send({ topic, acks: -1, messages: records.map((r) => ({ ...r })) });
+}
+
+/** Reads every record of a topic from the beginning until `count` have arrived (bounded). */
+export async function readTopic(
+  kafka: Kafka,
+  topic: string,
+  count: number,
+  timeoutMs = 30_000,
+): Promise<
+  Array<{
+    key: string | null;
+    value: string | null;
+    headers: Record<string, string>;
+    partition: number;
+  }>
+> {
+  const consumer = kafka.consumer({ groupId: unique('reader'), ...FAST_GROUP });
+  const out: Array<{
+    key: string | null;
+    value: string | null;
+    headers: Record<string, string>;
+    partition: number;
+  }> = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message, partition }) => {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(message.headers ?? {})) {
+          if (v !== undefined) headers[k] = Array.isArray(v) ? String(v[v.length - 1]) : String(v);
+        }
+        out.push({
+          key: message.key?.toString() ?? null,
+          value: message.value?.toString() ?? null,
+          headers,
+          partition,
+        });
+      },
+    });
+    await waitFor(
+      () => out.length >= count,
+      timeoutMs,
+      `${count} records on ${topic} (got ${out.length})`,
+    );
+    return out;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+/** Polls `check` every `intervalMs` until it is true; fails after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 100,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** A migrated PostgreSQL store in a schema of its own, with an `effects` table for handlers. */
+export async function openEffectsStore(): Promise<
+  Store & {
+    dispose(): Promise<void>;
+    effectsTable: string;
+    effectCounts(): Promise<Map<string, number>>;
+  }
+> {
+  const store = await openTestStore('postgres');
+  const effectsTable = `${store.names.schema}."effects"`;
+  await store.knex.raw(
+    `create table ${effectsTable} (
+       seq bigserial primary key,
+       message_id text not null,
+       key text,
+       body text,
+       consumer text,
+       txid bigint not null default txid_current()
+     )`,
+  );
+  return Object.assign(store, {
+    effectsTable,
+    async effectCounts() {
+      const rows = (await store.knex.raw(
+        `select message_id, count(*)::int as n from ${effectsTable} group by message_id`,
+      )) as { rows: Array<{ message_id: string; n: number }> };
+      return new Map(rows.rows.map((r) => [r.message_id, r.n]));
+    },
+  });
+}

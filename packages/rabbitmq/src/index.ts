@@ -1,0 +1,31 @@
+/**
+ * @justonce/rabbitmq — the justonce inbox around amqplib consumers, and the outbox relay's
+ * RabbitMQ publisher on a confirm channel.
+ *
+ * @packageDocumentation
+ */
+export { createRabbitConsumer, DEAD_LETTER_HEADERS, RETRY_HEADERS } from './consumer/consumer';
+export type { RabbitConsumer } from './consumer/consumer';
+export type {
+  RabbitConsumerOptions,
+  RabbitRetryOptions,
+  RabbitReconnectOptions,
+} from './consumer/options';
+export type { RabbitConsumerEvent, SettleAction } from './consumer/events';
+export type { RabbitTopology } from './consumer/topology';
+export { retryQueueName } from './consumer/topology';
+export { DEFAULT_DELAY_LADDER_MS } from './consumer/retry-delays';
+export { PARTITION_KEY_HEADER } from './consumer/envelope';
+export type { MessageIdExtractor, ScopeExtractor } from './consumer/envelope';
+export { createRabbitPublisher } from './publisher/publisher';
+export type { RabbitPublisherOptions } from './publisher/publisher';
+export { parseDestination } from './publisher/destination';
+export type { AmqpTarget } from './publisher/destination';
+export type { AmqpConnect, ConnectionOptions } from './amqp/connection';
+export {
+  RabbitConnectionError,
+  RabbitTopologyError,
+  UnroutableMessageError,
+  PublishRejectedError,
+  InvalidDestinationError,
+} from './errors';

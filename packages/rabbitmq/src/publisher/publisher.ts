@@ -1,0 +1,267 @@
+import {
+  ConfigurationError,
+  isJustonceError,
+  silentLogger,
+  type Logger,
+  type OutgoingMessage,
+  type PublishResult,
+  type Publisher,
+} from '@justonce/core';
+import type { Options } from 'amqplib';
+import {
+  describe,
+  openSession,
+  resolveConnect,
+  type AmqpSession,
+  type ConnectionOptions,
+} from '../amqp/connection';
+import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
+import { PARTITION_KEY_HEADER } from '../consumer/envelope';
+import { PublishRejectedError, RabbitConnectionError } from '../errors';
+import { positiveInteger } from '../options';
+import { parseDestination, type AmqpTarget } from './destination';
+
+/** Options of {@link createRabbitPublisher}: `url` or `connect`, plus the ones below. */
+export interface RabbitPublisherOptions extends ConnectionOptions {
+  /** How long to wait for the broker's confirm of each message. Default 30 000 ms. */
+  readonly confirmTimeoutMs?: number;
+  /** Publish with delivery mode 2 (persistent). Default true. */
+  readonly persistent?: boolean;
+  /**
+   * How long a checked exchange is trusted to exist before it is checked again, in ms.
+   * Default 60 000. Publishing to a missing exchange would close the channel for every
+   * message in flight, so each exchange is checked on a throwaway channel first.
+   */
+  readonly exchangeCheckTtlMs?: number;
+  /** Where connection problems are logged. Default: silent. */
+  readonly logger?: Logger;
+}
+
+interface Connected {
+  readonly session: AmqpSession;
+  readonly publisher: ConfirmedPublisher;
+  /** Exchange name → when its existence was last confirmed. */
+  readonly verified: Map<string, number>;
+}
+
+/**
+ * A {@link Publisher} for the outbox relay that publishes to RabbitMQ on a confirm channel.
+ *
+ * - Each outbox `destination` is read by {@link parseDestination}: `queue` through the
+ *   default exchange, or `exchange/routingKey`.
+ * - Every message is published `mandatory`; a message the broker returns as unroutable is
+ *   reported failed (retriable) so it stays in the outbox, never silently dropped.
+ * - `publish` resolves when every message is confirmed or known to have failed; it never
+ *   throws for a message's failure. Messages go out in the order given on one channel.
+ *   A message that fails before it is sent (bad destination, missing exchange) holds back
+ *   the later messages of its key in the same call.
+ * - The message id travels as `properties.messageId` and the `message-id` header; the
+ *   `correlation-id` header also as `properties.correlationId`, `content-type` as
+ *   `properties.contentType`; the partition key as the `partition-key` header; every
+ *   header as an AMQP header.
+ * - The connection opens on the first publish and reopens on the next publish after a
+ *   loss. `close` is idempotent.
+ */
+export function createRabbitPublisher(options: RabbitPublisherOptions): Publisher {
+  const connect = resolveConnect(options, 'createRabbitPublisher', 'justonce-publisher');
+  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 30_000, 'confirmTimeoutMs');
+  const exchangeCheckTtlMs = positiveInteger(
+    options.exchangeCheckTtlMs,
+    60_000,
+    'exchangeCheckTtlMs',
+  );
+  const persistent = options.persistent ?? true;
+  if (typeof persistent !== 'boolean') {
+    throw new ConfigurationError('createRabbitPublisher: persistent must be a boolean');
+  }
+  const logger = options.logger ?? silentLogger;
+
+  let current: Connected | undefined;
+  let opening: Promise<Connected> | undefined;
+  let closing: Promise<void> | undefined;
+
+  async function open(): Promise<Connected> {
+    const session = await openSession(connect);
+    const connected: Connected = {
+      session,
+      publisher: new ConfirmedPublisher(session, confirmTimeoutMs),
+      verified: new Map(),
+    };
+    void session.whenLost.then((error) => {
+      if (current === connected) current = undefined;
+      if (!closing) logger.warn('rabbitmq publisher lost its channel', { error: error.message });
+      // The channel may be gone while the connection lives on: close both.
+      void session.close();
+    });
+    return connected;
+  }
+
+  async function ensureConnected(): Promise<Connected> {
+    if (current && !current.session.lost) return current;
+    opening ??= open().finally(() => {
+      opening = undefined;
+    });
+    const connected = await opening;
+    if (closing) {
+      await connected.session.close();
+      throw new RabbitConnectionError('the publisher is closed');
+    }
+    current = connected;
+    return connected;
+  }
+
+  async function checkExchanges(
+    connected: Connected,
+    targets: ReadonlyArray<AmqpTarget | undefined>,
+  ): Promise<Map<string, Error>> {
+    const missing = new Map<string, Error>();
+    const now = Date.now();
+    for (const target of targets) {
+      if (!target || target.exchange === '' || missing.has(target.exchange)) continue;
+      const checkedAt = connected.verified.get(target.exchange);
+      if (checkedAt !== undefined && now - checkedAt < exchangeCheckTtlMs) continue;
+      try {
+        if (await connected.session.exchangeExists(target.exchange)) {
+          connected.verified.set(target.exchange, now);
+        } else {
+          missing.set(
+            target.exchange,
+            new PublishRejectedError(`exchange "${target.exchange}" does not exist`, {
+              details: { exchange: target.exchange },
+            }),
+          );
+        }
+      } catch (error) {
+        missing.set(
+          target.exchange,
+          new RabbitConnectionError(`cannot check exchange "${target.exchange}"`, {
+            cause: error,
+          }),
+        );
+      }
+    }
+    return missing;
+  }
+
+  async function publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+    const results: Array<PublishResult | undefined> = new Array(messages.length);
+    const targets: Array<AmqpTarget | undefined> = messages.map((message, i) => {
+      try {
+        return parseDestination(message.destination);
+      } catch (error) {
+        results[i] = failure(message, error);
+        return undefined;
+      }
+    });
+    if (closing) {
+      return finish(messages, results, new RabbitConnectionError('the publisher is closed'));
+    }
+    let connected: Connected;
+    try {
+      connected = await ensureConnected();
+    } catch (error) {
+      return finish(messages, results, error);
+    }
+    const missing = await checkExchanges(connected, targets);
+
+    const heldKeys = new Set<string>();
+    const confirms: Array<Promise<void>> = [];
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!;
+      const target = targets[i];
+      if (message.key !== null && heldKeys.has(message.key)) {
+        results[i] ??= failure(
+          message,
+          new PublishRejectedError('held back behind an earlier message of the same key', {
+            details: { key: message.key },
+          }),
+        );
+        continue;
+      }
+      const missingExchange = target ? missing.get(target.exchange) : undefined;
+      if (!target || missingExchange) {
+        if (missingExchange) results[i] = failure(message, missingExchange);
+        if (message.key !== null) heldKeys.add(message.key);
+        continue;
+      }
+      try {
+        await connected.publisher.writable();
+      } catch (error) {
+        results[i] = failure(message, error);
+        continue;
+      }
+      confirms.push(
+        connected.publisher
+          .publish(target.exchange, target.routingKey, toBuffer(message.payload), {
+            ...properties(message),
+            persistent,
+          })
+          .then(
+            () => {
+              results[i] = { messageId: message.messageId, ok: true };
+            },
+            (error: unknown) => {
+              results[i] = failure(message, error);
+            },
+          ),
+      );
+    }
+    await Promise.all(confirms);
+    return finish(messages, results, new RabbitConnectionError('not published'));
+  }
+
+  return {
+    publish,
+    close() {
+      closing ??= (async () => {
+        const pendingOpen = opening;
+        if (pendingOpen) await pendingOpen.then(() => undefined, () => undefined);
+        const connected = current;
+        current = undefined;
+        if (connected) await connected.session.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function properties(message: OutgoingMessage): Options.Publish {
+  const headers: Record<string, string> = { ...message.headers, 'message-id': message.messageId };
+  if (message.key !== null) headers[PARTITION_KEY_HEADER] = message.key;
+  const correlationId = message.headers['correlation-id'];
+  const contentType = message.headers['content-type'];
+  return {
+    messageId: message.messageId,
+    ...(correlationId ? { correlationId } : {}),
+    ...(contentType ? { contentType } : {}),
+    headers,
+    timestamp: Math.floor(Date.now() / 1000),
+  };
+}
+
+function toBuffer(payload: Uint8Array): Buffer {
+  return Buffer.isBuffer(payload)
+    ? payload
+    : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+}
+
+function failure(message: OutgoingMessage, error: unknown): PublishResult {
+  const err =
+    error instanceof Error
+      ? error
+      : new RabbitConnectionError(`publish failed: ${describe(error)}`, { cause: error });
+  return {
+    messageId: message.messageId,
+    ok: false,
+    error: err,
+    retriable: isJustonceError(err) ? err.retriable : true,
+  };
+}
+
+function finish(
+  messages: readonly OutgoingMessage[],
+  results: Array<PublishResult | undefined>,
+  fallback: unknown,
+): PublishResult[] {
+  return messages.map((message, i) => results[i] ?? failure(message, fallback));
+}

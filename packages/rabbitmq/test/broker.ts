@@ -1,0 +1,96 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { connect, type Channel, type ChannelModel } from 'amqplib';
+
+const run = promisify(execFile);
+
+/** The broker the global setup resolved. */
+export function amqpUrl(): string {
+  return process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+}
+
+/** A unique queue/exchange name for one test. */
+export function uniqueName(label: string): string {
+  return `jo-test-${label}-${randomBytes(4).toString('hex')}`;
+}
+
+/** A plain connection and channel for declaring, inspecting and deleting test topology. */
+export interface Admin {
+  readonly model: ChannelModel;
+  readonly channel: Channel;
+  /** Messages ready in a queue. */
+  depth(queue: string): Promise<number>;
+  /** Takes every ready message from a queue (acknowledged). */
+  drain(queue: string): Promise<Array<NonNullable<Awaited<ReturnType<Channel['get']>>>>>;
+  /** Deletes queues and exchanges, ignoring ones that do not exist. */
+  remove(names: { queues?: readonly string[]; exchanges?: readonly string[] }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openAdmin(): Promise<Admin> {
+  const model = await connect(amqpUrl());
+  model.on('error', () => undefined);
+  const channel = await model.createChannel();
+  return {
+    model,
+    channel,
+    async depth(queue) {
+      return (await channel.checkQueue(queue)).messageCount;
+    },
+    async drain(queue) {
+      const out = [];
+      for (;;) {
+        const message = await channel.get(queue, { noAck: true });
+        if (message === false) return out;
+        out.push(message);
+      }
+    },
+    async remove({ queues = [], exchanges = [] }) {
+      for (const q of queues) await channel.deleteQueue(q);
+      for (const x of exchanges) await channel.deleteExchange(x);
+    },
+    async close() {
+      await channel.close().catch(() => undefined);
+      await model.close().catch(() => undefined);
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  { timeoutMs = 15_000, intervalMs = 25 } = {},
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+type ClientProperty = [string, string, unknown];
+
+/**
+ * Closes, with the broker's own management tool, every connection whose client-provided
+ * `connection_name` is `name`. Resolves to how many it closed.
+ */
+export async function closeConnectionsNamed(name: string, reason = 'closed by test'): Promise<number> {
+  const { stdout } = await run('rabbitmqctl', [
+    'list_connections',
+    'name',
+    'client_properties',
+    '--formatter',
+    'json',
+    '-q',
+  ]);
+  const rows = JSON.parse(stdout) as Array<{ name: string; client_properties: ClientProperty[] }>;
+  const targets = rows.filter((row) =>
+    row.client_properties.some(([key, , value]) => key === 'connection_name' && value === name),
+  );
+  for (const row of targets) await run('rabbitmqctl', ['close_connection', row.name, reason]);
+  return targets.length;
+}

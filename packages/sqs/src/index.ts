@@ -1,0 +1,40 @@
+/**
+ * @justonce/sqs — a transactional inbox around SQS workers (long polling, visibility
+ * heartbeat, batch delete after commit, retries through the visibility timeout, dead-letter
+ * queue, FIFO group order) and the relay's SQS publisher.
+ *
+ * @packageDocumentation
+ */
+export { createSqsWorker } from './worker/create-worker';
+export type {
+  SqsWorker,
+  SqsWorkerOptions,
+  SqsInboxSettings,
+  SqsHeartbeatOptions,
+  SqsSettledEvent,
+  SqsWorkerAction,
+  SqsQueueInfo,
+  SqsStopOptions,
+  SqsMeter,
+} from './worker/types';
+export { DEAD_LETTER_ATTRIBUTES } from './worker/dead-letter';
+export { createSqsPublisher } from './publisher/create-publisher';
+export type { SqsPublisherOptions } from './publisher/types';
+export { MESSAGE_ID_ATTRIBUTE } from './publisher/entry';
+export { MAX_BATCH_ENTRIES } from './publisher/plan';
+export type { SqsClientSource } from './client';
+export type { SqsMessageIdOptions } from './message-id';
+export { resolveMessageId } from './message-id';
+export type { ResolvedMessageIdOptions } from './message-id';
+export { toEnvelope } from './envelope';
+export type { EnvelopeSettings } from './envelope';
+export {
+  MAX_MESSAGE_ATTRIBUTES,
+  attributeNameProblem,
+  fromMessageAttributes,
+  toMessageAttributes,
+} from './attributes';
+export { BODY_ENCODING_ATTRIBUTE, decodeBody } from './body';
+export type { BodyEncoding } from './body';
+export { isQueueName, isQueueUrl, isFifoQueue, MAX_QUEUE_NAME_LENGTH } from './queue-names';
+export * from './errors';

@@ -1,0 +1,297 @@
+import {
+  GetQueueUrlCommand,
+  SendMessageBatchCommand,
+  type SendMessageBatchResultEntry,
+  type BatchResultErrorEntry,
+} from '@aws-sdk/client-sqs';
+import {
+  ConfigurationError,
+  fullJitterBackoff,
+  silentLogger,
+  type JustonceError,
+  type OutgoingMessage,
+  type Publisher,
+  type PublishResult,
+} from '@justonce/core';
+import { resolveClient } from '../client';
+import { SqsInvalidMessageError } from '../errors/invalid-message-error';
+import { SqsPublishError } from '../errors/publish-error';
+import { SqsQueueError } from '../errors/queue-error';
+import { SqsStateError } from '../errors/state-error';
+import { Permits } from '../limiter';
+import { isFifoQueue, isQueueName, isQueueUrl } from '../queue-names';
+import { errorName, isRetriableRequestError } from '../request-errors';
+import { sleep } from '../sleep';
+import { prepareEntry, type PreparedEntry } from './entry';
+import { resolvePublisherOptions } from './options';
+import { planBatches, type PlannedBatch } from './plan';
+import type { SqsPublisherOptions } from './types';
+
+type Failure = { readonly error: Error; readonly retriable: boolean };
+
+/**
+ * Creates the relay's SQS publisher: a core {@link Publisher} that sends with
+ * `SendMessageBatch` in requests of up to ten messages.
+ *
+ * - `destination` is a queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`,
+ *   used as is) or a queue name (looked up once with `GetQueueUrl`, then cached). Anything
+ *   else fails that message with {@link SqsInvalidMessageError}.
+ * - Headers travel as String message attributes, `message-id` = the message id among them;
+ *   more than SQS's 10 fails the message with {@link SqsTooManyAttributesError}.
+ * - FIFO queues (name ending `.fifo`): `MessageGroupId` = partition key (the message id when
+ *   there is none), `MessageDeduplicationId` = message id (either is replaced by its SHA-256
+ *   when SQS would refuse it as is).
+ * - A message over `maxMessageBytes` fails with {@link SqsMessageTooLargeError}.
+ * - Entries SQS reports as failed are sent again (up to `maxAttempts`); a later message of
+ *   the same key is held back behind a message of its key that failed.
+ *
+ * `close` destroys the client only when the publisher created it from `clientConfig`.
+ */
+export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('createSqsPublisher needs options');
+  }
+  const settings = resolvePublisherOptions(options);
+  const { client, owned } = resolveClient(options, 'createSqsPublisher');
+  const logger = options.logger ?? silentLogger;
+  const urls = new Map<string, Promise<string>>();
+  let closed = false;
+
+  const queueUrlOf = (destination: string): Promise<string> => {
+    if (isQueueUrl(destination)) return Promise.resolve(destination);
+    const cached = urls.get(destination);
+    if (cached) return cached;
+    const lookup = client
+      .send(new GetQueueUrlCommand({ QueueName: destination }))
+      .then(({ QueueUrl }) => {
+        if (!QueueUrl) throw new Error('GetQueueUrl returned no URL');
+        return QueueUrl;
+      });
+    urls.set(destination, lookup);
+    lookup.catch(() => urls.delete(destination));
+    return lookup;
+  };
+
+  async function sendBatch(
+    batch: PlannedBatch,
+    fail: (entry: PreparedEntry, failure: Failure) => void,
+    succeed: (entry: PreparedEntry) => void,
+  ): Promise<void> {
+    let pending = [...batch.entries];
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      const last = attempt >= settings.maxAttempts;
+      let successful: SendMessageBatchResultEntry[];
+      let failed: BatchResultErrorEntry[];
+      try {
+        const response = await client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: batch.queueUrl,
+            Entries: pending.map((p) => ({ Id: `m${p.index}`, ...p.entry })),
+          }),
+        );
+        successful = response.Successful ?? [];
+        failed = response.Failed ?? [];
+      } catch (error) {
+        const retriable = isRetriableRequestError(error);
+        if (!retriable || last) {
+          for (const p of pending) {
+            fail(p, {
+              error: new SqsPublishError(
+                `SendMessageBatch to ${batch.queueUrl} failed (${errorName(error)})`,
+                { messageId: p.message.messageId, destination: p.message.destination },
+                { retriable: true, cause: error },
+              ),
+              retriable: true,
+            });
+          }
+          return;
+        }
+        await sleep(fullJitterBackoff(attempt, settings.backoff));
+        continue;
+      }
+      const byId = new Map(pending.map((p) => [`m${p.index}`, p]));
+      for (const ok of successful) {
+        const p = ok.Id === undefined ? undefined : byId.get(ok.Id);
+        if (p) succeed(p);
+      }
+      const again: PreparedEntry[] = [];
+      for (const bad of failed) {
+        const p = bad.Id === undefined ? undefined : byId.get(bad.Id);
+        if (!p) continue;
+        if (!bad.SenderFault && !last) {
+          again.push(p);
+          continue;
+        }
+        fail(p, {
+          error: new SqsPublishError(
+            `SQS refused message ${p.message.messageId}: ${bad.Code ?? 'unknown'} ${bad.Message ?? ''}`.trim(),
+            {
+              messageId: p.message.messageId,
+              destination: p.message.destination,
+              sqsCode: bad.Code ?? 'unknown',
+              senderFault: bad.SenderFault === true,
+            },
+            { retriable: !bad.SenderFault },
+          ),
+          retriable: !bad.SenderFault,
+        });
+      }
+      warnIfReordered(batch, failed, successful);
+      pending = again.sort((a, b) => a.index - b.index);
+      if (pending.length > 0) await sleep(fullJitterBackoff(attempt, settings.backoff));
+    }
+  }
+
+  function warnIfReordered(
+    batch: PlannedBatch,
+    failed: readonly BatchResultErrorEntry[],
+    successful: readonly SendMessageBatchResultEntry[],
+  ): void {
+    if (failed.length === 0 || !isFifoQueue(batch.queueUrl)) return;
+    const index = new Map(batch.entries.map((p) => [`m${p.index}`, p]));
+    const ok = successful.map((s) => index.get(s.Id ?? '')).filter((p) => p !== undefined);
+    for (const bad of failed) {
+      const p = index.get(bad.Id ?? '');
+      if (!p || p.message.key === null) continue;
+      if (ok.some((o) => o.message.key === p.message.key && o.index > p.index)) {
+        logger.warn(
+          'sqs publisher: a later message of the same group was accepted before a failed one',
+          {
+            queueUrl: batch.queueUrl,
+            key: p.message.key,
+            messageId: p.message.messageId,
+          },
+        );
+      }
+    }
+  }
+
+  return {
+    async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+      if (closed) throw new SqsStateError('publish was called after close');
+      const results = new Array<PublishResult | undefined>(messages.length);
+      const fail = (index: number, messageId: string, failure: Failure) => {
+        results[index] = { messageId, ok: false, ...failure };
+      };
+      const invalid = (index: number, error: JustonceError) =>
+        fail(index, messages[index]?.messageId ?? '', { error, retriable: error.retriable });
+
+      // Group by destination, keeping input order within each.
+      const byDestination = new Map<string, { message: OutgoingMessage; index: number }[]>();
+      messages.forEach((message, index) => {
+        const { destination } = message;
+        if (
+          typeof destination !== 'string' ||
+          (!isQueueUrl(destination) && !isQueueName(destination))
+        ) {
+          invalid(
+            index,
+            new SqsInvalidMessageError(
+              `destination "${String(destination)}" is neither an SQS queue URL nor a queue name`,
+              { messageId: message.messageId, destination },
+            ),
+          );
+          return;
+        }
+        const list = byDestination.get(destination) ?? [];
+        list.push({ message, index });
+        byDestination.set(destination, list);
+      });
+
+      const batches: PlannedBatch[] = [];
+      await Promise.all(
+        [...byDestination].map(async ([destination, list]) => {
+          let queueUrl: string;
+          try {
+            queueUrl = await queueUrlOf(destination);
+          } catch (error) {
+            for (const { index } of list) {
+              invalid(
+                index,
+                new SqsQueueError(
+                  `queue "${destination}" not found (${errorName(error)})`,
+                  { destination },
+                  error,
+                ),
+              );
+            }
+            return;
+          }
+          const fifo = isFifoQueue(queueUrl);
+          const entries: PreparedEntry[] = [];
+          for (const { message, index } of list) {
+            const prepared = prepareEntry(message, index, { ...settings, fifo });
+            if ('entry' in prepared) entries.push(prepared);
+            else invalid(index, prepared);
+          }
+          batches.push(...planBatches(queueUrl, entries, settings.maxMessageBytes));
+        }),
+      );
+
+      // Keys (per queue) with a failed message: later messages of the key are held back.
+      const failedKeys = new Set<string>();
+      const keyOf = (queueUrl: string, p: PreparedEntry) =>
+        p.message.key === null ? undefined : `${queueUrl}\u0000${p.message.key}`;
+      const permits = new Permits(settings.concurrency);
+      const running = new Map<PlannedBatch, Promise<void>>();
+      const run = async (batch: PlannedBatch): Promise<void> => {
+        await Promise.all(batch.after.map((b) => running.get(b)));
+        const sendable: PreparedEntry[] = [];
+        for (const p of batch.entries) {
+          const key = keyOf(batch.queueUrl, p);
+          if (key !== undefined && failedKeys.has(key)) {
+            fail(p.index, p.message.messageId, {
+              error: new SqsPublishError(
+                `held back: an earlier message of key ${String(p.message.key)} failed`,
+                { messageId: p.message.messageId, destination: p.message.destination },
+                { retriable: true },
+              ),
+              retriable: true,
+            });
+          } else {
+            sendable.push(p);
+          }
+        }
+        if (sendable.length === 0) return;
+        await permits.take(1);
+        try {
+          await sendBatch(
+            { ...batch, entries: sendable },
+            (p, failure) => {
+              const key = keyOf(batch.queueUrl, p);
+              if (key !== undefined) failedKeys.add(key);
+              fail(p.index, p.message.messageId, failure);
+            },
+            (p) => {
+              results[p.index] = { messageId: p.message.messageId, ok: true };
+            },
+          );
+        } finally {
+          permits.give(1);
+        }
+      };
+      for (const batch of batches) running.set(batch, run(batch));
+      await Promise.all(running.values());
+
+      return results.map((result, index) => {
+        if (result !== undefined) return result;
+        const messageId = messages[index]?.messageId ?? '';
+        return {
+          messageId,
+          ok: false,
+          error: new SqsPublishError(
+            'SQS answered without a result for this message',
+            { messageId, destination: messages[index]?.destination ?? '' },
+            { retriable: true },
+          ),
+          retriable: true,
+        };
+      });
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      if (owned) client.destroy();
+    },
+  };
+}

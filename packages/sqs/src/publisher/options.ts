@@ -1,0 +1,42 @@
+import { ConfigurationError } from '@justonce/core';
+import type { BodyEncoding } from '../body';
+import { integerOption } from '../validate';
+import type { SqsPublisherOptions } from './types';
+
+/** {@link SqsPublisherOptions} checked, with defaults applied. @internal */
+export interface ResolvedPublisherOptions {
+  readonly maxMessageBytes: number;
+  readonly bodyEncoding: BodyEncoding;
+  readonly maxAttempts: number;
+  readonly backoff: { readonly baseMs: number; readonly capMs: number };
+  readonly concurrency: number;
+}
+
+/** The largest message any SQS queue accepts (1 MiB). */
+const MAX_MESSAGE_BYTES_LIMIT = 1_048_576;
+
+/** Validates publisher options; every problem is a {@link ConfigurationError}. @internal */
+export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedPublisherOptions {
+  const bodyEncoding = options.bodyEncoding ?? 'utf8';
+  if (bodyEncoding !== 'utf8' && bodyEncoding !== 'base64') {
+    throw new ConfigurationError('bodyEncoding must be utf8 or base64', { bodyEncoding });
+  }
+  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') {
+    throw new ConfigurationError('logger must have debug, info, warn and error methods');
+  }
+  const baseMs = integerOption(options.backoff?.baseMs, 50, 'backoff.baseMs', 0, 60_000);
+  const capMs = integerOption(options.backoff?.capMs, 1_000, 'backoff.capMs', baseMs, 300_000);
+  return {
+    maxMessageBytes: integerOption(
+      options.maxMessageBytes,
+      262_144,
+      'maxMessageBytes',
+      1_024,
+      MAX_MESSAGE_BYTES_LIMIT,
+    ),
+    bodyEncoding,
+    maxAttempts: integerOption(options.maxAttempts, 3, 'maxAttempts', 1, 20),
+    backoff: { baseMs, capMs },
+    concurrency: integerOption(options.concurrency, 4, 'concurrency', 1, 64),
+  };
+}

@@ -1,0 +1,489 @@
+import {
+  ChangeMessageVisibilityCommand,
+  ReceiveMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import {
+  ConfigurationError,
+  createInbox,
+  fullJitterBackoff,
+  type Inbox,
+  type InboxOutcome,
+} from '@justonce/core';
+import { resolveClient } from '../client';
+import { toEnvelope, type EnvelopeSettings } from '../envelope';
+import { SqsDeadLetterError } from '../errors/dead-letter-error';
+import { SqsStateError } from '../errors/state-error';
+import { Permits } from '../limiter';
+import { errorName } from '../request-errors';
+import { sleep } from '../sleep';
+import { forwardToDeadLetterQueue } from './dead-letter';
+import { Deleter } from './deleter';
+import { Heartbeat } from './heartbeat';
+import type { HeldMessage } from './held-message';
+import { createWorkerInstruments, type WorkerInstruments } from './instruments';
+import { GroupLanes } from './lanes';
+import { MAX_VISIBILITY_SECONDS, resolveWorkerOptions } from './options';
+import { describeQueue } from './queue-info';
+import type {
+  SqsQueueInfo,
+  SqsSettledEvent,
+  SqsStopOptions,
+  SqsWorker,
+  SqsWorkerAction,
+  SqsWorkerOptions,
+} from './types';
+
+/** Messages one `ReceiveMessage` call returns at most. */
+const RECEIVE_BATCH = 10;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** Everything `start` sets up. */
+interface Running {
+  readonly info: SqsQueueInfo;
+  readonly inbox: Inbox;
+  readonly visibilityTimeoutSeconds: number;
+  readonly heartbeat: Heartbeat | undefined;
+  readonly deleter: Deleter;
+  readonly lanes: GroupLanes;
+  readonly envelopeSettings: EnvelopeSettings;
+}
+
+function toSeconds(ms: number): number {
+  return Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(ms / 1000)));
+}
+
+function receiveCountOf(message: Message): number {
+  const n = Number(message.Attributes?.ApproximateReceiveCount);
+  return Number.isInteger(n) && n > 0 ? n : 1;
+}
+
+/**
+ * Creates an SQS worker: long polling with a concurrency limit, each message handled
+ * through the inbox, so its effect commits once per message id however often SQS delivers
+ * it. Options are validated here (a {@link ConfigurationError} for anything that cannot
+ * work); what depends on the queue is checked by `start`.
+ *
+ * What happens to a message, by the inbox's outcome:
+ * - `processed`, `duplicate` — deleted (`DeleteMessageBatch`), only after the transaction
+ *   committed.
+ * - `failed` — made visible again after the retry delay (`ChangeMessageVisibility`).
+ * - `dead-lettered` — sent to the dead-letter queue when there is one, then deleted; the
+ *   store holds the dead letter either way.
+ * - the store fails (`process` throws) — made visible again after a backoff.
+ *
+ * While a message is held its visibility timeout is extended (the heartbeat); the
+ * extension stops when its handler ends. On a FIFO queue, messages of one group are handled
+ * one at a time in the order received; when one is held back for a retry, the group's later
+ * messages in hand are released behind it.
+ *
+ * @example
+ * ```ts
+ * const worker = createSqsWorker({
+ *   clientConfig: { region: 'eu-west-1' },
+ *   queueUrl,
+ *   inbox: { store, consumer: 'billing' },
+ *   decode: (body) => JSON.parse(String(body)),
+ *   handler: async ({ trx, payload }) => {
+ *     await trx('invoices').insert({ order_id: (payload as { orderId: string }).orderId });
+ *   },
+ * });
+ * await worker.start();
+ * process.once('SIGTERM', () => void worker.stop());
+ * ```
+ */
+export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsWorker {
+  const o = resolveWorkerOptions(options);
+  const { client, owned } = resolveClient(options, 'createSqsWorker');
+  const { logger, queueUrl } = o;
+  const instruments: WorkerInstruments = createWorkerInstruments(o.meter, queueUrl);
+  const held = new Map<number, HeldMessage>();
+  const tasks = new Set<Promise<void>>();
+  const receiveAbort = new AbortController();
+  const permits = new Permits(o.concurrency);
+  let state: State = 'new';
+  let run: Running | undefined;
+  let pollers: Promise<void>[] = [];
+  let startPromise: Promise<void> | undefined;
+  let stopPromise: Promise<void> | undefined;
+  let seq = 0;
+
+  const emit = (event: SqsSettledEvent<R>) => {
+    if (o.onSettled === undefined) return;
+    try {
+      o.onSettled(event);
+    } catch (error) {
+      logger.error('sqs worker: onSettled threw', { error: errorName(error) });
+    }
+  };
+
+  async function begin(): Promise<void> {
+    const info = await describeQueue(client, queueUrl, o.deadLetterQueueUrl);
+    const visibilityTimeoutSeconds = o.visibilityTimeoutSeconds ?? info.visibilityTimeoutSeconds;
+    const intervalMs =
+      o.heartbeatIntervalMs ?? Math.max(100, Math.floor((visibilityTimeoutSeconds * 1000) / 3));
+    if (o.heartbeatEnabled && intervalMs >= visibilityTimeoutSeconds * 1000) {
+      throw new ConfigurationError(
+        'heartbeat.intervalMs must be below the visibility timeout, or messages expire between heartbeats',
+        { intervalMs, visibilityTimeoutSeconds },
+      );
+    }
+    const inbox = o.inbox ?? createOwnInbox(info);
+    if (info.deadLetterQueueUrl === undefined) {
+      logger.info('sqs worker: no dead-letter queue; dead letters are kept in the store only', {
+        queueUrl,
+      });
+    }
+    const heartbeat = o.heartbeatEnabled
+      ? new Heartbeat(
+          client,
+          queueUrl,
+          visibilityTimeoutSeconds,
+          intervalMs,
+          logger,
+          instruments,
+          (h) => h.controller.abort(new Error('the delivery went stale: SQS delivers it again')),
+        )
+      : undefined;
+    run = {
+      info,
+      inbox,
+      visibilityTimeoutSeconds,
+      heartbeat,
+      deleter: new Deleter(client, queueUrl, logger, instruments),
+      lanes: new GroupLanes(),
+      envelopeSettings: {
+        queueUrl,
+        messageId: o.messageId,
+        scopeAttribute: o.scopeAttribute,
+        onExtractError: (error, message) =>
+          logger.warn('sqs worker: messageId.extract threw; the message has no id', {
+            queueUrl,
+            sqsMessageId: message.MessageId,
+            error: errorName(error),
+          }),
+      },
+    };
+  }
+
+  function createOwnInbox(info: SqsQueueInfo): Inbox {
+    const settings = o.inboxSettings;
+    if (settings === undefined) throw new Error('inbox settings missing');
+    const horizonMs = info.retentionSeconds * 1000;
+    let maxAttempts = settings.maxAttempts;
+    if (info.maxReceiveCount !== undefined) {
+      if (maxAttempts === undefined) {
+        maxAttempts = Math.max(1, Math.min(5, info.maxReceiveCount - 1));
+      } else if (maxAttempts >= info.maxReceiveCount) {
+        logger.warn(
+          'sqs worker: maxAttempts is not below the redrive maxReceiveCount; SQS may move a message to the dead-letter queue before the inbox records it',
+          { queueUrl, maxAttempts, maxReceiveCount: info.maxReceiveCount },
+        );
+      }
+    }
+    return createInbox({
+      ...settings,
+      ...(maxAttempts !== undefined ? { maxAttempts } : {}),
+      retentionMs: settings.retentionMs ?? Math.max(7 * DAY_MS, horizonMs),
+      redeliveryHorizonMs: horizonMs,
+      decode: o.decode,
+      logger,
+      meter: o.meter,
+      backoff: o.retry,
+    });
+  }
+
+  async function poll(): Promise<void> {
+    let failures = 0;
+    while (state === 'running') {
+      const n = await permits.take(RECEIVE_BATCH);
+      if (n === 0) break;
+      if (state !== 'running' || run === undefined) {
+        permits.give(n);
+        break;
+      }
+      let messages: Message[];
+      try {
+        const response = await client.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: n,
+            WaitTimeSeconds: o.waitTimeSeconds,
+            VisibilityTimeout: run.visibilityTimeoutSeconds,
+            MessageAttributeNames: ['All'],
+            MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId'],
+          }),
+          { abortSignal: receiveAbort.signal },
+        );
+        messages = response.Messages ?? [];
+        failures = 0;
+      } catch (error) {
+        permits.give(n);
+        if (state !== 'running') break;
+        failures += 1;
+        instruments.receiveFailed();
+        logger.warn('sqs worker: ReceiveMessage failed; polling again after a backoff', {
+          queueUrl,
+          error: errorName(error),
+          message: error instanceof Error ? error.message : String(error),
+        });
+        await sleep(
+          fullJitterBackoff(failures, { baseMs: 200, capMs: 10_000 }),
+          receiveAbort.signal,
+        );
+        continue;
+      }
+      permits.give(n - messages.length);
+      instruments.received(messages.length);
+      for (const message of messages) dispatch(run, message);
+    }
+  }
+
+  function dispatch(r: Running, message: Message): void {
+    if (!message.ReceiptHandle) {
+      permits.give(1);
+      return;
+    }
+    const h: HeldMessage = {
+      seq: ++seq,
+      message,
+      receiptHandle: message.ReceiptHandle,
+      controller: new AbortController(),
+    };
+    held.set(h.seq, h);
+    r.heartbeat?.watch(h);
+    const task = r.info.fifo
+      ? r.lanes.enqueue(message.Attributes?.MessageGroupId ?? '', (behind) => settle(r, h, behind))
+      : settle(r, h, false).then(() => undefined);
+    const tracked = task
+      .catch((error: unknown) => {
+        logger.error('sqs worker: settling a message failed', {
+          queueUrl,
+          sqsMessageId: message.MessageId,
+          error: errorName(error),
+        });
+      })
+      .finally(() => {
+        r.heartbeat?.unwatch(h);
+        held.delete(h.seq);
+        tasks.delete(tracked);
+        permits.give(1);
+      });
+    tasks.add(tracked);
+  }
+
+  /** Makes `h` visible again after `seconds`; false when SQS refused. */
+  async function changeVisibility(h: HeldMessage, seconds: number): Promise<Error | undefined> {
+    try {
+      await client.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: queueUrl,
+          ReceiptHandle: h.receiptHandle,
+          VisibilityTimeout: seconds,
+        }),
+      );
+      return undefined;
+    } catch (error) {
+      logger.warn('sqs worker: ChangeMessageVisibility failed; the visibility timeout decides', {
+        queueUrl,
+        sqsMessageId: h.message.MessageId,
+        error: errorName(error),
+      });
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  }
+
+  /**
+   * Handles one held message and acts on the outcome. Resolves whether the message was held
+   * back (retry scheduled or released), which holds back its FIFO group's later messages.
+   */
+  async function settle(r: Running, h: HeldMessage, behindHeldBack: boolean): Promise<boolean> {
+    const { message } = h;
+    if (state !== 'running' || behindHeldBack) {
+      r.heartbeat?.unwatch(h);
+      const error = await changeVisibility(h, 0);
+      emit({ message, outcome: undefined, action: 'released', ...(error ? { error } : {}) });
+      return true;
+    }
+    let outcome: InboxOutcome<R>;
+    try {
+      outcome = await r.inbox.process(toEnvelope(message, r.envelopeSettings), o.handler, {
+        signal: h.controller.signal,
+      });
+    } catch (error) {
+      r.heartbeat?.unwatch(h);
+      const delay = toSeconds(fullJitterBackoff(receiveCountOf(message), o.retry));
+      logger.error('sqs worker: the inbox failed (store unreachable?); retrying the message', {
+        queueUrl,
+        sqsMessageId: message.MessageId,
+        error: errorName(error),
+        message: error instanceof Error ? error.message : String(error),
+        retryInSeconds: delay,
+      });
+      await changeVisibility(h, delay);
+      emit({
+        message,
+        outcome: undefined,
+        action: 'retry-scheduled',
+        error: error instanceof Error ? error : new Error(String(error)),
+      });
+      return true;
+    }
+    r.heartbeat?.unwatch(h);
+
+    switch (outcome.status) {
+      case 'processed':
+      case 'duplicate':
+        deleteAndReport(r, h, outcome);
+        return false;
+      case 'failed': {
+        const error = await changeVisibility(h, toSeconds(outcome.retryDelayMs));
+        emit({ message, outcome, action: 'retry-scheduled', error: error ?? outcome.error });
+        return true;
+      }
+      case 'dead-lettered': {
+        logger.warn('sqs worker: message dead-lettered', {
+          queueUrl,
+          sqsMessageId: message.MessageId,
+          messageId: outcome.messageId,
+          reason: outcome.reason,
+          deadLetterId: outcome.deadLetterId,
+          error: outcome.error.message,
+        });
+        const dlq = r.info.deadLetterQueueUrl;
+        if (dlq !== undefined) {
+          try {
+            await forwardToDeadLetterQueue(client, dlq, r.info.fifo, message, {
+              reason: outcome.reason,
+              deadLetterId: outcome.deadLetterId,
+              consumer: r.inbox.consumer,
+              error: outcome.error.message,
+              sourceQueue: queueUrl,
+            });
+            instruments.deadLetterForwarded();
+          } catch (cause) {
+            const error = new SqsDeadLetterError(
+              { sqsMessageId: message.MessageId ?? '', deadLetterQueueUrl: dlq },
+              cause,
+            );
+            logger.error(error.message, { ...error.details, error: errorName(cause) });
+            emit({ message, outcome, action: 'left-in-flight', error });
+            return false;
+          }
+        }
+        deleteAndReport(r, h, outcome);
+        return false;
+      }
+    }
+  }
+
+  function deleteAndReport(r: Running, h: HeldMessage, outcome: InboxOutcome<R>): void {
+    const deleting = r.deleter.delete(h).then((deleted) => {
+      const action: SqsWorkerAction = deleted ? 'deleted' : 'left-in-flight';
+      emit({ message: h.message, outcome, action });
+    });
+    tasks.add(deleting);
+    void deleting.finally(() => tasks.delete(deleting));
+  }
+
+  async function shutdown(timeoutMs: number): Promise<void> {
+    if (state === 'new') {
+      state = 'stopped';
+      if (owned) client.destroy();
+      return;
+    }
+    if (state === 'starting') await startPromise?.catch(() => undefined);
+    if (state !== 'running' && state !== 'stopping') {
+      state = 'stopped';
+      if (owned) client.destroy();
+      return;
+    }
+    state = 'stopping';
+    receiveAbort.abort();
+    permits.close();
+    await Promise.all(pollers);
+
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      (async () => {
+        while (tasks.size > 0) await Promise.all(tasks);
+        return true;
+      })(),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!finished) {
+      logger.warn('sqs worker: handlers still running at the shutdown timeout; aborting them', {
+        queueUrl,
+        running: held.size,
+      });
+      for (const h of held.values()) h.controller.abort(new Error('the worker is stopping'));
+    }
+    run?.heartbeat?.stop();
+    await run?.deleter.close();
+    state = 'stopped';
+    if (owned) client.destroy();
+  }
+
+  return {
+    start(): Promise<void> {
+      if (state !== 'new') {
+        return Promise.reject(
+          new SqsStateError(`start was called on a ${state} worker`, { state }),
+        );
+      }
+      state = 'starting';
+      startPromise = begin().then(
+        () => {
+          if (state !== 'starting' || run === undefined) return;
+          state = 'running';
+          run.heartbeat?.start();
+          const count = Math.max(1, Math.ceil(o.concurrency / RECEIVE_BATCH));
+          pollers = Array.from({ length: count }, () => poll());
+          logger.info('sqs worker started', {
+            queueUrl,
+            fifo: run.info.fifo,
+            concurrency: o.concurrency,
+            pollers: count,
+            visibilityTimeoutSeconds: run.visibilityTimeoutSeconds,
+            heartbeat: o.heartbeatEnabled,
+            deadLetterQueueUrl: run.info.deadLetterQueueUrl,
+          });
+        },
+        (error: unknown) => {
+          if (state === 'starting') state = 'new';
+          throw error;
+        },
+      );
+      return startPromise;
+    },
+    stop(stopOptions?: SqsStopOptions): Promise<void> {
+      if (stopPromise) return stopPromise;
+      const timeoutMs = stopOptions?.timeoutMs ?? o.shutdownTimeoutMs;
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 0) {
+        return Promise.reject(new ConfigurationError('timeoutMs must be a non-negative integer'));
+      }
+      // Stop receiving at once; the rest of the shutdown is asynchronous.
+      if (state === 'running') {
+        state = 'stopping';
+        receiveAbort.abort();
+        permits.close();
+      }
+      stopPromise = shutdown(timeoutMs);
+      return stopPromise;
+    },
+    get running() {
+      return state === 'running';
+    },
+    get inFlight() {
+      return held.size;
+    },
+    get queue() {
+      return run?.info;
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Logger } from '@justonce/core';
+import { errorName } from '../request-errors';
+import type { HeldMessage } from './held-message';
+import type { WorkerInstruments } from './instruments';
+
+/** Batch-entry error codes that mean the message is no longer ours to extend. */
+const GONE = new Set([
+  'ReceiptHandleIsInvalid',
+  'MessageNotInflight',
+  'AWS.SimpleQueueService.MessageNotInflight',
+  'InvalidParameterValue',
+]);
+
+/**
+ * Extends the visibility timeout of every message it watches, every `intervalMs`, with
+ * `ChangeMessageVisibilityBatch` (ten entries per request). A message whose receipt handle
+ * SQS no longer accepts has been (or will be) delivered again: it is dropped from the
+ * watch and reported through `onStale`. @internal
+ */
+export class Heartbeat {
+  private readonly watched = new Map<number, HeldMessage>();
+  private timer: NodeJS.Timeout | undefined;
+  private beating = false;
+
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+    private readonly visibilityTimeoutSeconds: number,
+    private readonly intervalMs: number,
+    private readonly logger: Logger,
+    private readonly instruments: WorkerInstruments,
+    private readonly onStale: (held: HeldMessage) => void,
+  ) {}
+
+  /** Starts the timer. */
+  start(): void {
+    this.timer = setInterval(() => void this.beat(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer; watched messages are no longer extended. */
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.watched.clear();
+  }
+
+  /** Extends `held` from the next beat on. */
+  watch(held: HeldMessage): void {
+    this.watched.set(held.seq, held);
+  }
+
+  /** No longer extends `held`. */
+  unwatch(held: HeldMessage): void {
+    this.watched.delete(held.seq);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.beating || this.watched.size === 0) return;
+    this.beating = true;
+    try {
+      const all = [...this.watched.values()];
+      const chunks: HeldMessage[][] = [];
+      for (let i = 0; i < all.length; i += 10) chunks.push(all.slice(i, i + 10));
+      await Promise.all(chunks.map((chunk) => this.extend(chunk)));
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async extend(chunk: readonly HeldMessage[]): Promise<void> {
+    try {
+      const response = await this.client.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: chunk.map((h) => ({
+            Id: String(h.seq),
+            ReceiptHandle: h.receiptHandle,
+            VisibilityTimeout: this.visibilityTimeoutSeconds,
+          })),
+        }),
+      );
+      this.instruments.extended(response.Successful?.length ?? 0);
+      for (const failed of response.Failed ?? []) {
+        const held = this.watched.get(Number(failed.Id));
+        if (held === undefined) continue;
+        this.logger.warn('sqs worker: could not extend the visibility of a message', {
+          queueUrl: this.queueUrl,
+          sqsMessageId: held.message.MessageId,
+          code: failed.Code,
+          error: failed.Message,
+        });
+        if (failed.SenderFault || GONE.has(failed.Code ?? '')) {
+          this.watched.delete(held.seq);
+          this.onStale(held);
+        }
+      }
+    } catch (error) {
+      this.logger.warn('sqs worker: visibility heartbeat failed; retrying at the next beat', {
+        queueUrl: this.queueUrl,
+        error: errorName(error),
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+}

@@ -1,0 +1,11 @@
+import type { Message } from '@aws-sdk/client-sqs';
+
+/** A message the worker received and has not settled yet. @internal */
+export interface HeldMessage {
+  /** Worker-unique number, used as the entry id of batch requests. */
+  readonly seq: number;
+  readonly message: Message;
+  readonly receiptHandle: string;
+  /** Aborted (as the handler's `ctx.signal`) when the delivery went stale or on forced shutdown. */
+  readonly controller: AbortController;
+}

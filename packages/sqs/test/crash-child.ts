@@ -1,0 +1,58 @@
+/**
+ * A worker process for the crash test. When the inbox reaches `CRASH_STEP` after
+ * `CRASH_AFTER` effects were written, it prints `AT-STEP` and stops dead (holding its
+ * messages), so the parent can kill it with SIGKILL exactly there.
+ */
+import { createInbox, createStore } from '@justonce/core';
+import { createSqsWorker } from '@justonce/sqs';
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+}
+
+async function main(): Promise<void> {
+  const schema = env('CRASH_SCHEMA');
+  const crashStep = env('CRASH_STEP');
+  const crashAfter = Number(env('CRASH_AFTER'));
+  const consumer = env('CRASH_CONSUMER');
+  const store = await createStore({ connectionString: env('DATABASE_URL'), schema });
+  let written = 0;
+  let frozen = false;
+  const worker = createSqsWorker({
+    clientConfig: {
+      endpoint: env('SQS_ENDPOINT'),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    },
+    queueUrl: env('CRASH_QUEUE_URL'),
+    concurrency: 4,
+    waitTimeSeconds: 1,
+    visibilityTimeoutSeconds: 2,
+    inbox: createInbox({
+      store,
+      consumer,
+      onStep: async (step) => {
+        if (frozen || step !== crashStep || written < crashAfter) return;
+        frozen = true;
+        process.stdout.write('AT-STEP\n');
+        await new Promise(() => undefined);
+      },
+    }),
+    handler: async (ctx) => {
+      await ctx.trx.raw(
+        `insert into "${schema}"."effects" (consumer, message_id, note) values (?, ?, ?)`,
+        [consumer, ctx.messageId, 'child'],
+      );
+      written++;
+    },
+  });
+  await worker.start();
+  process.stdout.write('STARTED\n');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

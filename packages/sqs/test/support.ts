@@ -1,0 +1,200 @@
+import { randomBytes } from 'node:crypto';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type Message,
+  type MessageAttributeValue,
+} from '@aws-sdk/client-sqs';
+import type { Store } from '@justonce/core';
+import { openTestStore } from '../../core/test/db';
+import { sqsClientConfig } from '../../../test-support/services';
+
+export { sqsClientConfig };
+
+/** A unique queue or consumer name (FIFO names end in `.fifo`). */
+export function unique(label: string, fifo = false): string {
+  return `jo-${label}-${randomBytes(4).toString('hex')}${fifo ? '.fifo' : ''}`;
+}
+
+/** Queues created by a test file, and a client to manage them with. */
+export class TestQueues {
+  readonly sqs = new SQSClient(sqsClientConfig());
+  private readonly created: string[] = [];
+
+  /** Creates a queue; FIFO when `name` ends in `.fifo`. */
+  async create(name: string, attributes: Record<string, string> = {}): Promise<string> {
+    const fifo = name.endsWith('.fifo') ? { FifoQueue: 'true' } : {};
+    const { QueueUrl } = await this.sqs.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { ...fifo, ...attributes } }),
+    );
+    if (!QueueUrl) throw new Error(`no URL for queue ${name}`);
+    this.created.push(QueueUrl);
+    return QueueUrl;
+  }
+
+  /** Creates a queue whose redrive policy moves messages to a new DLQ after `maxReceiveCount`. */
+  async createWithDeadLetterQueue(
+    label: string,
+    maxReceiveCount: number,
+    fifo = false,
+    attributes: Record<string, string> = {},
+  ): Promise<{ queueUrl: string; dlqUrl: string }> {
+    const dlqUrl = await this.create(unique(`${label}-dlq`, fifo));
+    const { Attributes } = await this.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }),
+    );
+    const queueUrl = await this.create(unique(label, fifo), {
+      ...attributes,
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: Attributes?.QueueArn, maxReceiveCount }),
+    });
+    return { queueUrl, dlqUrl };
+  }
+
+  /** Sends messages (in batches of ten) to a queue. */
+  async send(
+    queueUrl: string,
+    messages: Array<{
+      body: string;
+      attributes?: Record<string, string>;
+      group?: string;
+      dedupe?: string;
+    }>,
+  ): Promise<void> {
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      const response = await this.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: chunk.map((m, j) => ({
+            Id: `e${j}`,
+            MessageBody: m.body,
+            MessageAttributes: Object.fromEntries(
+              Object.entries(m.attributes ?? {}).map(([k, v]): [string, MessageAttributeValue] => [
+                k,
+                { DataType: 'String', StringValue: v },
+              ]),
+            ),
+            ...(m.group !== undefined ? { MessageGroupId: m.group } : {}),
+            ...(m.dedupe !== undefined ? { MessageDeduplicationId: m.dedupe } : {}),
+          })),
+        }),
+      );
+      if (response.Failed?.length)
+        throw new Error(`send failed: ${JSON.stringify(response.Failed)}`);
+    }
+  }
+
+  /**
+   * Long-polls a queue until `count` messages arrived or about `seconds` passed, deleting
+   * what it receives (so a FIFO group moves on).
+   */
+  async receive(queueUrl: string, count: number, seconds = 10): Promise<Message[]> {
+    const out: Message[] = [];
+    const deadline = Date.now() + seconds * 1000;
+    while (out.length < count && Date.now() < deadline) {
+      const { Messages = [] } = await this.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
+      );
+      out.push(...Messages);
+      if (Messages.length > 0) {
+        await this.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle })),
+          }),
+        );
+      }
+    }
+    return out;
+  }
+
+  /** Visible plus in-flight (plus delayed) messages of a queue. */
+  async depth(queueUrl: string): Promise<number> {
+    const { Attributes } = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    return (
+      Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+      Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0)
+    );
+  }
+
+  /** Deletes every queue created and destroys the client. */
+  async dispose(): Promise<void> {
+    for (const url of this.created.splice(0)) {
+      await this.sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+    }
+    this.sqs.destroy();
+  }
+}
+
+/** A store with an `effects` table: one row per handler effect. */
+export interface EffectsStore extends Store {
+  readonly effectsTable: string;
+  /** Effects per message id (of one consumer when given). */
+  effectCounts(consumer?: string): Promise<Map<string, number>>;
+  /** Effect rows of a consumer in commit order. */
+  effects(consumer: string): Promise<Array<{ messageId: string; note: string | null }>>;
+  dispose(): Promise<void>;
+}
+
+/** Opens a migrated PostgreSQL store in a fresh schema, with an effects table. */
+export async function openEffectsStore(): Promise<EffectsStore> {
+  const store = await openTestStore('postgres');
+  const effectsTable = `${store.names.schema}."effects"`;
+  await store.knex.raw(
+    `create table ${effectsTable} (seq bigserial primary key, consumer text not null, message_id text not null, note text)`,
+  );
+  return Object.assign(store, {
+    effectsTable,
+    async effectCounts(consumer?: string) {
+      const result = (await store.knex.raw(
+        `select message_id, count(*)::int as n from ${effectsTable} ${consumer ? 'where consumer = ?' : ''} group by message_id`,
+        consumer ? [consumer] : [],
+      )) as { rows: Array<{ message_id: string; n: number }> };
+      return new Map(result.rows.map((r) => [r.message_id, r.n]));
+    },
+    async effects(consumer: string) {
+      const result = (await store.knex.raw(
+        `select message_id, note from ${effectsTable} where consumer = ? order by seq`,
+        [consumer],
+      )) as { rows: Array<{ message_id: string; note: string | null }> };
+      return result.rows.map((r) => ({ messageId: r.message_id, note: r.note }));
+    },
+  });
+}
+
+/** Polls `check` every `intervalMs` until it is true; fails after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 100,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

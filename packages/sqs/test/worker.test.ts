@@ -1,0 +1,387 @@
+import {
+  createDeadLetters,
+  createInbox,
+  hasErrorCode,
+  type HandlerContext,
+  type InboxStep,
+} from '@justonce/core';
+import {
+  createSqsWorker,
+  DEAD_LETTER_ATTRIBUTES,
+  type SqsSettledEvent,
+  type SqsWorker,
+  type SqsWorkerOptions,
+} from '../src';
+import {
+  TestQueues,
+  openEffectsStore,
+  sqsClientConfig,
+  unique,
+  waitFor,
+  type EffectsStore,
+} from './support';
+
+let store: EffectsStore;
+let queues: TestQueues;
+const workers: SqsWorker[] = [];
+
+beforeAll(async () => {
+  store = await openEffectsStore();
+  queues = new TestQueues();
+});
+
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
+});
+
+afterAll(async () => {
+  await queues.dispose();
+  await store.dispose();
+});
+
+/** Starts a worker with test defaults (short polls, quick retries) and records what it settles. */
+async function startWorker<R>(
+  options: Omit<SqsWorkerOptions<R>, 'clientConfig' | 'client'>,
+): Promise<{ worker: SqsWorker; settled: SqsSettledEvent<R>[] }> {
+  const settled: SqsSettledEvent<R>[] = [];
+  const worker = createSqsWorker<R>({
+    clientConfig: sqsClientConfig(),
+    waitTimeSeconds: 1,
+    retry: { baseMs: 0, capMs: 0 },
+    ...options,
+    onSettled: (event) => {
+      settled.push(event);
+      options.onSettled?.(event);
+    },
+  });
+  workers.push(worker);
+  await worker.start();
+  return { worker, settled };
+}
+
+/** A handler that writes one effect row per run, in the message's transaction. */
+function effectHandler(consumer: string, note?: (ctx: HandlerContext) => string) {
+  return async (ctx: HandlerContext) => {
+    await ctx.trx.raw(
+      `insert into ${store.effectsTable} (consumer, message_id, note) values (?, ?, ?)`,
+      [consumer, ctx.messageId, note?.(ctx) ?? null],
+    );
+  };
+}
+
+describe('SQS worker (ElasticMQ)', () => {
+  it('gives a message sent twice with the same message-id one effect, and deletes both copies', async () => {
+    const queueUrl = await queues.create(unique('dup'));
+    const consumer = unique('c');
+    await queues.send(queueUrl, [
+      { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
+      { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
+      { body: '{"n":2}', attributes: { 'message-id': 'order-2' } },
+      { body: '{"n":3}', attributes: { 'message-id': 'order-3' } },
+    ]);
+    const { settled } = await startWorker({
+      queueUrl,
+      concurrency: 4,
+      inbox: { store, consumer },
+      handler: effectHandler(consumer),
+    });
+    await waitFor(() => settled.length === 4, 20_000, 'four settled messages');
+
+    const counts = await store.effectCounts(consumer);
+    expect(Object.fromEntries(counts)).toEqual({ 'order-1': 1, 'order-2': 1, 'order-3': 1 });
+    expect(settled.map((e) => e.outcome?.status).sort()).toEqual([
+      'duplicate',
+      'processed',
+      'processed',
+      'processed',
+    ]);
+    expect(settled.every((e) => e.action === 'deleted')).toBe(true);
+    expect(await queues.depth(queueUrl)).toBe(0);
+  });
+
+  it('takes the id from the extractor when the attribute is missing, so producer duplicates dedupe', async () => {
+    const queueUrl = await queues.create(unique('extract'));
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: '{"id":"a-1"}' }, { body: '{"id":"a-1"}' }]);
+    const { settled } = await startWorker({
+      queueUrl,
+      inbox: { store, consumer },
+      messageId: { extract: (m) => (JSON.parse(m.Body ?? '{}') as { id?: string }).id },
+      handler: effectHandler(consumer),
+    });
+    await waitFor(() => settled.length === 2, 20_000, 'two settled messages');
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'a-1': 1 });
+    expect(await queues.depth(queueUrl)).toBe(0);
+  });
+
+  it('without the heartbeat, redelivers a message while its slow handler runs, and it still takes effect once', async () => {
+    const queueUrl = await queues.create(unique('slow-nohb'));
+    const consumer = unique('c');
+    const received = new Map<string, number>();
+    const inbox = createInbox({
+      store,
+      consumer,
+      onStep: (step: InboxStep, id: string) => {
+        if (step === 'received') received.set(id, (received.get(id) ?? 0) + 1);
+      },
+    });
+    await queues.send(queueUrl, [{ body: 'slow', attributes: { 'message-id': 'slow-1' } }]);
+    let runs = 0;
+    const { settled } = await startWorker({
+      queueUrl,
+      concurrency: 2,
+      visibilityTimeoutSeconds: 1,
+      heartbeat: { enabled: false },
+      inbox,
+      handler: async (ctx) => {
+        runs += 1;
+        await effectHandler(consumer)(ctx);
+        // Still running when SQS hands the message out again.
+        await waitFor(() => (received.get('slow-1') ?? 0) >= 2, 15_000, 'the second delivery');
+      },
+    });
+    await waitFor(() => settled.length >= 2, 20_000, 'both deliveries to settle');
+
+    expect(runs).toBe(1);
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'slow-1': 1 });
+    const statuses = settled.map((e) => e.outcome?.status).sort();
+    expect(statuses).toEqual(['duplicate', 'processed']);
+    const duplicate = settled.find((e) => e.outcome?.status === 'duplicate');
+    expect(Number(duplicate?.message.Attributes?.ApproximateReceiveCount)).toBeGreaterThanOrEqual(
+      2,
+    );
+    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+  });
+
+  it("with the heartbeat, keeps a slow handler's message invisible: no second delivery", async () => {
+    const queueUrl = await queues.create(unique('slow-hb'));
+    const consumer = unique('c');
+    let deliveries = 0;
+    const inbox = createInbox({
+      store,
+      consumer,
+      onStep: (step: InboxStep) => {
+        if (step === 'received') deliveries += 1;
+      },
+    });
+    await queues.send(queueUrl, [{ body: 'slow', attributes: { 'message-id': 'slow-2' } }]);
+    const { settled } = await startWorker({
+      queueUrl,
+      concurrency: 2,
+      visibilityTimeoutSeconds: 2,
+      heartbeat: { enabled: true, intervalMs: 400 },
+      inbox,
+      handler: async (ctx) => {
+        await effectHandler(consumer)(ctx);
+        // Twice the visibility timeout: only the heartbeat keeps the message hidden.
+        await new Promise((resolve) => setTimeout(resolve, 4_000));
+      },
+    });
+    await waitFor(() => settled.length >= 1, 20_000, 'the message to settle');
+    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+
+    expect(deliveries).toBe(1);
+    expect(settled).toHaveLength(1);
+    expect(settled[0]?.outcome).toMatchObject({ status: 'processed', attempt: 1 });
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'slow-2': 1 });
+  });
+
+  it('retries a failing handler through the visibility timeout', async () => {
+    const queueUrl = await queues.create(unique('retry'));
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'flaky-1' } }]);
+    let calls = 0;
+    const { settled } = await startWorker({
+      queueUrl,
+      inbox: { store, consumer },
+      handler: async (ctx) => {
+        calls += 1;
+        if (calls === 1) throw new Error('transient failure');
+        await effectHandler(consumer)(ctx);
+      },
+    });
+    await waitFor(
+      () => settled.some((e) => e.action === 'deleted'),
+      20_000,
+      'the retry to succeed',
+    );
+
+    expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([
+      ['failed', 'retry-scheduled'],
+      ['processed', 'deleted'],
+    ]);
+    expect(settled[1]?.outcome).toMatchObject({ attempt: 2 });
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'flaky-1': 1 });
+  });
+
+  it("moves a message that keeps failing to the redrive dead-letter queue, with the store's record", async () => {
+    const { queueUrl, dlqUrl } = await queues.createWithDeadLetterQueue('poison', 3);
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: 'poison', attributes: { 'message-id': 'poison-1' } }]);
+    let calls = 0;
+    const { worker, settled } = await startWorker({
+      queueUrl,
+      inbox: { store, consumer },
+      handler: async () => {
+        calls += 1;
+        throw new Error('always fails');
+      },
+    });
+    const [dead] = await queues.receive(dlqUrl, 1, 20);
+
+    expect(worker.queue).toMatchObject({ maxReceiveCount: 3, deadLetterQueueUrl: dlqUrl });
+    // The inbox gives up at min(5, maxReceiveCount - 1) attempts, before SQS's redrive would.
+    expect(calls).toBe(2);
+    expect(dead?.Body).toBe('poison');
+    const attrs = dead?.MessageAttributes ?? {};
+    expect(attrs['message-id']?.StringValue).toBe('poison-1');
+    expect(attrs[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).toBe('MAX_ATTEMPTS');
+    expect(attrs[DEAD_LETTER_ATTRIBUTES.consumer]?.StringValue).toBe(consumer);
+    const letters = await createDeadLetters(store).list({ consumer });
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({
+      messageId: 'poison-1',
+      reason: 'MAX_ATTEMPTS',
+      attempts: 2,
+    });
+    expect(attrs[DEAD_LETTER_ATTRIBUTES.deadLetterId]?.StringValue).toBe(letters[0]?.id);
+    await waitFor(
+      () => settled.some((e) => e.outcome?.status === 'dead-lettered' && e.action === 'deleted'),
+      10_000,
+      'the source message to be deleted',
+    );
+    expect(await queues.depth(queueUrl)).toBe(0);
+    expect(await store.effectCounts(consumer)).toEqual(new Map());
+  });
+
+  it('dead-letters bad input (no id without an extractor, an undecodable body) and loses nothing', async () => {
+    const queueUrl = await queues.create(unique('bad'));
+    const dlqUrl = await queues.create(unique('bad-dlq'));
+    const consumer = unique('c');
+    await queues.send(queueUrl, [
+      { body: '{"ok":true}' },
+      { body: 'not json', attributes: { 'message-id': 'garbled-1' } },
+      { body: '{"ok":true}', attributes: { 'message-id': 'good-1' } },
+    ]);
+    const { settled } = await startWorker({
+      queueUrl,
+      deadLetterQueueUrl: dlqUrl,
+      messageId: { fallbackToSqsMessageId: false },
+      decode: (body) => JSON.parse(String(body)) as unknown,
+      inbox: { store, consumer },
+      handler: effectHandler(consumer),
+    });
+    await waitFor(() => settled.length === 3, 20_000, 'three settled messages');
+    const dead = await queues.receive(dlqUrl, 2, 10);
+
+    const reasons = dead.map(
+      (m) => m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue,
+    );
+    expect(reasons.sort()).toEqual(['MISSING_MESSAGE_ID', 'UNDECODABLE_BODY']);
+    expect(dead.map((m) => m.Body).sort()).toEqual(['not json', '{"ok":true}']);
+    const errors = settled.filter((e) => e.outcome?.status === 'dead-lettered');
+    const codes = errors.map((e) =>
+      e.outcome?.status === 'dead-lettered' ? e.outcome.error : undefined,
+    );
+    expect(codes.some((e) => hasErrorCode(e, 'MISSING_MESSAGE_ID'))).toBe(true);
+    expect(codes.some((e) => hasErrorCode(e, 'UNDECODABLE_BODY'))).toBe(true);
+    const letters = await createDeadLetters(store).list({ consumer });
+    expect(letters.map((l) => l.reason).sort()).toEqual(['MISSING_MESSAGE_ID', 'UNDECODABLE_BODY']);
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'good-1': 1 });
+    expect(await queues.depth(queueUrl)).toBe(0);
+  });
+
+  it('handles a FIFO group in order under concurrency, and a retry holds its group back', async () => {
+    const queueUrl = await queues.create(unique('order', true));
+    const consumer = unique('c');
+    const groups = ['g0', 'g1', 'g2', 'g3'];
+    const perGroup = 8;
+    const messages = [];
+    for (let i = 0; i < perGroup; i++) {
+      for (const g of groups) {
+        const id = `${g}-${i}`;
+        messages.push({ body: id, group: g, dedupe: id, attributes: { 'message-id': id } });
+      }
+    }
+    await queues.send(queueUrl, messages);
+    let failedOnce = false;
+    const { settled } = await startWorker({
+      queueUrl,
+      concurrency: 8,
+      inbox: { store, consumer },
+      handler: async (ctx) => {
+        if (ctx.messageId === 'g1-2' && !failedOnce) {
+          failedOnce = true;
+          throw new Error('fails once');
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 15)));
+        await effectHandler(consumer)(ctx);
+      },
+    });
+    const total = groups.length * perGroup;
+    await waitFor(
+      async () => (await store.effectCounts(consumer)).size === total,
+      30_000,
+      'every message to take effect',
+    );
+
+    const effects = await store.effects(consumer);
+    expect(effects).toHaveLength(total);
+    for (const g of groups) {
+      const order = effects.filter((e) => e.messageId.startsWith(`${g}-`)).map((e) => e.messageId);
+      expect(order).toEqual(Array.from({ length: perGroup }, (_, i) => `${g}-${i}`));
+    }
+    expect(settled.some((e) => e.outcome?.status === 'failed')).toBe(true);
+    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+  });
+
+  it('stops gracefully: stops receiving, finishes the running handler and deletes its message', async () => {
+    const queueUrl = await queues.create(unique('stop'));
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'stop-1' } }]);
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    const { worker, settled } = await startWorker({
+      queueUrl,
+      inbox: { store, consumer },
+      handler: async (ctx) => {
+        entered();
+        await gate;
+        await effectHandler(consumer)(ctx);
+      },
+    });
+    await inHandler;
+    const stopped = worker.stop();
+    const runningAfterStop = worker.running;
+    finish();
+    await stopped;
+
+    expect(runningAfterStop).toBe(false);
+    expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([['processed', 'deleted']]);
+    expect(worker.inFlight).toBe(0);
+    await queues.send(queueUrl, [{ body: 'y', attributes: { 'message-id': 'stop-2' } }]);
+    expect(await queues.depth(queueUrl)).toBe(1);
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'stop-1': 1 });
+  });
+
+  it('rejects a queue it cannot describe, and a second start, with typed errors', async () => {
+    const missing = createSqsWorker({
+      clientConfig: sqsClientConfig(),
+      queueUrl: `${(await queues.create(unique('exists'))).replace(/[^/]+$/, '')}${unique('missing')}`,
+      inbox: { store, consumer: unique('c') },
+      handler: async () => undefined,
+    });
+    workers.push(missing);
+    await expect(missing.start()).rejects.toMatchObject({ code: 'SQS_QUEUE_UNAVAILABLE' });
+
+    const queueUrl = await queues.create(unique('twice'));
+    const { worker } = await startWorker({
+      queueUrl,
+      inbox: { store, consumer: unique('c') },
+      handler: async () => undefined,
+    });
+    await expect(worker.start()).rejects.toMatchObject({ code: 'SQS_INVALID_STATE' });
+  });
+});

@@ -1,0 +1,117 @@
+import { SQSClient, ListQueuesCommand } from '@aws-sdk/client-sqs';
+import { connect as amqpConnect } from 'amqplib';
+import { Kafka, logLevel } from 'kafkajs';
+import { Client } from 'pg';
+
+/** The outcome of one readiness check: `ok`, or why not. */
+export type CheckResult = { ok: true } | { ok: false; reason: string; code?: string };
+
+function failed(error: unknown): CheckResult {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return {
+    ok: false,
+    reason: error instanceof Error ? error.message : String(error),
+    ...(typeof code === 'string' ? { code } : {}),
+  };
+}
+
+/** Connects to PostgreSQL and runs `select 1`. */
+export async function checkPostgres(url: string): Promise<CheckResult> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return { ok: true };
+  } catch (error) {
+    return failed(error);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Connects to the Kafka bootstrap brokers and asks for the cluster's metadata. */
+export async function checkKafka(brokers: string[]): Promise<CheckResult> {
+  const admin = new Kafka({
+    brokers,
+    clientId: 'justonce-services',
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 1500,
+    requestTimeout: 3000,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length > 0 ? { ok: true } : { ok: false, reason: 'no brokers' };
+  } catch (error) {
+    return failed(error);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * Waits until the broker's group coordinator serves requests, which on a fresh broker means
+ * creating the `__consumer_offsets` topic. Doing it once at start spares the first consumer
+ * group of every test run the "coordinator is loading" retries.
+ */
+export async function warmUpKafka(brokers: string[]): Promise<void> {
+  const admin = new Kafka({
+    brokers,
+    clientId: 'justonce-services',
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 1000 },
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.describeGroups(['justonce-services-warm-up']);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** Client settings for an SQS-compatible endpoint such as ElasticMQ (any credentials pass). */
+export function sqsClientSettings(endpoint: string) {
+  return {
+    endpoint,
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    credentials: {
+      accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'justonce',
+      secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY ?? 'justonce',
+    },
+  };
+}
+
+/**
+ * Lists the queues of an SQS endpoint; with `expectQueue`, passes only once that queue exists
+ * (ElasticMQ creates its predefined queues while starting).
+ */
+export async function checkSqs(endpoint: string, expectQueue?: string): Promise<CheckResult> {
+  const client = new SQSClient({ ...sqsClientSettings(endpoint), maxAttempts: 1 });
+  try {
+    const listed = await client.send(new ListQueuesCommand({ QueueNamePrefix: expectQueue }), {
+      abortSignal: AbortSignal.timeout(3000),
+    });
+    if (expectQueue && !listed.QueueUrls?.some((url) => url.endsWith(`/${expectQueue}`))) {
+      return { ok: false, reason: `queue ${expectQueue} does not exist yet` };
+    }
+    return { ok: true };
+  } catch (error) {
+    return failed(error);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Opens and closes an AMQP connection. */
+export async function checkRabbitmq(url: string): Promise<CheckResult> {
+  try {
+    const connection = await amqpConnect(url, { timeout: 3000 });
+    connection.on('error', () => undefined);
+    await connection.close();
+    return { ok: true };
+  } catch (error) {
+    return failed(error);
+  }
+}

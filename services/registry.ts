@@ -1,0 +1,112 @@
+import { checkKafka, checkPostgres, checkRabbitmq, checkSqs, type CheckResult } from './checks';
+import {
+  ELASTICMQ_LOCAL_ENDPOINT,
+  ELASTICMQ_LOG,
+  ELASTICMQ_PORT,
+  ensureNativeElasticmq,
+  elasticmqVersion,
+} from './elasticmq';
+import {
+  KAFKA_LOCAL_BROKER,
+  KAFKA_LOG,
+  KAFKA_PORT,
+  ensureNativeKafka,
+  kafkaVersion,
+} from './kafka';
+import { withLock } from './lock';
+import { POSTGRES_LOCAL_URL, POSTGRES_LOG, ensureLocalPostgres } from './postgres';
+import { RABBITMQ_LOCAL_URL, RABBITMQ_LOG, ensureLocalRabbitmq } from './rabbitmq';
+import { shown } from './paths';
+import type { ServiceName } from './types';
+
+/** Everything the resolver knows about one service. */
+export interface ServiceDefinition {
+  /** Human name for messages. */
+  label: string;
+  /** The environment variable that carries its address. */
+  envVar: string;
+  /** The address of the local (native) service. */
+  localAddress: string;
+  /** The log file of the local service, or of our start commands for it. */
+  logFile: string;
+  /** Protocol-level readiness check of an address in its environment-variable form. */
+  check(address: string): Promise<CheckResult>;
+  /** Reuses or starts the local service (the "native launcher" step). */
+  ensureLocal(timeoutMs: number): Promise<'running' | 'started'>;
+  /** What to do when nothing worked, one way per line. */
+  howTo(): string[];
+}
+
+/** Splits a `KAFKA_BROKERS` value into broker addresses. */
+export function splitBrokers(value: string): string[] {
+  return value
+    .split(',')
+    .map((broker) => broker.trim())
+    .filter(Boolean);
+}
+
+const compose = (service: string) =>
+  `with Docker: \`docker compose -f docker/compose.yml up -d ${service}\` ` +
+  '(or start a Docker engine: the tests then use Testcontainers)';
+
+/** The four services. */
+export const SERVICES: Record<ServiceName, ServiceDefinition> = {
+  postgres: {
+    label: 'PostgreSQL',
+    envVar: 'DATABASE_URL',
+    localAddress: POSTGRES_LOCAL_URL,
+    logFile: POSTGRES_LOG,
+    check: checkPostgres,
+    ensureLocal: (timeoutMs) => withLock('postgres', () => ensureLocalPostgres(timeoutMs)),
+    howTo: () => [
+      'point the tests at a server: DATABASE_URL=postgres://user@host:5432/db pnpm test',
+      'start the local server, e.g. `pg_ctlcluster <version> main start` (Debian/Ubuntu), ' +
+        '`pg_ctl -D "$PGDATA" start` or `brew services start postgresql`, ' +
+        `allowing ${POSTGRES_LOCAL_URL} (user postgres, trust auth on 127.0.0.1)`,
+      compose('postgres'),
+    ],
+  },
+  kafka: {
+    label: 'Kafka',
+    envVar: 'KAFKA_BROKERS',
+    localAddress: KAFKA_LOCAL_BROKER,
+    logFile: KAFKA_LOG,
+    check: (address) => checkKafka(splitBrokers(address)),
+    ensureLocal: ensureNativeKafka,
+    howTo: () => [
+      'point the tests at a broker: KAFKA_BROKERS=host:9092 pnpm test',
+      `install Java 17+ and Maven 3.8+, then \`pnpm services:up\` (Kafka ${kafkaVersion()} ` +
+        `from Maven Central on 127.0.0.1:${KAFKA_PORT}; log in ${shown(KAFKA_LOG)})`,
+      compose('kafka'),
+    ],
+  },
+  sqs: {
+    label: 'SQS (ElasticMQ)',
+    envVar: 'SQS_ENDPOINT',
+    localAddress: ELASTICMQ_LOCAL_ENDPOINT,
+    logFile: ELASTICMQ_LOG,
+    check: (address) => checkSqs(address),
+    ensureLocal: ensureNativeElasticmq,
+    howTo: () => [
+      'point the tests at an SQS endpoint: SQS_ENDPOINT=http://host:9324 pnpm test',
+      `install Java 17+ and Maven 3.8+, then \`pnpm services:up\` (ElasticMQ ` +
+        `${elasticmqVersion()} from Maven Central on 127.0.0.1:${ELASTICMQ_PORT}; ` +
+        `log in ${shown(ELASTICMQ_LOG)})`,
+      compose('elasticmq'),
+    ],
+  },
+  rabbitmq: {
+    label: 'RabbitMQ',
+    envVar: 'AMQP_URL',
+    localAddress: RABBITMQ_LOCAL_URL,
+    logFile: RABBITMQ_LOG,
+    check: checkRabbitmq,
+    ensureLocal: (timeoutMs) => withLock('rabbitmq', () => ensureLocalRabbitmq(timeoutMs)),
+    howTo: () => [
+      'point the tests at a broker: AMQP_URL=amqp://user:pass@host:5672 pnpm test',
+      'start the local server: `rabbitmq-server -detached` (or `brew services start rabbitmq`), ' +
+        `allowing ${RABBITMQ_LOCAL_URL}`,
+      compose('rabbitmq'),
+    ],
+  },
+};
