@@ -15,8 +15,8 @@
  * Consumers are timed from the first batch handed to them (group joins are not counted) to
  * the last record's database commit; the relay from its start to the last record
  * acknowledged by the broker. Each case: a warm-up round, then BENCH_ROUNDS rounds (default
- * 3) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
- * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 3 000; the
+ * 5) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
+ * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_ROUNDS. The last line printed is the JSON result.
  */
 import { randomBytes } from 'node:crypto';
@@ -345,8 +345,8 @@ async function measure(
 /** Runs every case and prints the JSON line last. */
 export async function main(): Promise<void> {
   const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
-  const count = Number(process.env.BENCH_KAFKA_MESSAGES ?? 3000);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const count = Number(process.env.BENCH_KAFKA_MESSAGES ?? 4000);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
   const schema = `bench_kafka_${tag()}`;
   const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 10 } });
   const kafka = new Kafka({ clientId: 'bench', brokers: kafkaBrokers, logLevel: logLevel.NOTHING });

@@ -3,13 +3,21 @@
  * latency with notifications versus polling alone. Real PostgreSQL from DATABASE_URL.
  *
  * Throughput: N events over many keys are added, then drained to the in-memory publisher —
- * by the relay (claim with lease, publish, mark published), and by a loop that selects the
- * same rows `for update skip locked`, publishes them and deletes them in one transaction
- * (no leases, no order across processes: the cheapest correct single-process loop). Each
- * round runs both on a fresh fill; medians of several rounds after a warm-up.
+ * by the relay (claim, publish, mark published or delete, one transaction per batch), and by
+ * a loop that selects the same rows `for update skip locked`, publishes them and deletes them
+ * in one transaction (no order per key, no order across processes: the cheapest correct
+ * single-process loop). Both ratios are against that loop. Beside it, the same loop marking
+ * rows published instead of deleting them (`hand keep`) shows what `onPublished: 'keep'`'s
+ * extra write costs by itself. Each round runs all on a fresh fill; medians of several
+ * rounds after a warm-up, with this process's CPU time per event and the statements sent
+ * per batch (round trips; `begin` and `commit` included).
  *
- * Latency: single-event transactions at a steady rate; latency is from the commit's return
- * to the publisher accepting the message.
+ * Latency: single-event transactions at a steady rate, from a pool of connections; latency is
+ * from the commit's return to the publisher accepting the message. The producer commits with
+ * `synchronous_commit = off`: PostgreSQL serializes commits that notify, and with a flush to
+ * disk in each of them the offered load would be capped by the machine's fsync rate rather
+ * than set by BENCH_RATE (the relay's own transactions commit as configured). `perSec` is the
+ * rate actually offered.
  *
  * Environment: BENCH_EVENTS (default 20 000), BENCH_ROUNDS (5), BENCH_RATE (1 000/s),
  * BENCH_SECONDS (4), BENCH_CONCURRENCY (relay loops, 2).
@@ -63,12 +71,41 @@ async function emptyTable(store: Store): Promise<void> {
   await store.knex.raw(`truncate ${store.names.table('outbox')}`);
 }
 
-/** The relay draining `count` events; events per second. */
-async function relayRun(
-  store: Store,
-  count: number,
-  onPublished: 'keep' | 'delete',
-): Promise<number> {
+/** What one drain measured. */
+interface Drain {
+  readonly perSec: number;
+  /** CPU time of this process (user + system) per event, in microseconds. */
+  readonly cpuUsPerEvent: number;
+  /** Statements sent per `publish` call (batch). */
+  readonly roundTripsPerBatch: number;
+}
+
+/** Runs `drain` and measures it; `drain` resolves with the number of `publish` calls. */
+async function measure(store: Store, count: number, drain: () => Promise<number>): Promise<Drain> {
+  let statements = 0;
+  const onQuery = (): void => {
+    statements += 1;
+  };
+  store.knex.on('query', onQuery);
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  let batches: number;
+  try {
+    batches = await drain();
+  } finally {
+    store.knex.removeListener('query', onQuery);
+  }
+  const elapsed = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  return {
+    perSec: count / (elapsed / 1000),
+    cpuUsPerEvent: (used.user + used.system) / count,
+    roundTripsPerBatch: statements / Math.max(1, batches),
+  };
+}
+
+/** The relay draining `count` events. */
+function relayRun(store: Store, count: number, onPublished: 'keep' | 'delete'): Promise<Drain> {
   const publisher = createMemoryPublisher();
   const relay = createRelay({
     store,
@@ -79,19 +116,35 @@ async function relayRun(
     onPublished,
     concurrency: Number(process.env.BENCH_CONCURRENCY ?? 2),
   });
-  const started = performance.now();
-  await relay.start();
-  await publisher.waitForCount(count, 120_000);
-  const elapsed = performance.now() - started;
-  await relay.stop();
-  return count / (elapsed / 1000);
+  return measure(store, count, async () => {
+    await relay.start();
+    await publisher.waitForCount(count, 120_000);
+    const batches = publisher.calls;
+    await relay.stop();
+    return batches;
+  });
 }
 
-/** The hand-written limit: select, publish, delete, one transaction per batch. */
-async function handRun(store: Store, count: number): Promise<number> {
+/**
+ * The hand-written limit: select, publish, delete (or, with `keep`, mark published), one
+ * transaction per batch.
+ */
+function handRun(store: Store, count: number, keep = false): Promise<Drain> {
   const publisher = createMemoryPublisher();
   const t = store.names.table('outbox');
-  const started = performance.now();
+  return measure(store, count, async () => {
+    await handLoop(store, t, publisher, count, keep);
+    return publisher.calls;
+  });
+}
+
+async function handLoop(
+  store: Store,
+  t: string,
+  publisher: ReturnType<typeof createMemoryPublisher>,
+  count: number,
+  keep: boolean,
+): Promise<void> {
   let done = 0;
   while (done < count) {
     done += await store.knex.transaction(async (trx) => {
@@ -105,6 +158,7 @@ async function handRun(store: Store, count: number): Promise<number> {
       }>(
         await trx.raw(
           `select id, destination, partition_key, message_id, headers, payload from ${t}
+           ${keep ? `where status = 'pending'` : ''}
            order by id limit ? for update skip locked`,
           [BATCH],
         ),
@@ -119,12 +173,17 @@ async function handRun(store: Store, count: number): Promise<number> {
           payload: r.payload,
         })),
       );
-      await trx.raw(`delete from ${t} where id = any(?::bigint[])`, [rows.map((r) => r.id)]);
+      const ids = rows.map((r) => r.id);
+      await (keep
+        ? trx.raw(
+            `update ${t} set status = 'published', published_at = statement_timestamp()
+             where id = any(?::bigint[])`,
+            [ids],
+          )
+        : trx.raw(`delete from ${t} where id = any(?::bigint[])`, [ids]));
       return rows.length;
     });
   }
-  const elapsed = performance.now() - started;
-  return count / (elapsed / 1000);
 }
 
 /** Single-event transactions at `rate` per second for `seconds`; latencies in ms. */
@@ -165,7 +224,10 @@ async function latencyRun(
       const key = `lat-${n++ % 100}`;
       inFlight.push(
         store.knex
-          .transaction((trx) => outbox.add(trx, { destination: 'lat', key, payload: { n } }))
+          .transaction(async (trx) => {
+            await trx.raw('set local synchronous_commit = off');
+            return outbox.add(trx, { destination: 'lat', key, payload: { n } });
+          })
           .then(([id]) => {
             const now = Date.now();
             const early = pending.get(id!);
@@ -210,36 +272,63 @@ export async function main(): Promise<void> {
     await fill(store, 5_000);
     await handRun(store, 5_000);
     await emptyTable(store);
+    await fill(store, 5_000);
+    await handRun(store, 5_000, true);
+    await emptyTable(store);
 
-    const keepRates: number[] = [];
-    const deleteRates: number[] = [];
-    const handRates: number[] = [];
+    const runs = {
+      keep: [] as Drain[],
+      delete: [] as Drain[],
+      hand: [] as Drain[],
+      handKeep: [] as Drain[],
+    };
+    const runners: Array<[keyof typeof runs, () => Promise<Drain>]> = [
+      ['keep', () => relayRun(store, EVENTS, 'keep')],
+      ['delete', () => relayRun(store, EVENTS, 'delete')],
+      ['hand', () => handRun(store, EVENTS)],
+      ['handKeep', () => handRun(store, EVENTS, true)],
+    ];
     for (let round = 0; round < ROUNDS; round += 1) {
-      // Interleaved, so drift in the machine's load touches all three alike.
-      await fill(store, EVENTS);
-      keepRates.push(await relayRun(store, EVENTS, 'keep'));
-      await emptyTable(store);
-      await fill(store, EVENTS);
-      deleteRates.push(await relayRun(store, EVENTS, 'delete'));
-      await emptyTable(store);
-      await fill(store, EVENTS);
-      handRates.push(await handRun(store, EVENTS));
-      await emptyTable(store);
+      // Interleaved, in a different order each round, so drift in the machine's load and
+      // whatever one run leaves behind (WAL, dirty pages) touch all of them alike.
+      for (let i = 0; i < runners.length; i += 1) {
+        const [name, run] = runners[(i + round) % runners.length]!;
+        await fill(store, EVENTS);
+        runs[name].push(await run());
+        await emptyTable(store);
+      }
+      const last = (name: keyof typeof runs): string => {
+        const d = runs[name].at(-1)!;
+        return `${d.perSec.toFixed(0)}/s ${d.cpuUsPerEvent.toFixed(1)} µs cpu/event ${d.roundTripsPerBatch.toFixed(2)} statements/batch`;
+      };
       console.error(
-        `round ${round + 1}: relay keep ${keepRates.at(-1)!.toFixed(0)}/s, relay delete ${deleteRates.at(-1)!.toFixed(0)}/s, hand loop ${handRates.at(-1)!.toFixed(0)}/s`,
+        `round ${round + 1}: relay keep ${last('keep')}; relay delete ${last('delete')}; hand loop ${last('hand')}; hand keep ${last('handKeep')}`,
       );
     }
-    const baselinePerSec = median(handRates);
-    for (const [mode, rates] of [
-      ['keep', keepRates],
-      ['delete', deleteRates],
-    ] as const) {
-      const perSec = median(rates);
+    const summary = (drains: Drain[]) => ({
+      perSec: median(drains.map((d) => d.perSec)),
+      cpuUsPerEvent: Number(median(drains.map((d) => d.cpuUsPerEvent)).toFixed(1)),
+      roundTripsPerBatch: Number(median(drains.map((d) => d.roundTripsPerBatch)).toFixed(2)),
+    });
+    const hand = summary(runs.hand);
+    const handKeep = summary(runs.handKeep);
+    for (const mode of ['keep', 'delete'] as const) {
+      const relay = summary(runs[mode]);
       results.push({
         case: `throughput-onPublished-${mode}-${EVENTS}-events-${KEYS}-keys`,
-        perSec: Math.round(perSec),
-        baselinePerSec: Math.round(baselinePerSec),
-        ratio: Number((perSec / baselinePerSec).toFixed(3)),
+        perSec: Math.round(relay.perSec),
+        baselinePerSec: Math.round(hand.perSec),
+        ratio: Number((relay.perSec / hand.perSec).toFixed(3)),
+        ...(mode === 'keep'
+          ? {
+              handKeepPerSec: Math.round(handKeep.perSec),
+              ratioToHandKeep: Number((relay.perSec / handKeep.perSec).toFixed(3)),
+            }
+          : {}),
+        cpuUsPerEvent: relay.cpuUsPerEvent,
+        baselineCpuUsPerEvent: hand.cpuUsPerEvent,
+        roundTripsPerBatch: relay.roundTripsPerBatch,
+        baselineRoundTripsPerBatch: hand.roundTripsPerBatch,
       });
     }
 

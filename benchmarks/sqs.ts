@@ -2,10 +2,13 @@
  * `pnpm bench sqs`: @justonce/sqs on ElasticMQ and PostgreSQL, each case beside a baseline
  * written by hand and measured in the same process and run.
  *
- * - worker: `createSqsWorker` (inbox per message, concurrency 10), beside a hand-written
- *   loop with the same number of pollers: ReceiveMessage (10 at a time), one transaction per
- *   message that inserts the dedup row `on conflict do nothing` and the same business row,
- *   then DeleteMessageBatch for the ten.
+ * - worker-message: `createSqsWorker` in message mode (one inbox transaction per message,
+ *   concurrency 10), beside a hand-written loop with as many pollers: ReceiveMessage (10 at
+ *   a time), one transaction per message that inserts the dedup row `on conflict do nothing`
+ *   and the same business row, then DeleteMessageBatch for the ten.
+ * - worker-batch: the worker in batch mode (one `processBatch` transaction per receive
+ *   batch, concurrency 20), beside the same loop writing each receive batch in one
+ *   transaction (a multi-row dedup insert, then the business rows of the new ids).
  * - relay: the outbox relay publishing through `createSqsPublisher`, beside raw
  *   SendMessageBatch calls of the same messages (ten per request, the same number of
  *   requests in flight as the relay's cycles times the publisher's concurrency).
@@ -39,11 +42,18 @@ import {
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
 
-const CONCURRENCY = 10;
-const POLLERS = Math.ceil(CONCURRENCY / 10);
+/** Worker concurrency per mode. */
+const CONCURRENCY = { message: 10, batch: 20 } as const;
+type Mode = keyof typeof CONCURRENCY;
+/**
+ * Pollers of the hand loop: as many receive loops as the worker runs (one per ten of
+ * concurrency), each receiving ten messages at a time and handling them before the next
+ * receive. The worker also receives ahead and deletes asynchronously; the hand loop does not.
+ */
+const pollers = (mode: Mode): number => Math.ceil(CONCURRENCY[mode] / 10);
 const RELAY_BATCH = 200;
-const RELAY_CONCURRENCY = 2;
-const PUBLISHER_CONCURRENCY = 4;
+const RELAY_CONCURRENCY = Number(process.env.BENCH_RELAY_CONCURRENCY ?? 2);
+const PUBLISHER_CONCURRENCY = Number(process.env.BENCH_PUBLISHER_CONCURRENCY ?? 4);
 
 interface Result {
   case: string;
@@ -112,13 +122,14 @@ async function filledQueue(b: Bench, count: number): Promise<string> {
   return queueUrl;
 }
 
-async function workerRun(b: Bench, count: number): Promise<number> {
+async function workerRun(b: Bench, count: number, mode: Mode): Promise<number> {
   const queueUrl = await filledQueue(b, count);
   let deleted = 0;
   const worker = createSqsWorker({
     clientConfig: b.clientConfig,
     queueUrl,
-    concurrency: CONCURRENCY,
+    mode,
+    concurrency: CONCURRENCY[mode],
     waitTimeSeconds: 1,
     inbox: createInbox({ store: b.store, consumer: `bench-${tag()}` }),
     handler: async (ctx) => {
@@ -139,22 +150,31 @@ async function workerRun(b: Bench, count: number): Promise<number> {
   return count / (elapsed / 1000);
 }
 
-/** The hand-written loop: receive ten, one transaction each, delete the ten. */
-async function rawWorkerRun(b: Bench, count: number): Promise<number> {
+/**
+ * The hand-written loop: receive ten; one transaction per message (`message`) or one for
+ * the ten with a multi-row dedup insert (`batch`); delete the ten.
+ */
+async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<number> {
   const queueUrl = await filledQueue(b, count);
   const consumer = `bench-raw-${tag()}`;
   let deleted = 0;
-  const handle = (message: Message) =>
+  const write = (messages: readonly Message[]) =>
     b.store.knex.transaction(async (trx) => {
-      const id = message.MessageAttributes?.['message-id']?.StringValue ?? message.MessageId!;
+      const rows = messages.map((m) => ({
+        id: m.MessageAttributes?.['message-id']?.StringValue ?? m.MessageId!,
+        body: m.Body ?? '',
+      }));
       const fresh = (await trx.raw(
-        `insert into ${b.dedup} (consumer, message_id) values (?, ?) on conflict do nothing returning message_id`,
-        [consumer, id],
-      )) as { rows: unknown[] };
-      if (fresh.rows.length === 1) {
+        `insert into ${b.dedup} (consumer, message_id)
+         select ?, unnest(?::text[]) on conflict do nothing returning message_id`,
+        [consumer, rows.map((r) => r.id)],
+      )) as { rows: Array<{ message_id: string }> };
+      const isNew = new Set(fresh.rows.map((r) => r.message_id));
+      for (const row of rows) {
+        if (!isNew.has(row.id)) continue;
         await trx.raw(`insert into ${b.effects} (message_id, body) values (?, ?)`, [
-          id,
-          message.Body ?? '',
+          row.id,
+          row.body,
         ]);
       }
     });
@@ -170,7 +190,8 @@ async function rawWorkerRun(b: Bench, count: number): Promise<number> {
         }),
       );
       if (Messages.length === 0) continue;
-      await Promise.all(Messages.map(handle));
+      if (mode === 'batch') await write(Messages);
+      else await Promise.all(Messages.map((m) => write([m])));
       await b.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: queueUrl,
@@ -181,7 +202,7 @@ async function rawWorkerRun(b: Bench, count: number): Promise<number> {
     }
   };
   const started = performance.now();
-  await Promise.all(Array.from({ length: POLLERS }, poller));
+  await Promise.all(Array.from({ length: pollers(mode) }, poller));
   const elapsed = performance.now() - started;
   return count / (elapsed / 1000);
 }
@@ -332,20 +353,36 @@ export async function main(): Promise<void> {
     await store.knex.raw(
       `create table ${b.dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
     );
-    const results: Result[] = [
-      await measure(
-        'worker',
-        rounds,
-        () => workerRun(b, count),
-        () => rawWorkerRun(b, count),
-      ),
-      await measure(
-        'relay',
-        rounds,
-        () => relayRun(b, count * 2),
-        () => rawSendRun(b, count * 2),
-      ),
-    ];
+    const only = process.env.BENCH_SQS_CASES?.split(',');
+    const wanted = (name: string) => only === undefined || only.includes(name);
+    const results: Result[] = [];
+    if (wanted('worker-message'))
+      results.push(
+        await measure(
+          'worker-message',
+          rounds,
+          () => workerRun(b, count, 'message'),
+          () => rawWorkerRun(b, count, 'message'),
+        ),
+      );
+    if (wanted('worker-batch'))
+      results.push(
+        await measure(
+          'worker-batch',
+          rounds,
+          () => workerRun(b, count, 'batch'),
+          () => rawWorkerRun(b, count, 'batch'),
+        ),
+      );
+    if (wanted('relay'))
+      results.push(
+        await measure(
+          'relay',
+          rounds,
+          () => relayRun(b, count * 2),
+          () => rawSendRun(b, count * 2),
+        ),
+      );
     console.log(JSON.stringify({ bench: 'sqs', results }));
   } finally {
     for (const queueUrl of b.queues) {

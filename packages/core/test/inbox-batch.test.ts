@@ -55,6 +55,20 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     for (const id of ids) expect(await countEffects(store, id)).toBe(1);
   });
 
+  it('calls the handler in delivery order, not in id order', async () => {
+    const inbox = inboxFor();
+    const base = freshId('order');
+    // Ids whose lexical order is the reverse of their delivery order.
+    const ids = ['9', '7', '5', '3', '1'].map((n) => `${base}-${n}`);
+    const { handler, ran } = recorder();
+    const outcomes = await inbox.processBatch(
+      ids.map((id) => envelope(id)),
+      handler,
+    );
+    expect(outcomes.map((o) => o.status)).toEqual(ids.map(() => 'processed'));
+    expect(ran).toEqual(ids);
+  });
+
   it('only new ids reach the handler; a repeated id in one batch has one effect', async () => {
     const inbox = inboxFor();
     const [old, fresh] = [freshId(), freshId()];

@@ -12,8 +12,11 @@ import type { DeadLetterReason } from './dead-letter';
 
 /** Where a record sits: reported beside every outcome. */
 export interface RecordPosition {
+  /** The topic. */
   readonly topic: string;
+  /** The partition. */
   readonly partition: number;
+  /** The offset, as a decimal string. */
   readonly offset: string;
 }
 

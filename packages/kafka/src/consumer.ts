@@ -116,6 +116,7 @@ export function createKafkaConsumer<R = unknown>(
   let state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   let stopping: Promise<void> | undefined;
   const unsubscribe: Array<() => void> = [];
+  let inFlight: Promise<void> = Promise.resolve();
 
   const processor = createBatchProcessor<R>({
     inbox: options.inbox,
@@ -157,6 +158,15 @@ export function createKafkaConsumer<R = unknown>(
     logger,
   });
 
+  /** Throws when `stop()` was called while `start()` was under way. */
+  function stillStarting(): void {
+    if (state !== 'starting') {
+      throw new KafkaStateError('the consumer was stopped while it was starting', {
+        groupId: options.groupId,
+      });
+    }
+  }
+
   async function start(): Promise<void> {
     if (state !== 'new') {
       throw new KafkaStateError(`the consumer cannot start: it is ${state}`, {
@@ -166,7 +176,8 @@ export function createKafkaConsumer<R = unknown>(
     state = 'starting';
     try {
       producer = options.deadLetterProducer ?? kafka.producer({ retry: { retries: 5 } });
-      if (ownsProducer) await producer.connect();
+      if (ownsProducer) await track(producer.connect());
+      stillStarting();
       consumer = kafka.consumer(consumerConfig);
       unsubscribe.push(
         consumer.on(consumer.events.GROUP_JOIN ?? 'consumer.group_join', () => {
@@ -184,17 +195,20 @@ export function createKafkaConsumer<R = unknown>(
           ),
         );
       }
-      await consumer.connect();
+      await track(consumer.connect());
+      stillStarting();
       await consumer.subscribe({
         topics: [...options.topics],
         fromBeginning: settings.fromBeginning,
       });
+      stillStarting();
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: settings.partitionsConsumedConcurrently,
         eachBatch: (context) => processor.eachBatch(context),
       });
+      stillStarting();
       state = 'running';
       logger.info('kafka inbox consumer started', {
         groupId: options.groupId,
@@ -202,8 +216,32 @@ export function createKafkaConsumer<R = unknown>(
       });
     } catch (error) {
       await stop();
+      // `stop()` may have run while this start was connecting: release what it missed.
+      await release();
       throw error;
     }
+  }
+
+  /** Remembers a connect in progress, so that `release` can wait for it to settle. */
+  function track(connecting: Promise<void>): Promise<void> {
+    inFlight = connecting.catch(() => undefined);
+    return connecting;
+  }
+
+  /** Disconnects whatever is connected; safe to call more than once. */
+  async function release(): Promise<unknown[]> {
+    const errors: unknown[] = [];
+    // A disconnect while a connect is under way would leave the connection open behind it.
+    await inFlight;
+    const c = consumer;
+    consumer = undefined;
+    // The consumer first: its disconnect waits for the batch in flight, which may still
+    // need the dead-letter producer.
+    if (c) await c.disconnect().catch((error: unknown) => errors.push(error));
+    const p = producer;
+    producer = undefined;
+    if (p && ownsProducer) await p.disconnect().catch((error: unknown) => errors.push(error));
+    return errors;
   }
 
   function stop(): Promise<void> {
@@ -211,10 +249,7 @@ export function createKafkaConsumer<R = unknown>(
       state = 'stopped';
       processor.dispose();
       for (const off of unsubscribe.splice(0)) off();
-      const errors: unknown[] = [];
-      if (consumer) await consumer.disconnect().catch((error: unknown) => errors.push(error));
-      if (producer && ownsProducer)
-        await producer.disconnect().catch((error: unknown) => errors.push(error));
+      const errors = await release();
       if (errors.length > 0) {
         logger.warn('kafka inbox consumer stopped with errors', { errors: errors.map(describe) });
       }

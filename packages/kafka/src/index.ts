@@ -27,11 +27,8 @@ export type {
   KafkaInstrumentationEvent,
 } from './client';
 export type { MessageIdOptions } from './message-id';
-export { resolveMessageId } from './message-id';
-export { HEADERS, DEAD_LETTER_HEADERS, decodeHeaders } from './headers';
+export { HEADERS, DEAD_LETTER_HEADERS } from './headers';
 export type { RawHeaders, RawHeaderValue } from './headers';
-export { defaultDeadLetterTopic, deadLetterRecord } from './dead-letter';
-export type { DeadLetterTopicName, DeadLetterReason } from './dead-letter';
-export { toEnvelope } from './envelope';
-export type { EnvelopeSettings } from './envelope';
+export { defaultDeadLetterTopic } from './dead-letter';
+export type { DeadLetterTopicName } from './dead-letter';
 export { DeadLetterPublishError, KafkaPublishError, KafkaStateError } from './errors';

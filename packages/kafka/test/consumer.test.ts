@@ -388,6 +388,25 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     expect(mine.every(([, n]) => n === 1)).toBe(true);
   });
 
+  it('stopped while starting: start rejects and no member stays in the group', async () => {
+    const topic = unique('early');
+    const groupId = unique('g');
+    await createTopics(admin, [topic], 1);
+    const consumer = createKafkaConsumer({
+      kafka,
+      groupId,
+      topics: [topic],
+      consumerConfig: FAST_GROUP,
+      inbox: createInbox({ store, consumer: unique('c') }),
+      handler: async () => undefined,
+    });
+    const starting = consumer.start();
+    await consumer.stop();
+    await expect(starting).rejects.toMatchObject({ code: 'KAFKA_INVALID_STATE' });
+    const { groups } = await admin.describeGroups([groupId]);
+    expect(groups[0]?.members ?? []).toHaveLength(0);
+  });
+
   it('keeps a dead letter uncommitted until the dead-letter topic takes it', async () => {
     const topic = unique('dlq-down');
     const dlq = unique('dlq-up');

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { connect, type Channel, type ChannelModel } from 'amqplib';
+import { connect, type Channel, type ChannelModel, type GetMessage } from 'amqplib';
 
 const run = promisify(execFile);
 
@@ -22,7 +22,7 @@ export interface Admin {
   /** Messages ready in a queue. */
   depth(queue: string): Promise<number>;
   /** Takes every ready message from a queue (acknowledged). */
-  drain(queue: string): Promise<Array<NonNullable<Awaited<ReturnType<Channel['get']>>>>>;
+  drain(queue: string): Promise<GetMessage[]>;
   /** Deletes queues and exchanges, ignoring ones that do not exist. */
   remove(names: { queues?: readonly string[]; exchanges?: readonly string[] }): Promise<void>;
   close(): Promise<void>;
@@ -39,7 +39,7 @@ export async function openAdmin(): Promise<Admin> {
       return (await channel.checkQueue(queue)).messageCount;
     },
     async drain(queue) {
-      const out = [];
+      const out: GetMessage[] = [];
       for (;;) {
         const message = await channel.get(queue, { noAck: true });
         if (message === false) return out;
@@ -67,30 +67,32 @@ export async function waitFor<T>(
   for (;;) {
     const value = await check();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
-
-type ClientProperty = [string, string, unknown];
 
 /**
  * Closes, with the broker's own management tool, every connection whose client-provided
  * `connection_name` is `name`. Resolves to how many it closed.
  */
-export async function closeConnectionsNamed(name: string, reason = 'closed by test'): Promise<number> {
+export async function closeConnectionsNamed(
+  name: string,
+  reason = 'closed by test',
+): Promise<number> {
   const { stdout } = await run('rabbitmqctl', [
     'list_connections',
-    'name',
+    'pid',
     'client_properties',
-    '--formatter',
-    'json',
-    '-q',
+    '--quiet',
+    '--no-table-headers',
   ]);
-  const rows = JSON.parse(stdout) as Array<{ name: string; client_properties: ClientProperty[] }>;
-  const targets = rows.filter((row) =>
-    row.client_properties.some(([key, , value]) => key === 'connection_name' && value === name),
-  );
-  for (const row of targets) await run('rabbitmqctl', ['close_connection', row.name, reason]);
-  return targets.length;
+  const marker = `{"connection_name","${name}"}`;
+  const pids = stdout
+    .split('\n')
+    .filter((line) => line.includes(marker))
+    .map((line) => line.split('\t')[0]!);
+  for (const pid of pids) await run('rabbitmqctl', ['close_connection', pid, reason]);
+  return pids.length;
 }

@@ -1,8 +1,19 @@
 import { hasErrorCode, type OutgoingMessage, type Publisher } from '@justonce/core';
 import { createRabbitPublisher } from '../src';
-import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, waitFor, type Admin } from './broker';
+import {
+  amqpUrl,
+  closeConnectionsNamed,
+  openAdmin,
+  uniqueName,
+  waitFor,
+  type Admin,
+} from './broker';
 
-function outgoing(destination: string, n: number, extra: Partial<OutgoingMessage> = {}): OutgoingMessage {
+function outgoing(
+  destination: string,
+  n: number,
+  extra: Partial<OutgoingMessage> = {},
+): OutgoingMessage {
   return {
     messageId: `m-${n}`,
     destination,

@@ -16,9 +16,13 @@ export class Permits {
     return this.free;
   }
 
-  /** Takes between 1 and `max` permits; resolves 0 once {@link close} was called. */
-  async take(max: number): Promise<number> {
-    while (!this.closed && this.free === 0) {
+  /**
+   * Waits until at least `atLeast` permits are free (at most the size), then takes up to
+   * `max` of them; resolves 0 once {@link close} was called.
+   */
+  async take(max: number, atLeast = 1): Promise<number> {
+    const needed = Math.max(1, Math.min(atLeast, this.size));
+    while (!this.closed && this.free < needed) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     if (this.closed) return 0;

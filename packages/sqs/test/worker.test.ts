@@ -70,34 +70,38 @@ function effectHandler(consumer: string, note?: (ctx: HandlerContext) => string)
 }
 
 describe('SQS worker (ElasticMQ)', () => {
-  it('gives a message sent twice with the same message-id one effect, and deletes both copies', async () => {
-    const queueUrl = await queues.create(unique('dup'));
-    const consumer = unique('c');
-    await queues.send(queueUrl, [
-      { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
-      { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
-      { body: '{"n":2}', attributes: { 'message-id': 'order-2' } },
-      { body: '{"n":3}', attributes: { 'message-id': 'order-3' } },
-    ]);
-    const { settled } = await startWorker({
-      queueUrl,
-      concurrency: 4,
-      inbox: { store, consumer },
-      handler: effectHandler(consumer),
-    });
-    await waitFor(() => settled.length === 4, 20_000, 'four settled messages');
+  it.each(['message', 'batch'] as const)(
+    '%s mode: gives a message sent twice with the same message-id one effect, and deletes both copies',
+    async (mode) => {
+      const queueUrl = await queues.create(unique('dup'));
+      const consumer = unique('c');
+      await queues.send(queueUrl, [
+        { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
+        { body: '{"n":1}', attributes: { 'message-id': 'order-1' } },
+        { body: '{"n":2}', attributes: { 'message-id': 'order-2' } },
+        { body: '{"n":3}', attributes: { 'message-id': 'order-3' } },
+      ]);
+      const { settled } = await startWorker({
+        queueUrl,
+        mode,
+        concurrency: 4,
+        inbox: { store, consumer },
+        handler: effectHandler(consumer),
+      });
+      await waitFor(() => settled.length === 4, 20_000, 'four settled messages');
 
-    const counts = await store.effectCounts(consumer);
-    expect(Object.fromEntries(counts)).toEqual({ 'order-1': 1, 'order-2': 1, 'order-3': 1 });
-    expect(settled.map((e) => e.outcome?.status).sort()).toEqual([
-      'duplicate',
-      'processed',
-      'processed',
-      'processed',
-    ]);
-    expect(settled.every((e) => e.action === 'deleted')).toBe(true);
-    expect(await queues.depth(queueUrl)).toBe(0);
-  });
+      const counts = await store.effectCounts(consumer);
+      expect(Object.fromEntries(counts)).toEqual({ 'order-1': 1, 'order-2': 1, 'order-3': 1 });
+      expect(settled.map((e) => e.outcome?.status).sort()).toEqual([
+        'duplicate',
+        'processed',
+        'processed',
+        'processed',
+      ]);
+      expect(settled.every((e) => e.action === 'deleted')).toBe(true);
+      expect(await queues.depth(queueUrl)).toBe(0);
+    },
+  );
 
   it('takes the id from the extractor when the attribute is missing, so producer duplicates dedupe', async () => {
     const queueUrl = await queues.create(unique('extract'));
@@ -214,6 +218,39 @@ describe('SQS worker (ElasticMQ)', () => {
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'flaky-1': 1 });
   });
 
+  it('batch mode: a failing message is retried while the rest of its batch commits', async () => {
+    const queueUrl = await queues.create(unique('batch-retry'));
+    const consumer = unique('c');
+    await queues.send(
+      queueUrl,
+      ['b-0', 'b-1', 'b-2', 'b-3'].map((id) => ({ body: id, attributes: { 'message-id': id } })),
+    );
+    const { settled } = await startWorker({
+      queueUrl,
+      mode: 'batch',
+      inbox: { store, consumer },
+      handler: async (ctx) => {
+        // The first delivery fails in every pass the batch makes over it; the retry succeeds.
+        if (ctx.messageId === 'b-2' && ctx.attempt === 1) throw new Error('fails once');
+        await effectHandler(consumer)(ctx);
+      },
+    });
+    await waitFor(
+      () => settled.filter((e) => e.action === 'deleted').length === 4,
+      20_000,
+      'four deleted messages',
+    );
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({
+      'b-0': 1,
+      'b-1': 1,
+      'b-2': 1,
+      'b-3': 1,
+    });
+    const retried = settled.filter((e) => e.action === 'retry-scheduled');
+    expect(retried.map((e) => e.outcome?.messageId)).toEqual(['b-2']);
+    expect(await queues.depth(queueUrl)).toBe(0);
+  });
+
   it("moves a message that keeps failing to the redrive dead-letter queue, with the store's record", async () => {
     const { queueUrl, dlqUrl } = await queues.createWithDeadLetterQueue('poison', 3);
     const consumer = unique('c');
@@ -291,49 +328,51 @@ describe('SQS worker (ElasticMQ)', () => {
     expect(await queues.depth(queueUrl)).toBe(0);
   });
 
-  it('handles a FIFO group in order under concurrency, and a retry holds its group back', async () => {
-    const queueUrl = await queues.create(unique('order', true));
-    const consumer = unique('c');
-    const groups = ['g0', 'g1', 'g2', 'g3'];
-    const perGroup = 8;
-    const messages = [];
-    for (let i = 0; i < perGroup; i++) {
-      for (const g of groups) {
-        const id = `${g}-${i}`;
-        messages.push({ body: id, group: g, dedupe: id, attributes: { 'message-id': id } });
-      }
-    }
-    await queues.send(queueUrl, messages);
-    let failedOnce = false;
-    const { settled } = await startWorker({
-      queueUrl,
-      concurrency: 8,
-      inbox: { store, consumer },
-      handler: async (ctx) => {
-        if (ctx.messageId === 'g1-2' && !failedOnce) {
-          failedOnce = true;
-          throw new Error('fails once');
+  it.each(['message', 'batch'] as const)(
+    '%s mode: handles a FIFO group in order under concurrency, and a retry holds its group back',
+    async (mode) => {
+      const queueUrl = await queues.create(unique('order', true));
+      const consumer = unique('c');
+      const groups = ['g0', 'g1', 'g2', 'g3'];
+      const perGroup = 8;
+      const messages = [];
+      for (let i = 0; i < perGroup; i++) {
+        for (const g of groups) {
+          const id = `${g}-${i}`;
+          messages.push({ body: id, group: g, dedupe: id, attributes: { 'message-id': id } });
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 15)));
-        await effectHandler(consumer)(ctx);
-      },
-    });
-    const total = groups.length * perGroup;
-    await waitFor(
-      async () => (await store.effectCounts(consumer)).size === total,
-      30_000,
-      'every message to take effect',
-    );
+      }
+      await queues.send(queueUrl, messages);
+      const { settled } = await startWorker({
+        queueUrl,
+        mode,
+        concurrency: 8,
+        inbox: { store, consumer },
+        handler: async (ctx) => {
+          if (ctx.messageId === 'g1-2' && ctx.attempt === 1) throw new Error('fails once');
+          await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 15)));
+          await effectHandler(consumer)(ctx);
+        },
+      });
+      const total = groups.length * perGroup;
+      await waitFor(
+        async () => (await store.effectCounts(consumer)).size === total,
+        30_000,
+        'every message to take effect',
+      );
 
-    const effects = await store.effects(consumer);
-    expect(effects).toHaveLength(total);
-    for (const g of groups) {
-      const order = effects.filter((e) => e.messageId.startsWith(`${g}-`)).map((e) => e.messageId);
-      expect(order).toEqual(Array.from({ length: perGroup }, (_, i) => `${g}-${i}`));
-    }
-    expect(settled.some((e) => e.outcome?.status === 'failed')).toBe(true);
-    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
-  });
+      const effects = await store.effects(consumer);
+      expect(effects).toHaveLength(total);
+      for (const g of groups) {
+        const order = effects
+          .filter((e) => e.messageId.startsWith(`${g}-`))
+          .map((e) => e.messageId);
+        expect(order).toEqual(Array.from({ length: perGroup }, (_, i) => `${g}-${i}`));
+      }
+      expect(settled.some((e) => e.outcome?.status === 'failed')).toBe(true);
+      await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+    },
+  );
 
   it('stops gracefully: stops receiving, finishes the running handler and deletes its message', async () => {
     const queueUrl = await queues.create(unique('stop'));

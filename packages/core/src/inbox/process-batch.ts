@@ -107,7 +107,8 @@ async function processChunk<R>(
       runnable.push({ ...prepared, index, attempt });
     }
   }
-  runnable.sort((a, b) => compareKeys(a.good, b.good));
+  // Handlers run in delivery order (per-key order matters to the transports); only the
+  // claim insert is sorted, so two overlapping batches lock rows in one order.
 
   if (runnable.length > 0) {
     let results: Map<number, RunResult<R>>;
@@ -161,12 +162,14 @@ async function runTransaction<R>(
       store.names,
       consumer,
       retentionMs,
-      runnable.map((r) => ({
-        scope: r.good.scope,
-        messageId: r.good.messageId,
-        fingerprint: r.good.fingerprint,
-        attempt: r.attempt,
-      })),
+      [...runnable]
+        .sort((a, b) => compareKeys(a.good, b.good))
+        .map((r) => ({
+          scope: r.good.scope,
+          messageId: r.good.messageId,
+          fingerprint: r.good.fingerprint,
+          attempt: r.attempt,
+        })),
     );
     const taken = runnable.filter((r) => !claimed.has(keyOf(r.good)));
     if (taken.length > 0) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { outboxChannel } from '../outbox/channel';
 import { fullJitterBackoff } from '../retry/backoff';
-import { runCycle } from './cycle';
+import { idAfter, runCycle, type SiblingHint } from './cycle';
 import { listen, type Listener } from './listener';
 import { createRelayInstruments } from './metrics';
 import { resolveRelayOptions } from './options';
@@ -19,6 +19,9 @@ import type {
   RelayStats,
   StopOptions,
 } from './types';
+
+/** Every how many claims a loop ignores its siblings' hint and scans from the start. */
+const HINT_EVERY = 4;
 
 /** Wakes idle loops one at a time; remembers wakes that found nobody waiting. */
 class Waker {
@@ -105,7 +108,10 @@ export function createRelay(options: RelayOptions): Relay {
     }, ms);
   };
 
-  const cycle = async (): Promise<CycleResult> => {
+  /** The last head each loop's open cycle holds, for its siblings' claims to start after. */
+  const held: Array<string | null> = [];
+
+  const cycle = async (siblings: SiblingHint | null = null): Promise<CycleResult> => {
     let current: Knex.Transaction | null = null;
     const report = await runCycle(
       o,
@@ -115,6 +121,7 @@ export function createRelay(options: RelayOptions): Relay {
         if (trx) open.add(trx);
       },
       () => abandoned || (stopping && !draining),
+      siblings,
     );
     if (report.published > 0) {
       counters.published += report.published;
@@ -134,14 +141,37 @@ export function createRelay(options: RelayOptions): Relay {
     return { claimed, published, failed, dead, released };
   };
 
-  const loop = async (): Promise<void> => {
+  const loop = async (index: number): Promise<void> => {
     let errors = 0;
+    let cycles = 0;
+    let full = false;
+    held[index] = null;
+    // While there is a backlog (the last batch was full), a claim starts after the heads
+    // sibling loops hold instead of scanning past them; every fourth claim, and any claim
+    // after a batch that was not full, looks at everything again, so nothing waits long
+    // behind the hint.
+    const siblings: SiblingHint = {
+      after: () => {
+        if (!full || cycles % HINT_EVERY === 0) return null;
+        let after: string | null = null;
+        for (let i = 0; i < held.length; i += 1) {
+          const id = held[i];
+          if (i !== index && id != null && (after === null || idAfter(id, after))) after = id;
+        }
+        return after;
+      },
+      hold: (id) => {
+        held[index] = id;
+      },
+    };
     for (;;) {
       if (stopping && !draining) return;
       const generation = waker.generation;
       let result: CycleResult;
       try {
-        result = await cycle();
+        cycles += 1;
+        result = await cycle(siblings);
+        full = result.claimed >= o.batchSize;
         errors = 0;
       } catch (error) {
         errors += 1;
@@ -183,7 +213,8 @@ export function createRelay(options: RelayOptions): Relay {
       // PGlite has one connection, and a cycle holds it from claim to commit: more loops
       // would only queue behind each other.
       const concurrency = store.dialect === 'pglite' ? 1 : o.concurrency;
-      loops = Array.from({ length: concurrency }, () => loop());
+      held.length = 0;
+      loops = Array.from({ length: concurrency }, (_, index) => loop(index));
       logger.info('relay: started', {
         ownerId: o.ownerId,
         listening: listener?.active ?? false,

@@ -53,23 +53,23 @@ export function decide(
   const released: string[] = [];
   const disordered = new Set<string>();
   const blocked = new Set<string>();
-  rows.forEach((row, i) => {
-    let result: PublishResult | undefined;
-    if (outcome instanceof Error) {
-      result = { messageId: row.message_id, ok: false, error: outcome, retriable: true };
-    } else {
-      result = outcome[i];
-      if (result === undefined || result.messageId !== row.message_id) {
-        result = {
-          messageId: row.message_id,
-          ok: false,
-          error: new Error('the publisher returned no result for this message'),
-          retriable: true,
-        };
-      }
+  const failedCall = outcome instanceof Error ? outcome : null;
+  const results = outcome instanceof Error ? [] : outcome;
+  for (let i = 0; i < rows.length; i += 1) {
+    const row = rows[i]!;
+    let result: PublishResult | undefined = results[i];
+    if (failedCall !== null) {
+      result = { messageId: row.message_id, ok: false, error: failedCall, retriable: true };
+    } else if (result === undefined || result.messageId !== row.message_id) {
+      result = {
+        messageId: row.message_id,
+        ok: false,
+        error: new Error('the publisher returned no result for this message'),
+        retriable: true,
+      };
     }
     const key = row.partition_key;
-    if (key !== null && blocked.has(key)) {
+    if (key !== null && blocked.size > 0 && blocked.has(key)) {
       if (result.ok) {
         // Already out at the broker: record it, but the key's order is the publisher's fault.
         disordered.add(key);
@@ -77,11 +77,11 @@ export function decide(
       } else {
         released.push(row.id);
       }
-      return;
+      continue;
     }
     if (result.ok) {
       published.push(row.id);
-      return;
+      continue;
     }
     const attempt = row.attempts + 1;
     failures.push({
@@ -91,7 +91,7 @@ export function decide(
       dead: !result.retriable || attempt >= options.maxAttempts,
     });
     if (key !== null) blocked.add(key);
-  });
+  }
   return { published, failures, released, disorderedKeys: [...disordered] };
 }
 
@@ -111,6 +111,35 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * How the cycles of one relay keep out of each other's way: a claim may start after the last
+ * head a sibling cycle holds (`after`), since every head before it was either taken by that
+ * sibling or unavailable when it claimed; `hold` publishes this cycle's last head while its
+ * transaction is open (null when it holds none). @internal
+ */
+export interface SiblingHint {
+  after(): string | null;
+  hold(lastHead: string | null): void;
+}
+
+/** True if row id `a` is greater than row id `b` (both decimal, without leading zeros). */
+export function idAfter(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
+}
+
+/** The greatest id among the claimed heads (each key's first row), or null. @internal */
+function lastHeadId(rows: readonly ClaimedRow[]): string | null {
+  const seen = new Set<string>();
+  let last: string | null = null;
+  for (const row of rows) {
+    const key = row.partition_key;
+    if (key === null || seen.has(key)) continue;
+    seen.add(key);
+    if (last === null || idAfter(row.id, last)) last = row.id;
+  }
+  return last;
 }
 
 /** What a cycle reports back to the relay besides its counts. @internal */
@@ -142,6 +171,7 @@ export async function runCycle(
   o: ResolvedRelayOptions,
   track: (trx: Knex.Transaction | null) => void,
   cancelled: () => boolean = () => false,
+  siblings: SiblingHint | null = null,
 ): Promise<CycleReport> {
   const { store, logger } = o;
   const trx = await store.knex.transaction();
@@ -153,12 +183,16 @@ export async function runCycle(
       await trx.rollback();
       return EMPTY;
     }
-    if (store.dialect === 'postgres') {
-      await trx.raw(`select set_config('idle_in_transaction_session_timeout', ?, true)`, [
-        String(o.leaseMs),
-      ]);
-    }
-    const rows = await claimBatch(trx, store.names, o.batchSize);
+    // On PostgreSQL the claim statement itself also sets
+    // idle_in_transaction_session_timeout = leaseMs for the rest of the transaction.
+    const rows = await claimBatch(
+      trx,
+      store.names,
+      o.batchSize,
+      store.dialect === 'postgres' ? o.leaseMs : null,
+      siblings?.after() ?? null,
+    );
+    siblings?.hold(lastHeadId(rows));
     if (rows.length === 0) {
       await trx.commit();
       return EMPTY;
@@ -208,5 +242,6 @@ export async function runCycle(
     throw error;
   } finally {
     track(null);
+    siblings?.hold(null);
   }
 }

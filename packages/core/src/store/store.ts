@@ -1,5 +1,9 @@
-import { knex as createKnex, type Knex } from 'knex';
+import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
+
+// knex is CommonJS whose named exports Node's ESM loader cannot see; its default export
+// (module.exports, the factory itself) works from both module systems.
+const createKnex = knexModule;
 import { ConfigurationError } from '../errors';
 import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { migrate, type MigrationResult } from './migrate';

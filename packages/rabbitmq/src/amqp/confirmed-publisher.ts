@@ -1,4 +1,4 @@
-import type { ConfirmChannel, Message, Options } from 'amqplib';
+import type { Message, Options } from 'amqplib';
 import { PublishRejectedError, RabbitConnectionError, UnroutableMessageError } from '../errors';
 import type { AmqpSession } from './connection';
 
@@ -6,7 +6,10 @@ interface Pending {
   readonly exchange: string;
   readonly routingKey: string;
   readonly messageId: string | undefined;
+  readonly deadline: number;
   returned?: UnroutableMessageError;
+  /** Settles the publish's promise once; later calls do nothing. */
+  settle(error: Error | undefined): void;
 }
 
 /**
@@ -18,11 +21,15 @@ interface Pending {
  * delivers frames in order, so a return is matched to the oldest pending publish with the
  * same exchange, routing key and message id, which is then rejected when its ack arrives.
  * Publishes identical in those three route identically, so a mismatch between twins cannot
- * change anyone's outcome. @internal
+ * change anyone's outcome.
+ *
+ * Confirm timeouts are swept by one timer rather than one per message: pending publishes
+ * are kept in publish order, so the sweep stops at the first one still in time. @internal
  */
 export class ConfirmedPublisher {
-  private readonly pending: Pending[] = [];
+  private readonly pending = new Set<Pending>();
   private blocked: Promise<void> | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly session: AmqpSession,
@@ -31,9 +38,9 @@ export class ConfirmedPublisher {
     session.channel.on('return', (message: Message) => this.onReturn(message));
   }
 
-  /** The channel this publisher writes to. */
-  get channel(): ConfirmChannel {
-    return this.session.channel;
+  /** True while amqplib's write buffer is full: await {@link writable} before publishing. */
+  get mustWait(): boolean {
+    return this.blocked !== undefined || this.session.lost;
   }
 
   /**
@@ -54,32 +61,27 @@ export class ConfirmedPublisher {
     options: Options.Publish,
   ): Promise<void> {
     if (this.session.lost) return Promise.reject(lostError());
-    const entry: Pending = {
-      exchange,
-      routingKey,
-      messageId: typeof options.messageId === 'string' ? options.messageId : undefined,
-    };
-    this.pending.push(entry);
     return new Promise<void>((resolve, reject) => {
       let settled = false;
-      const timer = setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        reject(
-          new PublishRejectedError(`no publisher confirm within ${this.confirmTimeoutMs} ms`, {
-            details: { exchange, routingKey },
-          }),
-        );
-      }, this.confirmTimeoutMs);
-      timer.unref();
-      const settle = (error: unknown) => {
-        this.remove(entry);
-        clearTimeout(timer);
-        if (settled) return;
-        settled = true;
-        if (entry.returned) reject(entry.returned);
-        else if (error) reject(confirmError(error, exchange, routingKey));
-        else resolve();
+      const entry: Pending = {
+        exchange,
+        routingKey,
+        messageId: typeof options.messageId === 'string' ? options.messageId : undefined,
+        deadline: Date.now() + this.confirmTimeoutMs,
+        settle: (error) => {
+          if (settled) return;
+          settled = true;
+          if (error) reject(error);
+          else resolve();
+        },
+      };
+      this.pending.add(entry);
+      this.armSweeper();
+      const onConfirm = (error: unknown) => {
+        this.pending.delete(entry);
+        if (entry.returned) entry.settle(entry.returned);
+        else if (error) entry.settle(confirmError(error, exchange, routingKey));
+        else entry.settle(undefined);
       };
       let accepted: boolean;
       try {
@@ -88,11 +90,11 @@ export class ConfirmedPublisher {
           routingKey,
           content,
           { ...options, mandatory: true },
-          settle,
+          onConfirm,
         );
       } catch (error) {
         // amqplib throws synchronously when the channel is already closed.
-        settle(error);
+        onConfirm(error);
         return;
       }
       if (!accepted && !this.blocked) {
@@ -109,6 +111,26 @@ export class ConfirmedPublisher {
     });
   }
 
+  private armSweeper(): void {
+    if (this.sweeper) return;
+    this.sweeper = setTimeout(() => {
+      this.sweeper = undefined;
+      const now = Date.now();
+      for (const entry of this.pending) {
+        if (entry.deadline > now) break;
+        // Still pending in amqplib; its late confirm finds the entry settled and is ignored.
+        this.pending.delete(entry);
+        entry.settle(
+          new PublishRejectedError(`no publisher confirm within ${this.confirmTimeoutMs} ms`, {
+            details: { exchange: entry.exchange, routingKey: entry.routingKey },
+          }),
+        );
+      }
+      if (this.pending.size > 0) this.armSweeper();
+    }, SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
   private onReturn(message: Message): void {
     const { exchange, routingKey, replyCode, replyText } = message.fields as unknown as {
       exchange: string;
@@ -116,26 +138,27 @@ export class ConfirmedPublisher {
       replyCode: number;
       replyText: string;
     };
-    const messageId: unknown = message.properties.messageId;
-    const entry = this.pending.find(
-      (p) =>
-        p.returned === undefined &&
-        p.exchange === exchange &&
-        p.routingKey === routingKey &&
-        p.messageId === (typeof messageId === 'string' ? messageId : undefined),
-    );
-    if (!entry) return;
-    entry.returned = new UnroutableMessageError(
-      `unroutable: exchange "${exchange}" routed routing key "${routingKey}" to no queue`,
-      { exchange, routingKey, replyCode, replyText },
-    );
-  }
-
-  private remove(entry: Pending): void {
-    const index = this.pending.indexOf(entry);
-    if (index >= 0) this.pending.splice(index, 1);
+    const property: unknown = message.properties.messageId;
+    const messageId = typeof property === 'string' ? property : undefined;
+    for (const entry of this.pending) {
+      if (
+        entry.returned === undefined &&
+        entry.exchange === exchange &&
+        entry.routingKey === routingKey &&
+        entry.messageId === messageId
+      ) {
+        entry.returned = new UnroutableMessageError(
+          `unroutable: exchange "${exchange}" routed routing key "${routingKey}" to no queue`,
+          { exchange, routingKey, replyCode, replyText },
+        );
+        return;
+      }
+    }
   }
 }
+
+/** How often confirm deadlines are checked; a timeout fires up to this much late. */
+const SWEEP_INTERVAL_MS = 250;
 
 function lostError(): RabbitConnectionError {
   return new RabbitConnectionError('the channel is closed');

@@ -1,4 +1,9 @@
-import { connect as amqpConnect, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
+import {
+  connect as amqpConnect,
+  type ChannelModel,
+  type ConfirmChannel,
+  type Options,
+} from 'amqplib';
 import { ConfigurationError } from '@justonce/core';
 import { RabbitConnectionError } from '../errors';
 
@@ -120,6 +125,7 @@ export async function openSession(connect: AmqpConnect): Promise<AmqpSession> {
   }
   channel.on('error', (error: unknown) => markLost(asError(error, 'channel error')));
   channel.on('close', () => markLost(new Error('channel closed')));
+  let closing: Promise<void> | undefined;
 
   return {
     channel,
@@ -139,12 +145,30 @@ export async function openSession(connect: AmqpConnect): Promise<AmqpSession> {
         throw error;
       }
     },
-    async close() {
+    close() {
       markLost(new Error('closed by the application'));
-      await channel.close().catch(() => undefined);
-      await model.close().catch(() => undefined);
+      // The channel first: amqplib interleaves the frames of its channels, so closing the
+      // connection at once could overtake acknowledgements still buffered on the channel,
+      // while the channel's close-ok proves the broker has processed them. One close,
+      // shared by every caller.
+      closing ??= Promise.race([
+        channel
+          .close()
+          .catch(() => undefined)
+          .then(() => model.close())
+          .catch(() => undefined),
+        closeDeadline(),
+      ]);
+      return closing;
     },
   };
+}
+
+/** How long closing waits for the broker's answer before giving up on a dead socket. */
+const CLOSE_DEADLINE_MS = 5_000;
+
+function closeDeadline(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, CLOSE_DEADLINE_MS).unref());
 }
 
 /** AMQP reply code for a missing queue or exchange. */

@@ -12,7 +12,7 @@ import type { ConsumeMessage, Options } from 'amqplib';
 import { describe, openSession, resolveConnect, type AmqpSession } from '../amqp/connection';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { positiveInteger, validateName } from '../options';
-import { findMessageId, tenantHeaderScope, toEnvelope } from './envelope';
+import { findMessageId, RETRY_ATTEMPT_HEADER, tenantHeaderScope, toEnvelope } from './envelope';
 import type { RabbitConsumerEvent, SettleAction } from './events';
 import type { RabbitConsumerOptions } from './options';
 import { retryDelays } from './retry-delays';
@@ -59,7 +59,7 @@ export const DEAD_LETTER_HEADERS = {
 
 /** The headers a consumer adds to a message it sends to a retry queue. */
 export const RETRY_HEADERS = {
-  attempt: 'x-justonce-retry-attempt',
+  attempt: RETRY_ATTEMPT_HEADER,
   delayMs: 'x-justonce-retry-delay-ms',
   lastError: 'x-justonce-last-error',
 } as const;
@@ -74,6 +74,8 @@ interface Live {
   readonly session: AmqpSession;
   readonly publisher: ConfirmedPublisher;
   readonly retryQueues: Map<number, Promise<string>>;
+  /** Aborted when this channel is lost: its deliveries went stale (`ctx.signal`). */
+  readonly abort: AbortController;
   consumerTag?: string;
 }
 
@@ -112,11 +114,7 @@ export function createRabbitConsumer<R = unknown>(
     throw new ConfigurationError('concurrency cannot exceed prefetch', { concurrency, prefetch });
   }
   const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 30_000, 'confirmTimeoutMs');
-  const shutdownTimeoutMs = positiveInteger(
-    options.shutdownTimeoutMs,
-    30_000,
-    'shutdownTimeoutMs',
-  );
+  const shutdownTimeoutMs = positiveInteger(options.shutdownTimeoutMs, 30_000, 'shutdownTimeoutMs');
   const reconnectBaseMs = positiveInteger(options.reconnect?.baseMs, 100, 'reconnect.baseMs');
   const reconnectCapMs = positiveInteger(options.reconnect?.capMs, 10_000, 'reconnect.capMs');
   const retry = options.retry ?? {};
@@ -172,6 +170,7 @@ export function createRabbitConsumer<R = unknown>(
       session,
       publisher: new ConfirmedPublisher(session, confirmTimeoutMs),
       retryQueues: new Map(),
+      abort: new AbortController(),
     };
     try {
       await declareTopology(session.channel, topologySettings);
@@ -203,6 +202,7 @@ export function createRabbitConsumer<R = unknown>(
   }
 
   function onLost(live: Live, error: Error): void {
+    live.abort.abort(error);
     if (current === live) current = undefined;
     void live.session.close();
     // Deliveries not started yet belong to the dead channel; the broker requeues them.
@@ -262,7 +262,7 @@ export function createRabbitConsumer<R = unknown>(
     const envelope = toEnvelope(d.message, queueName, found.id, scopeExtractor);
     let outcome: InboxOutcome<R>;
     try {
-      outcome = await inbox.process(envelope, handler);
+      outcome = await inbox.process(envelope, handler, { signal: d.live.abort.signal });
     } catch (error) {
       // The inbox reports handler errors and bad input as outcomes; a throw means the store
       // itself failed. Nothing committed that a redelivery would not detect: retry later.
@@ -303,7 +303,10 @@ export function createRabbitConsumer<R = unknown>(
       d.live.session.channel.ack(d.message);
       return true;
     } catch (error) {
-      settled(d, messageId, 'abandoned', { error: asError(error), ...(outcome ? { outcome } : {}) });
+      settled(d, messageId, 'abandoned', {
+        error: asError(error),
+        ...(outcome ? { outcome } : {}),
+      });
       return false;
     }
   }
@@ -327,12 +330,10 @@ export function createRabbitConsumer<R = unknown>(
   function retryQueue(live: Live, delayMs: number): Promise<string> {
     let declared = live.retryQueues.get(delayMs);
     if (!declared) {
-      declared = declareRetryQueue(live.session.channel, topologySettings, delayMs).then(
-        (name) => {
-          declaredRetryQueues.add(name);
-          return name;
-        },
-      );
+      declared = declareRetryQueue(live.session.channel, topologySettings, delayMs).then((name) => {
+        declaredRetryQueues.add(name);
+        return name;
+      });
       declared.catch(() => live.retryQueues.delete(delayMs));
       live.retryQueues.set(delayMs, declared);
     }

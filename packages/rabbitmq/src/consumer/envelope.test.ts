@@ -44,10 +44,13 @@ describe('findMessageId', () => {
       id: 'h',
       source: 'header',
     });
-    expect(findMessageId(message({ headers: { 'message-id': Buffer.from('b') } }), undefined)).toEqual(
-      { id: 'b', source: 'header' },
-    );
-    expect(findMessageId(message(), extractor)).toEqual({ id: 'from-extractor', source: 'extractor' });
+    expect(
+      findMessageId(message({ headers: { 'message-id': Buffer.from('b') } }), undefined),
+    ).toEqual({ id: 'b', source: 'header' });
+    expect(findMessageId(message(), extractor)).toEqual({
+      id: 'from-extractor',
+      source: 'extractor',
+    });
   });
 
   it('reports no id when none is found or the extractor throws', () => {
@@ -100,6 +103,16 @@ describe('toEnvelope', () => {
     });
     expect(envelope.headers).not.toHaveProperty('absent');
     expect(Buffer.from(envelope.body as Uint8Array).toString()).toBe('{"a":1}');
+  });
+
+  it('marks a copy back from a retry queue as a redelivery with its attempt number', () => {
+    const envelope = toEnvelope(
+      message({ messageId: 'm', headers: { 'x-justonce-retry-attempt': 2 } }),
+      'q',
+      'm',
+      tenantHeaderScope,
+    );
+    expect(envelope.delivery).toMatchObject({ redelivered: true, attempt: 3 });
   });
 
   it('leaves scope, key and receive count out when absent; a throwing scope extractor means none', () => {

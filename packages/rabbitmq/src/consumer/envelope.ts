@@ -12,6 +12,12 @@ export type MessageIdExtractor = (message: ConsumeMessage) => string | undefined
 /** Finds the scope (tenant) of a message; `undefined` means the inbox's default scope. */
 export type ScopeExtractor = (message: ConsumeMessage) => string | undefined;
 
+/**
+ * The header a consumer sets on the copy it sends to a retry queue: the number of the
+ * attempt that failed. @internal
+ */
+export const RETRY_ATTEMPT_HEADER = 'x-justonce-retry-attempt';
+
 /** The header the relay's publisher writes the outbox partition key to. */
 export const PARTITION_KEY_HEADER = 'partition-key';
 
@@ -57,6 +63,9 @@ export function toEnvelope(
     headers['correlation-id'] = correlationId;
   }
   const deliveryCount = headerCount(message.properties.headers, 'x-delivery-count');
+  // A copy that came back from a retry queue arrives with `redelivered: false`, yet it is a
+  // later attempt of the same message: say so, or the inbox would take it for a first one.
+  const retriedAttempt = headerCount(message.properties.headers, RETRY_ATTEMPT_HEADER);
   let scope: string | undefined;
   try {
     scope = scopeExtractor(message);
@@ -70,7 +79,8 @@ export function toEnvelope(
     headers,
     body: message.content,
     delivery: {
-      redelivered: message.fields.redelivered,
+      redelivered: message.fields.redelivered || retriedAttempt !== undefined,
+      ...(retriedAttempt !== undefined ? { attempt: retriedAttempt + 1 } : {}),
       source: queue,
       receivedAt: new Date(),
       // x-delivery-count counts earlier deliveries: 0 (or absent) on the first one.

@@ -7,8 +7,8 @@ import { ConfigurationError } from '@justonce/core';
  * so messages leave it in the order they entered: no head-of-line blocking.
  */
 export const DEFAULT_DELAY_LADDER_MS: readonly number[] = [
-  100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000,
-  1_800_000, 3_600_000,
+  100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000,
+  3_600_000,
 ];
 
 /** Longest delay accepted: RabbitMQ's message TTL is a 32-bit value. */

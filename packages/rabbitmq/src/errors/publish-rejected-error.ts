@@ -6,7 +6,10 @@ import { JustonceError } from '@justonce/core';
  * Retriable.
  */
 export class PublishRejectedError extends JustonceError {
-  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
     super('RABBIT_PUBLISH_REJECTED', message, {
       retriable: true,
       cause: options.cause,

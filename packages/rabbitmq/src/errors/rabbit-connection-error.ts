@@ -6,7 +6,10 @@ import { JustonceError } from '@justonce/core';
  * reconnecting.
  */
 export class RabbitConnectionError extends JustonceError {
-  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
     super('RABBIT_CONNECTION', message, {
       retriable: true,
       cause: options.cause,

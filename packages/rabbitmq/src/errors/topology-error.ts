@@ -6,7 +6,10 @@ import { JustonceError } from '@justonce/core';
  * `declareTopology: false`) one that does not exist. Not retriable without a change.
  */
 export class RabbitTopologyError extends JustonceError {
-  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
     super('RABBIT_TOPOLOGY', message, {
       retriable: false,
       cause: options.cause,

@@ -184,11 +184,13 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
         if (message.key !== null) heldKeys.add(message.key);
         continue;
       }
-      try {
-        await connected.publisher.writable();
-      } catch (error) {
-        results[i] = failure(message, error);
-        continue;
+      if (connected.publisher.mustWait) {
+        try {
+          await connected.publisher.writable();
+        } catch (error) {
+          results[i] = failure(message, error);
+          continue;
+        }
       }
       confirms.push(
         connected.publisher
@@ -215,7 +217,11 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     close() {
       closing ??= (async () => {
         const pendingOpen = opening;
-        if (pendingOpen) await pendingOpen.then(() => undefined, () => undefined);
+        if (pendingOpen)
+          await pendingOpen.then(
+            () => undefined,
+            () => undefined,
+          );
         const connected = current;
         current = undefined;
         if (connected) await connected.session.close();

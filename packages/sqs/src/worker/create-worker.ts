@@ -102,7 +102,13 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   const held = new Map<number, HeldMessage>();
   const tasks = new Set<Promise<void>>();
   const receiveAbort = new AbortController();
-  const permits = new Permits(o.concurrency);
+  // Up to `prefetch` messages beyond `concurrency` are received ahead, so handlers do not
+  // wait for a long poll; a poller receives only when a whole batch of that many fits.
+  const prefetch = Math.min(RECEIVE_BATCH, o.concurrency);
+  const permits = new Permits(o.concurrency + prefetch);
+  const handlerSlots = new Permits(o.concurrency);
+  // In batch mode a receive batch is handled as one unit, so it must fit the handler slots.
+  const receiveBatch = o.mode === 'batch' ? Math.min(RECEIVE_BATCH, o.concurrency) : RECEIVE_BATCH;
   let state: State = 'new';
   let run: Running | undefined;
   let pollers: Promise<void>[] = [];
@@ -198,7 +204,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   async function poll(): Promise<void> {
     let failures = 0;
     while (state === 'running') {
-      const n = await permits.take(RECEIVE_BATCH);
+      const n = await permits.take(receiveBatch, prefetch);
       if (n === 0) break;
       if (state !== 'running' || run === undefined) {
         permits.give(n);
@@ -237,14 +243,14 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       }
       permits.give(n - messages.length);
       instruments.received(messages.length);
-      for (const message of messages) dispatch(run, message);
+      dispatch(run, messages);
     }
   }
 
-  function dispatch(r: Running, message: Message): void {
+  function hold(r: Running, message: Message): HeldMessage | undefined {
     if (!message.ReceiptHandle) {
       permits.give(1);
-      return;
+      return undefined;
     }
     const h: HeldMessage = {
       seq: ++seq,
@@ -254,24 +260,43 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     };
     held.set(h.seq, h);
     r.heartbeat?.watch(h);
-    const task = r.info.fifo
-      ? r.lanes.enqueue(message.Attributes?.MessageGroupId ?? '', (behind) => settle(r, h, behind))
-      : settle(r, h, false).then(() => undefined);
-    const tracked = task
+    return h;
+  }
+
+  function track(r: Running, batch: readonly HeldMessage[], task: Promise<unknown>): void {
+    const tracked: Promise<void> = task
+      .then(() => undefined)
       .catch((error: unknown) => {
-        logger.error('sqs worker: settling a message failed', {
+        logger.error('sqs worker: settling messages failed', {
           queueUrl,
-          sqsMessageId: message.MessageId,
+          sqsMessageIds: batch.map((h) => h.message.MessageId),
           error: errorName(error),
         });
       })
       .finally(() => {
-        r.heartbeat?.unwatch(h);
-        held.delete(h.seq);
+        for (const h of batch) {
+          r.heartbeat?.unwatch(h);
+          held.delete(h.seq);
+        }
         tasks.delete(tracked);
-        permits.give(1);
+        permits.give(batch.length);
       });
     tasks.add(tracked);
+  }
+
+  function dispatch(r: Running, messages: readonly Message[]): void {
+    const batch = messages.map((m) => hold(r, m)).filter((h) => h !== undefined);
+    if (o.mode === 'batch') {
+      if (batch.length > 0) track(r, batch, settleBatch(r, batch));
+      return;
+    }
+    for (const h of batch) {
+      const group = h.message.Attributes?.MessageGroupId ?? '';
+      const task = r.info.fifo
+        ? r.lanes.enqueue(group, (behind) => settle(r, h, behind))
+        : settle(r, h, false);
+      track(r, [h], task);
+    }
   }
 
   /** Makes `h` visible again after `seconds`; false when SQS refused. */
@@ -295,44 +320,136 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     }
   }
 
+  /** Makes `h` visible again at once, unhandled. Resolves `true` (held back). */
+  async function release(r: Running, h: HeldMessage): Promise<boolean> {
+    r.heartbeat?.unwatch(h);
+    const error = await changeVisibility(h, 0);
+    emit({
+      message: h.message,
+      outcome: undefined,
+      action: 'released',
+      ...(error ? { error } : {}),
+    });
+    return true;
+  }
+
+  /** The inbox itself failed (the store is unreachable): retry after a backoff. */
+  async function retryAfterStoreFailure(
+    r: Running,
+    h: HeldMessage,
+    error: unknown,
+  ): Promise<boolean> {
+    r.heartbeat?.unwatch(h);
+    const { message } = h;
+    const delay = toSeconds(fullJitterBackoff(receiveCountOf(message), o.retry));
+    logger.error('sqs worker: the inbox failed (store unreachable?); retrying the message', {
+      queueUrl,
+      sqsMessageId: message.MessageId,
+      error: errorName(error),
+      message: error instanceof Error ? error.message : String(error),
+      retryInSeconds: delay,
+    });
+    await changeVisibility(h, delay);
+    emit({
+      message,
+      outcome: undefined,
+      action: 'retry-scheduled',
+      error: error instanceof Error ? error : new Error(String(error)),
+    });
+    return true;
+  }
+
   /**
-   * Handles one held message and acts on the outcome. Resolves whether the message was held
-   * back (retry scheduled or released), which holds back its FIFO group's later messages.
+   * Handles one held message (message mode) and acts on the outcome. Resolves whether the
+   * message was held back (retry scheduled or released), which holds back its FIFO group's
+   * later messages.
    */
   async function settle(r: Running, h: HeldMessage, behindHeldBack: boolean): Promise<boolean> {
-    const { message } = h;
-    if (state !== 'running' || behindHeldBack) {
-      r.heartbeat?.unwatch(h);
-      const error = await changeVisibility(h, 0);
-      emit({ message, outcome: undefined, action: 'released', ...(error ? { error } : {}) });
-      return true;
-    }
+    if (state !== 'running' || behindHeldBack) return release(r, h);
+    if ((await handlerSlots.take(1)) === 0) return release(r, h);
     let outcome: InboxOutcome<R>;
     try {
-      outcome = await r.inbox.process(toEnvelope(message, r.envelopeSettings), o.handler, {
+      outcome = await r.inbox.process(toEnvelope(h.message, r.envelopeSettings), o.handler, {
         signal: h.controller.signal,
       });
     } catch (error) {
-      r.heartbeat?.unwatch(h);
-      const delay = toSeconds(fullJitterBackoff(receiveCountOf(message), o.retry));
-      logger.error('sqs worker: the inbox failed (store unreachable?); retrying the message', {
-        queueUrl,
-        sqsMessageId: message.MessageId,
-        error: errorName(error),
-        message: error instanceof Error ? error.message : String(error),
-        retryInSeconds: delay,
-      });
-      await changeVisibility(h, delay);
-      emit({
-        message,
-        outcome: undefined,
-        action: 'retry-scheduled',
-        error: error instanceof Error ? error : new Error(String(error)),
-      });
-      return true;
+      return retryAfterStoreFailure(r, h, error);
+    } finally {
+      handlerSlots.give(1);
     }
-    r.heartbeat?.unwatch(h);
+    return actOn(r, h, outcome);
+  }
 
+  /**
+   * Handles one receive batch (batch mode) with `processBatch`, one transaction per round.
+   * On a FIFO queue round k holds the k-th message of each group, so a group stays in order;
+   * a group with a message held back has its later messages released.
+   */
+  async function settleBatch(r: Running, batch: readonly HeldMessage[]): Promise<void> {
+    const rounds: HeldMessage[][] = [];
+    if (r.info.fifo) {
+      const position = new Map<string, number>();
+      for (const h of batch) {
+        const group = h.message.Attributes?.MessageGroupId ?? '';
+        const k = position.get(group) ?? 0;
+        position.set(group, k + 1);
+        (rounds[k] ??= []).push(h);
+      }
+    } else {
+      rounds.push([...batch]);
+    }
+    const blocked = new Set<string>();
+    const groupOf = (h: HeldMessage) => h.message.Attributes?.MessageGroupId ?? '';
+    for (const round of rounds) {
+      const live: HeldMessage[] = [];
+      const released: Promise<boolean>[] = [];
+      for (const h of round) {
+        if (state !== 'running' || (r.info.fifo && blocked.has(groupOf(h)))) {
+          released.push(release(r, h));
+        } else {
+          live.push(h);
+        }
+      }
+      await Promise.all(released);
+      if (live.length === 0) continue;
+      if ((await handlerSlots.take(live.length, live.length)) === 0) {
+        await Promise.all(live.map((h) => release(r, h)));
+        continue;
+      }
+      let heldBack: boolean[];
+      try {
+        const controller = new AbortController();
+        const abort = () => controller.abort(new Error('a delivery of the batch went stale'));
+        for (const h of live) h.controller.signal.addEventListener('abort', abort, { once: true });
+        const outcomes = await r.inbox.processBatch(
+          live.map((h) => toEnvelope(h.message, r.envelopeSettings)),
+          o.handler,
+          { signal: controller.signal },
+        );
+        for (const h of live) h.controller.signal.removeEventListener('abort', abort);
+        heldBack = await Promise.all(
+          live.map((h, i) => {
+            const outcome = outcomes[i];
+            return outcome === undefined
+              ? retryAfterStoreFailure(r, h, new Error('processBatch returned no outcome'))
+              : actOn(r, h, outcome);
+          }),
+        );
+      } catch (error) {
+        heldBack = await Promise.all(live.map((h) => retryAfterStoreFailure(r, h, error)));
+      } finally {
+        handlerSlots.give(live.length);
+      }
+      live.forEach((h, i) => {
+        if (heldBack[i]) blocked.add(groupOf(h));
+      });
+    }
+  }
+
+  /** Acts on the inbox's outcome for `h`. Resolves whether the message was held back. */
+  async function actOn(r: Running, h: HeldMessage, outcome: InboxOutcome<R>): Promise<boolean> {
+    const { message } = h;
+    r.heartbeat?.unwatch(h);
     switch (outcome.status) {
       case 'processed':
       case 'duplicate':
@@ -403,6 +520,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     state = 'stopping';
     receiveAbort.abort();
     permits.close();
+    handlerSlots.close();
     await Promise.all(pollers);
 
     let timer: NodeJS.Timeout | undefined;
@@ -472,6 +590,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
         state = 'stopping';
         receiveAbort.abort();
         permits.close();
+        handlerSlots.close();
       }
       stopPromise = shutdown(timeoutMs);
       return stopPromise;

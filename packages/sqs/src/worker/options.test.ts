@@ -25,6 +25,7 @@ function problem(over: Partial<SqsWorkerOptions>): unknown {
 describe('resolveWorkerOptions', () => {
   it('applies the documented defaults', () => {
     expect(resolveWorkerOptions(base)).toMatchObject({
+      mode: 'message',
       concurrency: 10,
       waitTimeSeconds: 20,
       visibilityTimeoutSeconds: undefined,
@@ -43,6 +44,7 @@ describe('resolveWorkerOptions', () => {
     ['no handler', { handler: undefined as never }],
     ['no inbox', { inbox: undefined as never }],
     ['a concurrency of 0', { concurrency: 0 }],
+    ['an unknown mode', { mode: 'bulk' as never }],
     ['a wait over 20 seconds', { waitTimeSeconds: 21 }],
     ['a visibility over 12 hours', { visibilityTimeoutSeconds: 43_201 }],
     [

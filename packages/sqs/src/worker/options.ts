@@ -23,6 +23,7 @@ export interface ResolvedWorkerOptions<R> {
   readonly inbox: Inbox | undefined;
   readonly inboxSettings: SqsInboxSettings | undefined;
   readonly handler: Handler<R>;
+  readonly mode: 'message' | 'batch';
   readonly concurrency: number;
   readonly waitTimeSeconds: number;
   readonly visibilityTimeoutSeconds: number | undefined;
@@ -169,6 +170,11 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
     throw new ConfigurationError('messageId.fallbackToSqsMessageId must be a boolean');
   }
 
+  const mode = options.mode ?? 'message';
+  if (mode !== 'message' && mode !== 'batch') {
+    throw new ConfigurationError('mode must be message or batch', { mode });
+  }
+
   const meter = options.meter;
   if (
     meter !== undefined &&
@@ -182,6 +188,7 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
     inbox,
     inboxSettings,
     handler,
+    mode,
     concurrency: integerOption(options.concurrency, 10, 'concurrency', 1, 1_000),
     waitTimeSeconds: integerOption(options.waitTimeSeconds, 20, 'waitTimeSeconds', 0, 20),
     visibilityTimeoutSeconds,

@@ -78,7 +78,21 @@ export interface SqsWorkerOptions<R = unknown> extends SqsClientSource {
   readonly inbox: Inbox | SqsInboxSettings;
   /** Runs once per message id; its effects commit with the dedup record. */
   readonly handler: Handler<R>;
-  /** Messages handled at once (held, counting those waiting behind their FIFO group). Default 10. */
+  /**
+   * How messages reach the inbox:
+   * - `message` (default) — one `inbox.process` transaction per message, up to
+   *   `concurrency` at once.
+   * - `batch` — each receive batch (up to min(10, `concurrency`) messages) in one
+   *   `inbox.processBatch` transaction: fewer commits, more throughput; a failing message
+   *   does not stop the others from committing. On a FIFO queue a batch runs in rounds
+   *   (the first message of each group, then the second, ...), so each group stays in order.
+   */
+  readonly mode?: 'message' | 'batch';
+  /**
+   * Messages handled at once. Default 10. Up to min(10, `concurrency`) more are received
+   * ahead and wait for a slot (their visibility is extended too), so handlers do not wait
+   * on the long poll.
+   */
   readonly concurrency?: number;
   /** Long-poll wait of each `ReceiveMessage`, 0–20 seconds. Default 20. */
   readonly waitTimeSeconds?: number;

@@ -13,9 +13,18 @@ export interface ClaimedRow {
   readonly attempts: number;
 }
 
+/** The columns a claim returns, qualified by `alias`. */
+function columns(alias: string): string {
+  return ['id', 'destination', 'partition_key', 'message_id', 'headers', 'payload', 'attempts']
+    .map((column) => `${alias}.${column}`)
+    .join(', ');
+}
+
 /**
- * The claim statement; bindings: keys (heads to lock), keyless rows, batch size. Exported so
- * tests can check its plan. @internal
+ * The claim statement; bindings: with `after`, the row id heads must come after; then keys
+ * (heads to lock), keyless rows, batch size, batch size; and with `lease` one more: the `idle_in_transaction_session_timeout` to set for the rest of
+ * the claiming transaction (milliseconds, as text). Exported so tests can check its plan.
+ * @internal
  *
  * How it keeps per-key order across relays:
  *
@@ -26,18 +35,32 @@ export interface ClaimedRow {
  *    after the lock (PostgreSQL re-checks a row changed since the snapshot) proves the
  *    snapshot's view of the key is current. A head held elsewhere is skipped; a row that is
  *    not its key's head is never taken as one.
- * 2. For each locked key, its next pending events in id order, a fair share of the batch
- *    each, ranked within the key; the batch is the lowest `(rank, id)` — so what is taken of
- *    each key is always a prefix of its pending events.
+ * 2. For each locked key, its next pending events after the head in id order, up to a fair
+ *    share of the batch per key (the head included), ranked within the key; the batch is the
+ *    lowest `(rank, id)` — so what is taken of each key is always a prefix of its pending
+ *    events. When there are at least as many heads as the batch holds, the share is the head
+ *    alone and the followers are not read at all.
  * 3. Events without a key are independent: each is locked on its own.
+ *
+ * The rows are returned whole from where they were read (the locked heads, the followers'
+ * index scan), so nothing is read twice; with `lease`, the timeout is set by a one-time
+ * filter evaluated before anything else, which saves the transaction a round trip.
  */
-export function claimSql(names: MigrationNames): string {
+export function claimSql(
+  names: MigrationNames,
+  options: { readonly lease?: boolean; readonly after?: boolean } = {},
+): string {
   const t = names.table('outbox');
   return `with heads as materialized (
-      select h.id, h.partition_key
+      select ${columns('h')}
       from ${t} h
       where h.status = 'pending'
-        and h.partition_key is not null
+        and h.partition_key is not null${
+          options.after === true
+            ? `
+        and h.id > ?::bigint`
+            : ''
+        }
         and h.available_at <= statement_timestamp()
         and not exists (
           select 1 from ${t} e
@@ -51,7 +74,7 @@ export function claimSql(names: MigrationNames): string {
       for update skip locked
     ),
     keyless as materialized (
-      select l.id
+      select ${columns('l')}
       from ${t} l
       where l.status = 'pending'
         and l.partition_key is null
@@ -61,45 +84,80 @@ export function claimSql(names: MigrationNames): string {
       for update skip locked
     ),
     share as (
-      select greatest(1, ceil(?::numeric / greatest(1, (select count(*) from heads))))::int as per_key
+      select greatest(1, ceil(?::numeric / greatest(1, (select count(*) from heads))))::int - 1
+        as followers
     ),
     picked as (
-      select k.id, k.rank
+      select 1::bigint as rank, ${columns('heads')}
+      from heads
+      union all
+      select f.rank, ${columns('f')}
       from heads
       cross join lateral (
-        select r.id, row_number() over (order by r.id) as rank
+        select 1 + row_number() over (order by r.id) as rank, ${columns('r')}
         from ${t} r
         where r.partition_key = heads.partition_key
           and r.status = 'pending'
           and r.partition_key is not null
-          and r.id >= heads.id
+          and r.id > heads.id
         order by r.id
-        limit (select per_key from share)
-      ) k
+        limit (select followers from share)
+      ) f
       union all
-      select id, 1 as rank from keyless
-    ),
-    chosen as (
-      select id from picked order by rank, id limit ?
+      select 1::bigint as rank, ${columns('keyless')}
+      from keyless
     )
-    select o.id, o.destination, o.partition_key, o.message_id, o.headers, o.payload, o.attempts
-    from ${t} o
-    where o.id = any(array(select id from chosen))
-    order by o.id`;
+    select ${columns('c')}
+    from (select * from picked order by rank, id limit ?) c${
+      options.lease === true
+        ? `
+    where (select set_config('idle_in_transaction_session_timeout', ?, true)) is not null`
+        : ''
+    }
+    order by c.id`;
+}
+
+/** Statements per table names, by lease and after flags, built once. */
+const statements = new WeakMap<MigrationNames, Map<number, string>>();
+
+function statement(names: MigrationNames, lease: boolean, after: boolean): string {
+  let cached = statements.get(names);
+  if (cached === undefined) {
+    cached = new Map();
+    statements.set(names, cached);
+  }
+  const slot = (lease ? 1 : 0) + (after ? 2 : 0);
+  let sql = cached.get(slot);
+  if (sql === undefined) {
+    sql = claimSql(names, { lease, after });
+    cached.set(slot, sql);
+  }
+  return sql;
 }
 
 /**
  * Claims up to `limit` events in `trx`: the claim lasts as long as the transaction, which
  * marks the batch and commits (or rolls back, and the events are simply claimable again).
+ * With `leaseMs`, the same statement sets `idle_in_transaction_session_timeout` for the rest
+ * of the transaction (PostgreSQL only). With `after`, only heads with a greater row id are
+ * considered (a hint that skips keys a sibling cycle of this relay holds; it narrows what may
+ * be claimed, never what is verified).
  */
 export async function claimBatch(
   trx: Knex.Transaction,
   names: MigrationNames,
   limit: number,
+  leaseMs: number | null = null,
+  after: string | null = null,
 ): Promise<ClaimedRow[]> {
-  const result = await trx.raw(claimSql(names), [limit, limit, limit, limit]);
-  return rowsOf<ClaimedRow & { id: string | number }>(result).map((row) => ({
-    ...row,
-    id: String(row.id),
-  }));
+  const bindings: Knex.RawBinding[] = [limit, limit, limit, limit];
+  if (after !== null) bindings.unshift(after);
+  if (leaseMs !== null) bindings.push(String(leaseMs));
+  const result = await trx.raw(statement(names, leaseMs !== null, after !== null), bindings);
+  const rows = rowsOf<ClaimedRow & { id: string | number | bigint }>(result);
+  // pg returns bigint as text already; other drivers may hand back numbers.
+  for (const row of rows) {
+    if (typeof row.id !== 'string') (row as { id: unknown }).id = String(row.id);
+  }
+  return rows as ClaimedRow[];
 }

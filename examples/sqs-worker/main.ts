@@ -1,0 +1,191 @@
+/**
+ * A runnable SQS worker: `tsx examples/sqs-worker/main.ts`.
+ *
+ * It creates a queue with a dead-letter queue (redrive after 3 receives), sends orders to it
+ * (some twice, as a producer retrying would, and one that always fails), and runs a worker
+ * that records each order once in PostgreSQL (DATABASE_URL) or, without it, in embedded
+ * PGlite. While handling an order it emits an `order-accepted` event through the outbox; a
+ * relay publishes those events to a second queue with the SQS publisher. Ctrl-C (SIGINT) or
+ * SIGTERM stops it gracefully; otherwise it stops once every order is settled and prints
+ * what happened.
+ *
+ * Environment: SQS_ENDPOINT (default: the ElasticMQ that `pnpm services:up` starts),
+ * AWS_REGION (default us-east-1), DATABASE_URL (default: PGlite in memory), ORDERS (default 20).
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { consoleLogger, createRelay, createStore, FinalError } from '@justonce/core';
+import { createSqsPublisher, createSqsWorker, type SqsSettledEvent } from '@justonce/sqs';
+import { ensureServices } from '../../test-support/services';
+
+interface Order {
+  readonly orderId: string;
+  readonly cents: number;
+}
+
+async function sqsEndpoint(): Promise<string> {
+  if (process.env.SQS_ENDPOINT) return process.env.SQS_ENDPOINT;
+  return (await ensureServices(['sqs'])).sqsEndpoint;
+}
+
+async function main(): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const orders = Number(process.env.ORDERS ?? 20);
+  const clientConfig = {
+    endpoint: await sqsEndpoint(),
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  };
+  const sqs = new SQSClient(clientConfig);
+  const run = randomBytes(3).toString('hex');
+
+  // Queues: orders (with a dead-letter queue after 3 receives) and the events queue.
+  const create = async (name: string, attributes: Record<string, string> = {}) => {
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+    );
+    if (!QueueUrl) throw new Error(`no URL for ${name}`);
+    return QueueUrl;
+  };
+  const dlqUrl = await create(`example-orders-dlq-${run}`);
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const ordersUrl = await create(`example-orders-${run}`, {
+    VisibilityTimeout: '10',
+    RedrivePolicy: JSON.stringify({
+      deadLetterTargetArn: Attributes?.QueueArn,
+      maxReceiveCount: 3,
+    }),
+  });
+  const eventsUrl = await create(`example-order-events-${run}`);
+
+  // The store: PostgreSQL when DATABASE_URL is set, else PGlite in memory.
+  const schema = `example_sqs_${run}`;
+  const store = await createStore(
+    process.env.DATABASE_URL
+      ? { connectionString: process.env.DATABASE_URL, schema }
+      : { pglite: {}, schema },
+  );
+  await store.migrate();
+  await store.knex.raw(
+    `create table ${store.names.schema}."orders" (order_id text primary key, cents integer not null)`,
+  );
+
+  // Orders to send: every third one twice (a producer retrying), and one poison order.
+  const entries = [];
+  for (let i = 0; i < orders; i++) {
+    const order: Order = { orderId: `order-${i}`, cents: 100 + i };
+    const copies = i % 3 === 0 ? 2 : 1;
+    for (let c = 0; c < copies; c++) entries.push(order);
+  }
+  entries.push({ orderId: 'order-poison', cents: -1 });
+  for (let i = 0; i < entries.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: ordersUrl,
+        Entries: entries.slice(i, i + 10).map((order, j) => ({
+          Id: `e${j}`,
+          MessageBody: JSON.stringify(order),
+          MessageAttributes: { 'message-id': { DataType: 'String', StringValue: order.orderId } },
+        })),
+      }),
+    );
+  }
+
+  const logger = consoleLogger('warn');
+  const settled: SqsSettledEvent[] = [];
+  const worker = createSqsWorker({
+    clientConfig,
+    queueUrl: ordersUrl,
+    concurrency: 5,
+    waitTimeSeconds: 2,
+    retry: { baseMs: 500, capMs: 2_000 },
+    inbox: { store, consumer: 'order-recorder' },
+    decode: (body) => JSON.parse(String(body)) as Order,
+    logger,
+    handler: async ({ trx, payload, outbox }) => {
+      const order = payload as Order;
+      if (order.cents < 0) throw new FinalError(`order ${order.orderId} has a negative amount`);
+      await trx.raw(`insert into ${store.names.schema}."orders" (order_id, cents) values (?, ?)`, [
+        order.orderId,
+        order.cents,
+      ]);
+      await outbox.add({
+        destination: eventsUrl,
+        key: order.orderId,
+        payload: { accepted: order },
+      });
+    },
+    onSettled: (event) => settled.push(event),
+  });
+
+  const publisher = createSqsPublisher({ clientConfig, logger });
+  const relay = createRelay({ store, publisher, logger, pollIntervalMs: 200 });
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await worker.stop();
+    await relay.stop();
+    await publisher.close();
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+
+  await relay.start();
+  await worker.start();
+  console.log(`worker started on ${ordersUrl} (${entries.length} messages sent)`);
+
+  // Every message settles once as deleted (processed, duplicate or dead-lettered).
+  const deadline = Date.now() + 60_000;
+  while (!stopping && settled.filter((e) => e.action === 'deleted').length < entries.length) {
+    if (Date.now() > deadline) throw new Error('the example did not settle within 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  // Give the relay a moment to publish the last events, then stop.
+  while (!stopping && (await relay.stats()).pending > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await stop();
+
+  const count = (status: string) => settled.filter((e) => e.outcome?.status === status).length;
+  const recorded = (await store.knex.raw(
+    `select count(*)::int as n from ${store.names.schema}."orders"`,
+  )) as { rows: Array<{ n: number }> } | Array<{ n: number }>;
+  const rows = Array.isArray(recorded) ? recorded : recorded.rows;
+  console.log(
+    JSON.stringify(
+      {
+        messagesSent: entries.length,
+        processed: count('processed'),
+        duplicates: count('duplicate'),
+        deadLettered: count('dead-lettered'),
+        retries: settled.filter((e) => e.action === 'retry-scheduled').length,
+        ordersRecorded: rows[0]?.n,
+        eventsPublished: (await relay.stats()).published,
+      },
+      null,
+      2,
+    ),
+  );
+
+  for (const url of [ordersUrl, dlqUrl, eventsUrl]) {
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+  }
+  sqs.destroy();
+  if (process.env.DATABASE_URL) await store.knex.raw(`drop schema ${store.names.schema} cascade`);
+  await store.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,356 @@
+import { randomBytes } from 'node:crypto';
+import type { Options } from 'amqplib';
+import { createInbox, hasErrorCode } from '@justonce/core';
+import { openTestStore } from '../../core/test/db';
+import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
+import {
+  amqpUrl,
+  closeConnectionsNamed,
+  openAdmin,
+  uniqueName,
+  waitFor,
+  type Admin,
+} from './broker';
+import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
+
+type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+
+describe('createRabbitConsumer on a real broker', () => {
+  let store: TestStore;
+  let admin: Admin;
+  const running: RabbitConsumer[] = [];
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    await createEffectsTable(store);
+    admin = await openAdmin();
+  });
+  afterEach(async () => {
+    for (const consumer of running.splice(0)) {
+      await consumer.stop();
+      const t = consumer.topology();
+      await admin.remove({
+        queues: [t.queue, ...t.retryQueues, ...(t.deadLetterQueue ? [t.deadLetterQueue] : [])],
+        exchanges: [t.deadLetterExchange],
+      });
+    }
+  });
+  afterAll(async () => {
+    await admin.close();
+    await store.dispose();
+  });
+
+  function id(label: string): string {
+    return `${label}-${randomBytes(4).toString('hex')}`;
+  }
+
+  function publish(queue: string, body: string, options: Options.Publish = {}): void {
+    admin.channel.sendToQueue(queue, Buffer.from(body), { persistent: true, ...options });
+  }
+
+  function track(consumer: RabbitConsumer): RabbitConsumer {
+    running.push(consumer);
+    return consumer;
+  }
+
+  it.each([
+    ['a classic queue', {}],
+    ['a quorum queue', { 'x-queue-type': 'quorum' }],
+  ])('applies duplicates once on %s, with handlers running concurrently', async (_, args) => {
+    const queue = uniqueName('dup');
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        queueArguments: args,
+        store,
+        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
+        prefetch: 8,
+        concurrency: 4,
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    const [a, b, c] = [id('a'), id('b'), id('c')];
+    for (const messageId of [a, a, b, a, c, b, a]) publish(queue, 'x', { messageId });
+
+    await waitFor('seven acknowledgements', () => log.settled('acked').length === 7);
+    expect(await effectCounts(store)).toMatchObject({ [a]: 1, [b]: 1, [c]: 1 });
+    const statuses = log.settled('acked').map((e) => e.outcome?.status);
+    expect(statuses.filter((s) => s === 'processed')).toHaveLength(3);
+    expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(4);
+    expect(await admin.depth(queue)).toBe(0);
+  });
+
+  it('survives the broker closing its connection while a handler runs: reconnects, the delivery comes back, one effect each, nothing lost', async () => {
+    const queue = uniqueName('cut');
+    const connectionName = uniqueName('consumer-conn');
+    const log = new EventLog();
+    const ids = [id('m0'), id('m1'), id('m2'), id('m3'), id('m4')];
+    const held = gate();
+    const reached = gate();
+    let handlerRuns = 0;
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        connectionName,
+        queue,
+        store,
+        handler: async (ctx) => {
+          handlerRuns++;
+          await writeEffect(ctx.trx, store, ctx.messageId);
+          if (ctx.messageId === ids[1] && ctx.attempt === 1 && !ctx.message.delivery.redelivered) {
+            reached.open();
+            await held.promise;
+          }
+        },
+        reconnect: { baseMs: 50, capMs: 500 },
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+
+    await reached.promise;
+    const reconnected = log.next('a reconnection', (e) => e.type === 'connected' && e.reconnect);
+    expect(await closeConnectionsNamed(connectionName)).toBe(1);
+    await reconnected;
+    expect(log.events.some((e) => e.type === 'disconnected')).toBe(true);
+    // The stale handler commits now; its acknowledgement has no channel left to go to.
+    held.open();
+
+    await waitFor('every message applied and the queue empty', async () => {
+      const counts = await effectCounts(store);
+      return ids.every((m) => counts[m] === 1) && (await admin.depth(queue)) === 0;
+    });
+    await waitFor('the redelivered message settled', () =>
+      log.settled('acked').some((e) => e.messageId === ids[1] && e.outcome?.status === 'duplicate'),
+    );
+    expect(log.settled('abandoned').map((e) => e.messageId)).toContain(ids[1]);
+    expect(consumer.connected).toBe(true);
+    expect(handlerRuns).toBeGreaterThanOrEqual(ids.length);
+  });
+
+  it('dead-letters a poison message with the reason after retries delayed by the retry queues', async () => {
+    const queue = uniqueName('poison');
+    const log = new EventLog();
+    const runs: number[] = [];
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        store,
+        retry: { delaysMs: [300, 600], maxAttempts: 3 },
+        handler: async () => {
+          runs.push(Date.now());
+          throw new Error('downstream said no');
+        },
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    const poison = id('poison');
+    publish(queue, '{"order":1}', { messageId: poison, correlationId: 'corr-9' });
+
+    await log.next('the dead letter', (e) => e.type === 'settled' && e.action === 'dead-lettered');
+    expect(runs).toHaveLength(3);
+    // Each wait is at least the retry queue's TTL (a few ms of clock slack allowed).
+    expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(290);
+    expect(runs[2]! - runs[1]!).toBeGreaterThanOrEqual(590);
+    expect(log.settled('retry-scheduled').map((e) => e.delayMs)).toEqual([300, 600]);
+    expect(consumer.topology().retryQueues).toEqual([
+      `${queue}.retry.300ms`,
+      `${queue}.retry.600ms`,
+    ]);
+
+    const topology = consumer.topology();
+    const dead = await waitFor('the dead-letter queue to hold it', async () => {
+      const messages = await admin.drain(topology.deadLetterQueue!);
+      return messages.length > 0 ? messages : undefined;
+    });
+    expect(dead).toHaveLength(1);
+    const [message] = dead;
+    expect(message!.content.toString()).toBe('{"order":1}');
+    expect(message!.fields).toMatchObject({ exchange: `${queue}.dlx`, routingKey: queue });
+    expect(message!.properties).toMatchObject({ messageId: poison, correlationId: 'corr-9' });
+    const headers = message!.properties.headers as Record<string, unknown>;
+    expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe(3);
+    expect(String(headers[DEAD_LETTER_HEADERS.error])).toContain('downstream said no');
+    expect(headers[DEAD_LETTER_HEADERS.queue]).toBe(queue);
+    expect(typeof headers[DEAD_LETTER_HEADERS.deadLetterId]).toBe('string');
+    expect(headers).not.toHaveProperty('x-death');
+    expect(await admin.depth(queue)).toBe(0);
+    expect(await effectCounts(store)).not.toHaveProperty(poison);
+  });
+
+  it('dead-letters bad input (no id and no extractor, an undecodable body) and keeps going', async () => {
+    const queue = uniqueName('bad');
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        store,
+        decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
+        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    const [undecodable, good] = [id('undecodable'), id('good')];
+    publish(queue, '{"no":"id"}');
+    publish(queue, 'not json', { messageId: undecodable });
+    publish(queue, '{"ok":true}', { headers: { 'message-id': good } });
+
+    await waitFor('three settlements', () => log.settled().length === 3);
+    expect(log.settled().map((e) => [e.action, e.messageId])).toEqual([
+      ['dead-lettered', undefined],
+      ['dead-lettered', undecodable],
+      ['acked', good],
+    ]);
+    const dead = await waitFor('both dead letters on the broker', async () => {
+      const depth = await admin.depth(consumer.topology().deadLetterQueue!);
+      return depth === 2 ? admin.drain(consumer.topology().deadLetterQueue!) : undefined;
+    });
+    expect(
+      dead.map(
+        (m) => (m.properties.headers as Record<string, unknown>)[DEAD_LETTER_HEADERS.reason],
+      ),
+    ).toEqual(['MISSING_MESSAGE_ID', 'UNDECODABLE_BODY']);
+    expect(dead.map((m) => m.content.toString())).toEqual(['{"no":"id"}', 'not json']);
+    expect(await effectCounts(store)).toMatchObject({ [good]: 1 });
+    expect(await effectCounts(store)).not.toHaveProperty(undecodable);
+  });
+
+  it('takes the id from messageIdExtractor when the message carries none', async () => {
+    const queue = uniqueName('extract');
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        store,
+        messageIdExtractor: (message) =>
+          (JSON.parse(message.content.toString()) as { orderId?: string }).orderId,
+        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    const orderId = id('order');
+    publish(queue, JSON.stringify({ orderId }));
+    publish(queue, JSON.stringify({ orderId }));
+
+    await waitFor('two acknowledgements', () => log.settled('acked').length === 2);
+    expect(log.settled().map((e) => [e.messageId, e.outcome?.status])).toEqual([
+      [orderId, 'processed'],
+      [orderId, 'duplicate'],
+    ]);
+    expect((await effectCounts(store))[orderId]).toBe(1);
+  });
+
+  it('stops gracefully: waits for the running handler, acknowledges it, and returns the rest to the queue', async () => {
+    const queue = uniqueName('stop');
+    const held = gate();
+    const reached = gate();
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        store,
+        prefetch: 5,
+        handler: async (ctx) => {
+          reached.open();
+          await held.promise;
+          await writeEffect(ctx.trx, store, ctx.messageId);
+        },
+        onEvent: log.onEvent,
+      }),
+    );
+    await consumer.start();
+    const ids = [id('s0'), id('s1'), id('s2')];
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+    await reached.promise;
+
+    const stopped = consumer.stop();
+    held.open();
+    await stopped;
+    await stopped; // idempotent
+
+    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([[ids[0], 'acked']]);
+    expect(consumer.connected).toBe(false);
+    // The two not started are back in the queue; the first is not (its ack reached the broker
+    // before the connection closed: 3 here would mean a lost acknowledgement).
+    await waitFor(
+      'both unstarted messages back in the queue',
+      async () => (await admin.depth(queue)) === 2,
+    );
+    await expect(consumer.start()).rejects.toThrow(/cannot be started again/);
+  });
+
+  it('uses an inbox you built, and refuses options that belong to it', async () => {
+    const queue = uniqueName('own-inbox');
+    const inbox = createInbox({ store, consumer: id('own') });
+    const handler = async () => undefined;
+    expect(() =>
+      createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler, retry: { maxAttempts: 2 } }),
+    ).toThrow(/retry.maxAttempts/);
+    expect(() => createRabbitConsumer({ url: amqpUrl(), queue, handler })).toThrow(
+      /exactly one of inbox or store/,
+    );
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler, onEvent: log.onEvent }),
+    );
+    await consumer.start();
+    publish(queue, 'x', { messageId: id('one') });
+    await log.next('an acknowledgement', (e) => e.type === 'settled' && e.action === 'acked');
+  });
+
+  it('validates its configuration at construction', () => {
+    const base = { url: amqpUrl(), store, handler: async () => undefined };
+    const invalid = (options: object) => {
+      let caught: unknown;
+      try {
+        createRabbitConsumer({ ...base, queue: 'q', ...options });
+      } catch (error) {
+        caught = error;
+      }
+      return hasErrorCode(caught, 'INVALID_CONFIG');
+    };
+    expect(invalid({ queue: '' })).toBe(true);
+    expect(invalid({ queue: 'amq.reserved' })).toBe(true);
+    expect(invalid({ queue: 'q'.repeat(250) })).toBe(true);
+    expect(invalid({ prefetch: 0 })).toBe(true);
+    expect(invalid({ prefetch: 2, concurrency: 3 })).toBe(true);
+    expect(invalid({ retry: { delaysMs: [] } })).toBe(true);
+    expect(invalid({ retry: { delaysMs: [100], backoff: () => 1 } })).toBe(true);
+    expect(invalid({ url: undefined })).toBe(true);
+    expect(invalid({ deadLetterExchangeType: 'weird' })).toBe(true);
+    expect(invalid({ handler: 'not a function' })).toBe(true);
+    expect(invalid({})).toBe(false);
+  });
+
+  it('fails start with a typed error when the queue exists with other arguments', async () => {
+    const queue = uniqueName('clash');
+    await admin.channel.assertQueue(queue, { durable: false });
+    const consumer = createRabbitConsumer({
+      url: amqpUrl(),
+      queue,
+      store,
+      handler: async () => undefined,
+    });
+    let caught: unknown;
+    try {
+      await consumer.start();
+    } catch (error) {
+      caught = error;
+    }
+    expect(hasErrorCode(caught, 'RABBIT_TOPOLOGY')).toBe(true);
+    expect(consumer.connected).toBe(false);
+    await admin.remove({ queues: [queue] });
+  });
+});

@@ -1,0 +1,148 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { createInbox, type InboxStep } from '@justonce/core';
+import { databaseUrl, openTestStore } from '../../core/test/db';
+import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
+import { amqpUrl, openAdmin, uniqueName, waitFor, type Admin } from './broker';
+import type { ConsumerChildJob } from './fixtures/consumer-child';
+import { createEffectsTable, effectCounts, EventLog, writeEffect } from './support';
+
+const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+const CHILD = join(__dirname, 'fixtures', 'consumer-child.ts');
+
+/**
+ * Runs the child consumer until it reports `job.stopAt`, kills it with SIGKILL there, and
+ * resolves with the message id it was handling once the process is gone.
+ */
+function runChildUntilKilled(job: ConsumerChildJob): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, CONSUMER_CHILD_JOB: JSON.stringify(job) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let killedAt: string | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      for (const line of stdout.split('\n').filter(Boolean)) {
+        const report = JSON.parse(line) as { step?: string; messageId?: string };
+        if (report.step === job.stopAt && killedAt === undefined) {
+          killedAt = report.messageId;
+          child.kill('SIGKILL');
+        }
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (signal === 'SIGKILL' && killedAt !== undefined) resolvePromise(killedAt);
+      else reject(new Error(`child ended with ${code ?? signal} before ${job.stopAt}: ${stderr}`));
+    });
+  });
+}
+
+describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () => {
+  let store: Awaited<ReturnType<typeof openTestStore>>;
+  let admin: Admin;
+  const cleanup: RabbitConsumer[] = [];
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    await createEffectsTable(store);
+    admin = await openAdmin();
+  });
+  afterEach(async () => {
+    for (const consumer of cleanup.splice(0)) {
+      await consumer.stop();
+      const t = consumer.topology();
+      await admin.remove({
+        queues: [t.queue, ...t.retryQueues, t.deadLetterQueue!],
+        exchanges: [t.deadLetterExchange],
+      });
+    }
+  });
+  afterAll(async () => {
+    await admin.close();
+    await store.dispose();
+  });
+
+  /** The in-process consumer that takes over after the child died. */
+  async function survivor(queue: string, consumer: string, maxAttempts: number, log: EventLog) {
+    const rabbit = createRabbitConsumer({
+      url: amqpUrl(),
+      queue,
+      inbox: createInbox({ store, consumer, maxAttempts }),
+      handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId, 'survivor'),
+      onEvent: log.onEvent,
+    });
+    cleanup.push(rabbit);
+    await rabbit.start();
+    return rabbit;
+  }
+
+  async function setup(stopAt: InboxStep, maxAttempts = 5) {
+    const queue = uniqueName('crash');
+    const consumer = `crash-${randomBytes(4).toString('hex')}`;
+    const messageId = `m-${randomBytes(4).toString('hex')}`;
+    await admin.channel.assertQueue(queue, { durable: true });
+    admin.channel.sendToQueue(queue, Buffer.from('{}'), { messageId, persistent: true });
+    const job: ConsumerChildJob = {
+      amqpUrl: amqpUrl(),
+      databaseUrl: databaseUrl(),
+      schema: store.schema,
+      queue,
+      consumer,
+      maxAttempts,
+      stopAt,
+    };
+    return { queue, consumer, messageId, job };
+  }
+
+  it.each([
+    ['after the business write, before the commit', 'handler-done', 'processed'],
+    ['after the commit, before the acknowledgement', 'committed', 'duplicate'],
+  ] as const)(
+    'killed %s: the broker redelivers and the effect is applied once',
+    async (_, stopAt, expected) => {
+      const { queue, consumer, messageId, job } = await setup(stopAt);
+
+      expect(await runChildUntilKilled(job)).toBe(messageId);
+
+      const log = new EventLog();
+      await survivor(queue, consumer, 5, log);
+      await log.next('the redelivery settled', (e) => e.type === 'settled', 15_000, true);
+      expect(log.settled().map((e) => [e.messageId, e.action, e.outcome?.status])).toEqual([
+        [messageId, 'acked', expected],
+      ]);
+      expect((await effectCounts(store))[messageId]).toBe(1);
+      await waitFor('the queue to be empty', async () => (await admin.depth(queue)) === 0);
+    },
+  );
+
+  it('dead-letters a message that kills the process every time, counted by the redelivered flag and the store', async () => {
+    const { queue, consumer, messageId, job } = await setup('handler-done', 2);
+
+    expect(await runChildUntilKilled(job)).toBe(messageId); // delivery 1
+    expect(await runChildUntilKilled(job)).toBe(messageId); // delivery 2, redelivered
+
+    const log = new EventLog();
+    const rabbit = await survivor(queue, consumer, 2, log);
+    await log.next('the dead letter', (e) => e.type === 'settled', 15_000, true);
+    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([
+      [messageId, 'dead-lettered'],
+    ]);
+    const dead = await waitFor('the dead-letter queue to hold it', async () => {
+      const messages = await admin.drain(rabbit.topology().deadLetterQueue!);
+      return messages.length > 0 ? messages : undefined;
+    });
+    const headers = dead[0]!.properties.headers as Record<string, unknown>;
+    expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe(3);
+    expect(await effectCounts(store)).not.toHaveProperty(messageId);
+  });
+});
