@@ -27,6 +27,7 @@ import {
   type Handler,
   type Store,
 } from '@justonce/core';
+import { median } from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
@@ -45,15 +46,6 @@ interface Sides {
   readonly framework: () => Promise<void>;
   readonly baseline: () => Promise<void>;
 }
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
 function messages(label: string, count: number): Message[] {
   return Array.from({ length: count }, (_, i) => {
     const id = `${label}-${String(i).padStart(7, '0')}`;

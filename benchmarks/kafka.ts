@@ -28,12 +28,11 @@ import {
   createRelay,
   createStore,
   type HandlerContext,
-  type OutgoingMessage,
-  type Publisher,
   type Store,
 } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
+import { countingPublisher, median, reached } from './_support';
 
 const CHUNK = 100;
 const RELAY_BATCH = 200;
@@ -54,13 +53,6 @@ interface Env {
   effects: string;
   dedup: string;
 }
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 const tag = (): string => randomBytes(4).toString('hex');
 
 async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<void> {
@@ -103,19 +95,6 @@ function timedClient(kafka: Kafka, onFirstBatch: () => void): KafkaClient {
       return consumer;
     },
   };
-}
-
-/** Resolves once `count()` reaches `target`. */
-function reached(count: () => number, target: number, timeoutMs = 180_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const tick = (): void => {
-      if (count() >= target) return resolve();
-      if (Date.now() > deadline) return reject(new Error(`timed out at ${count()}/${target}`));
-      setTimeout(tick, 5);
-    };
-    tick();
-  });
 }
 
 /** The inbox consumer; records per second. */
@@ -240,20 +219,6 @@ async function outboxFill(store: Store, topic: string, count: number): Promise<v
   }
 }
 
-/** Counts the messages the broker acknowledged. */
-function counting(inner: Publisher): Publisher & { acked: number } {
-  const wrapper = {
-    acked: 0,
-    async publish(messages: readonly OutgoingMessage[]) {
-      const results = await inner.publish(messages);
-      wrapper.acked += results.filter((r) => r.ok).length;
-      return results;
-    },
-    close: () => inner.close(),
-  };
-  return wrapper;
-}
-
 async function relayRun(env: Env, count: number): Promise<number> {
   const topic = `bench-relay-${tag()}`;
   await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
@@ -261,7 +226,7 @@ async function relayRun(env: Env, count: number): Promise<number> {
   const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
   // Connected before timing, as the raw producer is.
   await kafkaPublisher.connect();
-  const publisher = counting(kafkaPublisher);
+  const publisher = countingPublisher(kafkaPublisher);
   const relay = createRelay({
     store: env.store,
     publisher,

@@ -36,6 +36,7 @@ import {
 } from '../packages/core/src';
 import { createRabbitConsumer, createRabbitPublisher } from '../packages/rabbitmq/src';
 import { ensureServices } from '../test-support/services';
+import { median } from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -50,13 +51,6 @@ interface Pair {
   readonly perSec: number;
   readonly baselinePerSec: number;
 }
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 function tag(): string {
   return randomBytes(4).toString('hex');
 }

@@ -31,6 +31,7 @@ import {
   rowsOf,
   type Store,
 } from '../packages/core/src';
+import { median, percentile } from './_support';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -38,18 +39,6 @@ const RATE = Number(process.env.BENCH_RATE ?? 1_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const BATCH = 500;
 const KEYS = 1_000;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 async function fill(store: Store, count: number): Promise<void> {
   const outbox = createOutbox({ store, notify: false });
   for (let i = 0; i < count; i += 5_000) {

@@ -30,17 +30,10 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import {
-  createInbox,
-  createOutbox,
-  createRelay,
-  createStore,
-  type OutgoingMessage,
-  type Publisher,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createOutbox, createRelay, createStore, type Store } from '@justonce/core';
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
+import { countingPublisher, median, reached } from './_support';
 
 /** Worker concurrency per mode. */
 const CONCURRENCY = { message: 10, batch: 20 } as const;
@@ -72,23 +65,10 @@ interface Bench {
 }
 
 const tag = (): string => randomBytes(4).toString('hex');
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-/** Resolves once `count()` reaches `target`; rejects after `timeoutMs`. */
-async function reached(count: () => number, target: number, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (count() < target) {
-    if (Date.now() > deadline) throw new Error(`stalled at ${count()} of ${target}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-async function createQueue(b: Bench, label: string): Promise<string> {
+/** Resolves once `count()` reaches `target`; rejects after `timeoutMs`. */ async function createQueue(
+  b: Bench,
+  label: string,
+): Promise<string> {
   const { QueueUrl } = await b.sqs.send(
     new CreateQueueCommand({ QueueName: `bench-${label}-${tag()}` }),
   );
@@ -229,24 +209,10 @@ async function outboxFill(b: Bench, queueUrl: string, count: number): Promise<vo
   }
 }
 
-/** Counts what SQS acknowledged. */
-function counting(inner: Publisher): Publisher & { acked: number } {
-  const wrapper = {
-    acked: 0,
-    async publish(messages: readonly OutgoingMessage[]) {
-      const results = await inner.publish(messages);
-      wrapper.acked += results.filter((r) => r.ok).length;
-      return results;
-    },
-    close: () => inner.close(),
-  };
-  return wrapper;
-}
-
 async function relayRun(b: Bench, count: number): Promise<number> {
   const queueUrl = await createQueue(b, 'relay');
   await outboxFill(b, queueUrl, count);
-  const publisher = counting(
+  const publisher = countingPublisher(
     createSqsPublisher({ clientConfig: b.clientConfig, concurrency: PUBLISHER_CONCURRENCY }),
   );
   const relay = createRelay({

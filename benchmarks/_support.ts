@@ -1,0 +1,45 @@
+/**
+ * Helpers shared by the benchmarks. The leading underscore keeps `pnpm bench` from listing
+ * this file as a benchmark.
+ */
+import type { OutgoingMessage, Publisher } from '@justonce/core';
+
+/** The median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The `p`-th percentile (nearest rank) of a non-empty list. */
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** Resolves once `count()` reaches `target`; rejects after `timeoutMs` (a bounded poll). */
+export async function reached(
+  count: () => number,
+  target: number,
+  timeoutMs = 180_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (count() < target) {
+    if (Date.now() > deadline) throw new Error(`stalled at ${count()} of ${target}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Wraps a publisher and counts the messages the broker acknowledged. */
+export function countingPublisher(inner: Publisher): Publisher & { acked: number } {
+  const wrapper = {
+    acked: 0,
+    async publish(messages: readonly OutgoingMessage[]) {
+      const results = await inner.publish(messages);
+      wrapper.acked += results.filter((r) => r.ok).length;
+      return results;
+    },
+    close: () => inner.close(),
+  };
+  return wrapper;
+}
