@@ -1,4 +1,4 @@
-import { createStore, rowsOf } from '../src';
+import { createInbox, createKnexMigrationSource, createStore, rowsOf } from '../src';
 import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
 
 describe.each(STORE_KINDS)('store on %s', (kind) => {
@@ -53,5 +53,43 @@ describe('store configuration', () => {
     await expect(
       createStore({ connectionString: databaseUrl(), pglite: {} }),
     ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+});
+
+describe.each(STORE_KINDS)('knex migration source on %s', (kind) => {
+  it("applies justonce's tables through the application's own knex migrations", async () => {
+    const schema = uniqueSchema('knexmig');
+    const store = await createStore(
+      kind === 'postgres' ? { connectionString: databaseUrl(), schema } : { pglite: {}, schema },
+    );
+    const migrationSource = createKnexMigrationSource({ schema });
+    const tableName = `knex_migrations_${schema}`;
+    try {
+      const [, applied] = (await store.knex.migrate.latest({ migrationSource, tableName })) as [
+        number,
+        string[],
+      ];
+      expect(applied.length).toBeGreaterThanOrEqual(4);
+      expect(applied.every((name) => name.startsWith(`justonce_${schema}_`))).toBe(true);
+      const again = (await store.knex.migrate.latest({ migrationSource, tableName })) as [
+        number,
+        string[],
+      ];
+      expect(again[1]).toEqual([]);
+
+      // The tables work: an inbox on this schema processes a message once.
+      const inbox = createInbox({ store, consumer: 'knex-migrated' });
+      const envelope = { id: 'm-1', headers: {}, body: 'x', delivery: {} };
+      const first = await inbox.process(envelope, async () => 'done');
+      const second = await inbox.process(envelope, async () => 'again');
+      expect([first.status, second.status]).toEqual(['processed', 'duplicate']);
+    } finally {
+      if (kind === 'postgres') {
+        await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+        await store.knex.schema.dropTableIfExists(tableName);
+        await store.knex.schema.dropTableIfExists(`${tableName}_lock`);
+      }
+      await store.close();
+    }
   });
 });

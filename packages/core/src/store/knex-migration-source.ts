@@ -1,0 +1,55 @@
+import type { Knex } from 'knex';
+import { ConfigurationError } from '../errors';
+import { createNames } from './store';
+import type { Migration } from './migration';
+import { migrations as allMigrations } from './migrations';
+
+/** Options of {@link createKnexMigrationSource}. */
+export interface KnexMigrationSourceOptions {
+  /** Schema for justonce's tables. Default `justonce`; validated like the store's. */
+  readonly schema?: string;
+  /** Prefix for every table name. Default empty; validated like the store's. */
+  readonly tablePrefix?: string;
+}
+
+/**
+ * justonce's migrations as a knex `MigrationSource`, for applications that run their own
+ * `knex migrate:latest`. Knex records them in its own migrations table, names prefixed
+ * `justonce_`, each in its own transaction. They are forward-only: a rollback throws. Use either this or `store.migrate()` for a given
+ * schema, not both: each keeps its own record of what ran.
+ *
+ * ```ts
+ * await knex.migrate.latest({ migrationSource: createKnexMigrationSource({ schema: 'justonce' }) });
+ * ```
+ */
+export function createKnexMigrationSource(
+  options: KnexMigrationSourceOptions = {},
+): Knex.MigrationSource<Migration> {
+  const schema = options.schema ?? 'justonce';
+  const tablePrefix = options.tablePrefix ?? '';
+  const names = createNames(schema, tablePrefix);
+  // Names are unique per schema and prefix, so two justonce schemas can share knex's table.
+  const label = tablePrefix === '' ? schema : `${schema}_${tablePrefix.replace(/_+$/, '')}`;
+  const first = Math.min(...allMigrations.map((m) => m.version));
+  return {
+    getMigrations: async () => [...allMigrations].sort((a, b) => a.version - b.version),
+    getMigrationName: (migration) =>
+      `justonce_${label}_${String(migration.version).padStart(3, '0')}_${migration.name}`,
+    getMigration: async (migration) => ({
+      up: async (knex: Knex) => {
+        // The store's own runner creates the schema; under knex the first migration does.
+        if (migration.version === first) {
+          await knex.raw(`create schema if not exists ${names.schema}`);
+        }
+        for (const statement of migration.up(names)) await knex.raw(statement);
+      },
+      // Knex insists on a down step; ours are forward-only, so rolling back says so.
+      down: async () => {
+        throw new ConfigurationError(
+          `justonce migrations are forward-only; ${migration.version} (${migration.name}) cannot be rolled back`,
+          { version: migration.version },
+        );
+      },
+    }),
+  };
+}
