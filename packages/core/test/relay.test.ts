@@ -310,6 +310,40 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     expect(await relay.cleanup({ olderThanMs: 0, batchSize: 100 })).toBe(1);
   });
 
+  it('pipelines cycles past maxConcurrentPublishes, never more calls in flight, order kept', async () => {
+    const inner = createMemoryPublisher({ delayMs: 5 });
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const publisher: Publisher = {
+      async publish(messages) {
+        inFlight += 1;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        try {
+          return await inner.publish(messages);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+      close: () => inner.close(),
+    };
+    const keys = Array.from({ length: 40 }, (_, k) => `k${k}`);
+    await add(
+      keys.flatMap((key) =>
+        [0, 1, 2, 3, 4].map((n) => ({ destination: 'd', key, payload: { n } })),
+      ),
+    );
+    const relay = make({ publisher, batchSize: 10, concurrency: 4, maxConcurrentPublishes: 2 });
+    await relay.start();
+    await inner.waitForCount(200, 20_000);
+    await relay.stop();
+    expect(maxInFlight).toBeLessThanOrEqual(2);
+    // On PostgreSQL four cycles run; on PGlite one (a single connection).
+    expect(maxInFlight).toBeGreaterThanOrEqual(kind === 'postgres' ? 2 : 1);
+    for (const key of keys) {
+      expect(payloadsOf(inner.byKey(key))).toEqual([0, 1, 2, 3, 4].map((n) => ({ n })));
+    }
+  });
+
   it('refuses invalid options at construction', () => {
     const publisher = createMemoryPublisher();
     const bad = [
@@ -321,6 +355,8 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       { ownerId: '' },
       { onPublished: 'archive' as 'keep' },
       { notify: 'yes' as unknown as boolean },
+      { concurrency: 2, maxConcurrentPublishes: 3 },
+      { concurrency: 4, maxConcurrentPublishes: 1, leaseMs: 4_000, publishTimeoutMs: 1_000 },
     ];
     for (const options of bad) {
       expect(() => createRelay({ store, publisher, ...options })).toThrow(

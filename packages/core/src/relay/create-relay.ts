@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { outboxChannel } from '../outbox/channel';
 import { fullJitterBackoff } from '../retry/backoff';
 import { idAfter, runCycle, type SiblingHint } from './cycle';
+import { createPublishGate } from './publish-gate';
 import { listen, type Listener } from './listener';
 import { createRelayInstruments } from './metrics';
 import { resolveRelayOptions } from './options';
@@ -110,6 +111,8 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** The last head each loop's open cycle holds, for its siblings' claims to start after. */
   const held: Array<string | null> = [];
+  const gate =
+    o.maxConcurrentPublishes < o.concurrency ? createPublishGate(o.maxConcurrentPublishes) : null;
 
   const cycle = async (siblings: SiblingHint | null = null): Promise<CycleResult> => {
     let current: Knex.Transaction | null = null;
@@ -122,6 +125,7 @@ export function createRelay(options: RelayOptions): Relay {
       },
       () => abandoned || (stopping && !draining),
       siblings,
+      gate,
     );
     if (report.published > 0) {
       counters.published += report.published;

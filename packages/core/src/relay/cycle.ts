@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { fullJitterBackoff } from '../retry/backoff';
 import type { OutgoingMessage, PublishResult } from '../transport/publisher';
+import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
 import { claimBatch, type ClaimedRow } from './sql/claim';
 import { markFailed, markPublished, type FailureMark } from './sql/mark';
@@ -172,6 +173,7 @@ export async function runCycle(
   track: (trx: Knex.Transaction | null) => void,
   cancelled: () => boolean = () => false,
   siblings: SiblingHint | null = null,
+  gate: PublishGate | null = null,
 ): Promise<CycleReport> {
   const { store, logger } = o;
   const trx = await store.knex.transaction();
@@ -197,12 +199,16 @@ export async function runCycle(
       await trx.commit();
       return EMPTY;
     }
+    const messages = rows.map(toMessage);
     let outcome: PublishResult[] | Error;
+    const release = gate ? await gate.acquire() : null;
     try {
-      outcome = await withTimeout(o.publisher.publish(rows.map(toMessage)), o.publishTimeoutMs);
+      outcome = await withTimeout(o.publisher.publish(messages), o.publishTimeoutMs);
     } catch (error) {
       outcome = error instanceof Error ? error : new Error(String(error));
       logger.warn('relay: publish call failed', { error: describe(error), events: rows.length });
+    } finally {
+      release?.();
     }
     const d = decide(rows, outcome, o);
     for (const key of d.disorderedKeys) {

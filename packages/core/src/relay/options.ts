@@ -14,6 +14,7 @@ export interface ResolvedRelayOptions {
   readonly publisher: Publisher;
   readonly batchSize: number;
   readonly concurrency: number;
+  readonly maxConcurrentPublishes: number;
   readonly maxAttempts: number;
   readonly backoff: { readonly baseMs: number; readonly capMs: number };
   readonly leaseMs: number;
@@ -89,11 +90,29 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       ownerId,
     });
   }
+  const concurrency = integer(options.concurrency, 2, 'concurrency', 1, 64);
+  const maxConcurrentPublishes = integer(
+    options.maxConcurrentPublishes,
+    concurrency,
+    'maxConcurrentPublishes',
+    1,
+    concurrency,
+  );
+  // A cycle may wait for every slot to turn over before its own call: all of that happens
+  // while it holds its claim, so it must fit in the lease.
+  const waits = Math.ceil(concurrency / maxConcurrentPublishes);
+  if (publishTimeoutMs * waits >= leaseMs) {
+    throw new ConfigurationError(
+      'publishTimeoutMs times ceil(concurrency / maxConcurrentPublishes) must be below leaseMs',
+      { publishTimeoutMs, concurrency, maxConcurrentPublishes, leaseMs },
+    );
+  }
   return {
     store,
     publisher,
     batchSize: integer(options.batchSize, 200, 'batchSize', 1, 10_000),
-    concurrency: integer(options.concurrency, 2, 'concurrency', 1, 64),
+    concurrency,
+    maxConcurrentPublishes,
     maxAttempts: integer(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
     backoff: { baseMs, capMs },
     leaseMs,

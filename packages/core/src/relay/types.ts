@@ -16,6 +16,14 @@ export interface RelayOptions {
    * Default 2.
    */
   readonly concurrency?: number;
+  /**
+   * Most `publish` calls in flight at once. Default: `concurrency` (a cycle publishes as soon
+   * as it has claimed). Set it below `concurrency` to pipeline: the extra cycles claim and
+   * mark while others publish, so the database round trips overlap the broker's, and the
+   * broker still sees at most this many calls. `publishTimeoutMs` times the wait for a slot
+   * plus the call must stay below `leaseMs`.
+   */
+  readonly maxConcurrentPublishes?: number;
   /** Attempts before an event goes dead. Default 10. */
   readonly maxAttempts?: number;
   /** Full-jitter backoff between attempts of one event. Default `{ baseMs: 200, capMs: 60 000 }`. */
