@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInbox, type InboxOutcome } from '@justonce/core';
 import { createSqsWorker, type SqsWorker } from '../src';
@@ -12,6 +12,7 @@ import {
   waitFor,
   type EffectsStore,
 } from './support';
+import { spawnUntilMarker } from '../../../test-support/child-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const CHILD = path.join(__dirname, 'crash-child.ts');
@@ -38,29 +39,10 @@ afterAll(async () => {
 
 /** Starts the child worker and resolves once it printed `AT-STEP` (or rejects if it exits). */
 function runChildUntilStep(envs: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+  return spawnUntilMarker(CHILD, {
     cwd: ROOT,
-    env: { ...process.env, ...envs },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`child never reached its step; stderr: ${stderr}`)),
-      45_000,
-    );
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('AT-STEP')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`child exited with ${code} before its step; stderr: ${stderr}`));
-    });
+    env: envs,
+    onSpawn: (child) => children.push(child),
   });
 }
 
