@@ -2,7 +2,13 @@
  * Helpers shared by the benchmarks. The leading underscore keeps `pnpm bench` from listing
  * this file as a benchmark.
  */
-import type { OutgoingMessage, Publisher } from '@justonce/core';
+import {
+  createOutbox,
+  type OutboxEvent,
+  type OutgoingMessage,
+  type Publisher,
+  type Store,
+} from '@justonce/core';
 
 /** The median of a non-empty list. */
 export function median(values: readonly number[]): number {
@@ -42,4 +48,22 @@ export function countingPublisher(inner: Publisher): Publisher & { acked: number
     close: () => inner.close(),
   };
   return wrapper;
+}
+
+/** Adds `count` events to the outbox in transactions of 500; `event(n)` builds the n-th. */
+export async function fillOutbox(
+  store: Store,
+  count: number,
+  event: (n: number) => OutboxEvent,
+): Promise<void> {
+  const outbox = createOutbox({ store, notify: false });
+  for (let start = 0; start < count; start += 500) {
+    const size = Math.min(500, count - start);
+    await store.knex.transaction((trx) =>
+      outbox.add(
+        trx,
+        Array.from({ length: size }, (_, j) => event(start + j)),
+      ),
+    );
+  }
 }

@@ -24,7 +24,6 @@ import type { Knex } from 'knex';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import {
   createInbox,
-  createOutbox,
   createRelay,
   createStore,
   type HandlerContext,
@@ -32,7 +31,7 @@ import {
 } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, median, reached } from './_support';
+import { countingPublisher, fillOutbox, median, reached } from './_support';
 
 const CHUNK = 100;
 const RELAY_BATCH = 200;
@@ -202,27 +201,15 @@ async function rawRun(
   return count / (elapsed / 1000);
 }
 
-async function outboxFill(store: Store, topic: string, count: number): Promise<void> {
-  const outbox = createOutbox({ store, notify: false });
-  for (let start = 0; start < count; start += 500) {
-    await store.knex.transaction((trx) =>
-      outbox.add(
-        trx,
-        Array.from({ length: Math.min(500, count - start) }, (_, j) => ({
-          destination: topic,
-          key: `acct-${(start + j) % 50}`,
-          payload: { n: start + j },
-          headers: { 'correlation-id': `c-${start + j}` },
-        })),
-      ),
-    );
-  }
-}
-
 async function relayRun(env: Env, count: number): Promise<number> {
   const topic = `bench-relay-${tag()}`;
   await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
-  await outboxFill(env.store, topic, count);
+  await fillOutbox(env.store, count, (n) => ({
+    destination: topic,
+    key: `acct-${n % 50}`,
+    payload: { n },
+    headers: { 'correlation-id': `c-${n}` },
+  }));
   const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
   // Connected before timing, as the raw producer is.
   await kafkaPublisher.connect();

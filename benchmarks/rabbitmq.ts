@@ -26,7 +26,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, type Channel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import {
-  createOutbox,
   createRelay,
   createStore,
   rowsOf,
@@ -36,7 +35,7 @@ import {
 } from '../packages/core/src';
 import { createRabbitConsumer, createRabbitPublisher } from '../packages/rabbitmq/src';
 import { ensureServices } from '../test-support/services';
-import { median } from './_support';
+import { fillOutbox, median } from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -167,23 +166,13 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
   return count / (elapsed / 1000);
 }
 
-async function fillOutbox(store: Store, queue: string, count: number): Promise<void> {
-  const outbox = createOutbox({ store, notify: false });
-  await store.knex.transaction((trx) =>
-    outbox.add(
-      trx,
-      Array.from({ length: count }, (_, i) => ({
-        destination: queue,
-        key: `key-${i % KEYS}`,
-        payload: { n: i, body: 'x'.repeat(64) },
-      })),
-    ),
-  );
-}
-
 /** The framework: the relay through createRabbitPublisher; messages per second. */
 async function relayRun(url: string, store: Store, admin: Channel, queue: string, count: number) {
-  await fillOutbox(store, queue, count);
+  await fillOutbox(store, count, (n) => ({
+    destination: queue,
+    key: `key-${n % KEYS}`,
+    payload: { n, body: 'x'.repeat(64) },
+  }));
   const publisher = createRabbitPublisher({ url });
   const relay = createRelay({
     store,
@@ -261,7 +250,11 @@ function publishRaw(
 
 /** The relay's work by hand: claim, publish raw with confirms, delete, commit; per second. */
 async function handRelay(url: string, store: Store, admin: Channel, queue: string, count: number) {
-  await fillOutbox(store, queue, count);
+  await fillOutbox(store, count, (n) => ({
+    destination: queue,
+    key: `key-${n % KEYS}`,
+    payload: { n, body: 'x'.repeat(64) },
+  }));
   const model = await connect(url);
   const channel = await model.createConfirmChannel();
   const outbox = store.names.table('outbox');

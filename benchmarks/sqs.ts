@@ -30,10 +30,10 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { createInbox, createOutbox, createRelay, createStore, type Store } from '@justonce/core';
+import { createInbox, createRelay, createStore, type Store } from '@justonce/core';
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, median, reached } from './_support';
+import { countingPublisher, fillOutbox, median, reached } from './_support';
 
 /** Worker concurrency per mode. */
 const CONCURRENCY = { message: 10, batch: 20 } as const;
@@ -191,27 +191,15 @@ function body(n: number): string {
   return JSON.stringify({ account: `acct-${n % 50}`, cents: n });
 }
 
-async function outboxFill(b: Bench, queueUrl: string, count: number): Promise<void> {
-  await b.store.knex.raw(`truncate ${b.store.names.table('outbox')}`);
-  const outbox = createOutbox({ store: b.store, notify: false });
-  for (let start = 0; start < count; start += 500) {
-    await b.store.knex.transaction((trx) =>
-      outbox.add(
-        trx,
-        Array.from({ length: Math.min(500, count - start) }, (_, j) => ({
-          destination: queueUrl,
-          key: `acct-${(start + j) % 50}`,
-          payload: body(start + j),
-          headers: { 'correlation-id': `c-${start + j}` },
-        })),
-      ),
-    );
-  }
-}
-
 async function relayRun(b: Bench, count: number): Promise<number> {
   const queueUrl = await createQueue(b, 'relay');
-  await outboxFill(b, queueUrl, count);
+  await b.store.knex.raw(`truncate ${b.store.names.table('outbox')}`);
+  await fillOutbox(b.store, count, (n) => ({
+    destination: queueUrl,
+    key: `acct-${n % 50}`,
+    payload: body(n),
+    headers: { 'correlation-id': `c-${n}` },
+  }));
   const publisher = countingPublisher(
     createSqsPublisher({ clientConfig: b.clientConfig, concurrency: PUBLISHER_CONCURRENCY }),
   );

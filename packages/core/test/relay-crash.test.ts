@@ -4,6 +4,7 @@ import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
   spawnRelayWorker,
+  until,
   stopWorker,
   type WorkerProcess,
 } from './fixtures/relay-spawn';
@@ -11,14 +12,6 @@ import {
 const KEYS = 60;
 const PER_KEY = 50;
 const TOTAL = KEYS * PER_KEY;
-
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('a relay process killed with SIGKILL in the middle of a batch (postgres)', () => {
   let store: Store & { dispose(): Promise<void> };

@@ -4,6 +4,7 @@ import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
   spawnRelayWorker,
+  until,
   stopWorker,
   type WorkerProcess,
 } from './fixtures/relay-spawn';
@@ -12,14 +13,6 @@ const KEYS = 250;
 const PER_KEY = 40;
 const TOTAL = KEYS * PER_KEY;
 const WORKERS = 4;
-
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('several relay processes over one outbox (postgres)', () => {
   let store: Store & { dispose(): Promise<void> };

@@ -8,6 +8,7 @@ import type { ErrorClassifier } from '../retry/error-class';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import type { InboxOptions, InboxStep } from './types';
+import { integerOption, optionalBoolean, optionalFunction } from '../config/options';
 
 /** Longest consumer name, in characters. */
 export const MAX_CONSUMER_LENGTH = 200;
@@ -35,32 +36,6 @@ export interface ResolvedInboxOptions {
   readonly alwaysCountAttempts: boolean;
   readonly backoff: BackoffOptions;
   readonly classify: ErrorClassifier | undefined;
-}
-
-function integer(value: unknown, fallback: number, name: string, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigurationError(`${name} must be an integer from ${min} to ${max}`, {
-      [name]: value,
-    });
-  }
-  return value;
-}
-
-function optionalFunction<F>(value: unknown, name: string): F | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'function') {
-    throw new ConfigurationError(`${name} must be a function`, { [name]: typeof value });
-  }
-  return value as F;
-}
-
-function optionalBoolean(value: unknown, fallback: boolean, name: string): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') {
-    throw new ConfigurationError(`${name} must be a boolean`, { [name]: value });
-  }
-  return value;
 }
 
 function isLogger(value: unknown): value is Logger {
@@ -103,8 +78,14 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
       { defaultScope },
     );
   }
-  const maxAttempts = integer(options.maxAttempts, 5, 'maxAttempts', 1, 1000);
-  const maxIdLength = integer(options.maxIdLength, 255, 'maxIdLength', 1, MAX_ID_LENGTH_LIMIT);
+  const maxAttempts = integerOption(options.maxAttempts, 5, 'maxAttempts', 1, 1000);
+  const maxIdLength = integerOption(
+    options.maxIdLength,
+    255,
+    'maxIdLength',
+    1,
+    MAX_ID_LENGTH_LIMIT,
+  );
 
   const headers: unknown = options.fingerprintHeaders ?? [];
   if (!Array.isArray(headers) || headers.some((h) => typeof h !== 'string' || h === '')) {
@@ -114,9 +95,15 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
   }
   const fingerprintHeaders = [...new Set(headers.map((h: string) => h.toLowerCase()))].sort();
 
-  const retentionMs = integer(options.retentionMs, 7 * DAY_MS, 'retentionMs', 1, 3650 * DAY_MS);
+  const retentionMs = integerOption(
+    options.retentionMs,
+    7 * DAY_MS,
+    'retentionMs',
+    1,
+    3650 * DAY_MS,
+  );
   if (options.redeliveryHorizonMs !== undefined) {
-    const horizon = integer(
+    const horizon = integerOption(
       options.redeliveryHorizonMs,
       0,
       'redeliveryHorizonMs',
@@ -147,8 +134,8 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
   if (typeof backoff !== 'object' || backoff === null) {
     throw new ConfigurationError('backoff must be an object');
   }
-  integer(backoff.baseMs, 0, 'backoff.baseMs', 0, Number.MAX_SAFE_INTEGER);
-  integer(backoff.capMs, 0, 'backoff.capMs', 0, Number.MAX_SAFE_INTEGER);
+  integerOption(backoff.baseMs, 0, 'backoff.baseMs', 0, Number.MAX_SAFE_INTEGER);
+  integerOption(backoff.capMs, 0, 'backoff.capMs', 0, Number.MAX_SAFE_INTEGER);
 
   return {
     store,

@@ -27,14 +27,15 @@ import type {
   RunOptions,
   StoredOperationError,
 } from './types';
+import { durationOption } from '../config/options';
 import {
   MAX_NAME_LENGTH,
   durationInput,
-  durationOption,
   nameInput,
   nameOption,
   positiveIntegerOption,
 } from './validate';
+import { systemClock } from '../retry/clock';
 
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_POLL_INTERVAL_MS = 50;
@@ -390,7 +391,7 @@ export function createOperations(options: OperationsOptions): Operations {
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return;
-      await sleep(Math.min(pollIntervalMs, remaining), signal);
+      await systemClock.sleep(Math.min(pollIntervalMs, remaining), signal);
       const current = await readRow(knex, names, record);
       if (
         current === undefined ||
@@ -515,22 +516,4 @@ function describeError(error: unknown): StoredOperationError {
     return typeof raw.code === 'string' ? { name, message, code: raw.code } : { name, message };
   }
   return { name: 'Error', message: String(error).slice(0, MAX_STORED_MESSAGE) };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

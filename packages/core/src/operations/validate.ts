@@ -4,25 +4,6 @@ import { InvalidOperationInputError } from './errors/invalid-operation-input-err
 /** @internal Longest scope or operation name accepted. */
 export const MAX_NAME_LENGTH = 200;
 
-/** @internal A duration option: a finite number of milliseconds, at least `min`. */
-export function durationOption(
-  value: unknown,
-  name: string,
-  fallback: number,
-  min: number,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    throw new ConfigurationError(
-      `${name} must be a finite number of milliseconds, at least ${min}`,
-      {
-        [name]: value,
-      },
-    );
-  }
-  return value;
-}
-
 /** @internal A positive integer option. */
 export function positiveIntegerOption(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;

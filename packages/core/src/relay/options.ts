@@ -7,6 +7,7 @@ import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
 import type { RelayOptions } from './types';
+import { integerOption } from '../config/options';
 
 /** {@link RelayOptions} with every default applied and checked. @internal */
 export interface ResolvedRelayOptions {
@@ -27,22 +28,6 @@ export interface ResolvedRelayOptions {
   readonly meter: Meter;
 }
 
-function integer(
-  value: number | undefined,
-  fallback: number,
-  name: string,
-  min: number,
-  max: number,
-): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigurationError(`${name} must be an integer from ${min} to ${max}`, {
-      [name]: value,
-    });
-  }
-  return v;
-}
-
 /** Applies defaults to relay options and refuses anything that cannot work. @internal */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
   if (typeof options !== 'object' || options === null) {
@@ -55,8 +40,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (!publisher || typeof publisher.publish !== 'function') {
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
-  const leaseMs = integer(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
-  const publishTimeoutMs = integer(
+  const leaseMs = integerOption(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
+  const publishTimeoutMs = integerOption(
     options.publishTimeoutMs,
     Math.min(10_000, Math.floor(leaseMs / 3)),
     'publishTimeoutMs',
@@ -69,8 +54,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       leaseMs,
     });
   }
-  const baseMs = integer(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
-  const capMs = integer(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
+  const baseMs = integerOption(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
+  const capMs = integerOption(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
   if (capMs < baseMs) {
     throw new ConfigurationError('backoff.capMs must not be below backoff.baseMs', {
       baseMs,
@@ -90,8 +75,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       ownerId,
     });
   }
-  const concurrency = integer(options.concurrency, 2, 'concurrency', 1, 64);
-  const maxConcurrentPublishes = integer(
+  const concurrency = integerOption(options.concurrency, 2, 'concurrency', 1, 64);
+  const maxConcurrentPublishes = integerOption(
     options.maxConcurrentPublishes,
     concurrency,
     'maxConcurrentPublishes',
@@ -110,14 +95,14 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   return {
     store,
     publisher,
-    batchSize: integer(options.batchSize, 200, 'batchSize', 1, 10_000),
+    batchSize: integerOption(options.batchSize, 200, 'batchSize', 1, 10_000),
     concurrency,
     maxConcurrentPublishes,
-    maxAttempts: integer(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
+    maxAttempts: integerOption(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
     backoff: { baseMs, capMs },
     leaseMs,
     publishTimeoutMs,
-    pollIntervalMs: integer(options.pollIntervalMs, 1_000, 'pollIntervalMs', 1, 3_600_000),
+    pollIntervalMs: integerOption(options.pollIntervalMs, 1_000, 'pollIntervalMs', 1, 3_600_000),
     notify: options.notify ?? true,
     onPublished,
     ownerId,

@@ -12,6 +12,8 @@ import type {
   RetentionTable,
   TableCleanup,
 } from './types';
+import { durationOption, integerOption } from '../config/options';
+import { systemClock } from '../retry/clock';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DEFAULT_RETENTION_MS = 7 * DAY_MS;
@@ -43,24 +45,31 @@ export function createRetention(options: RetentionOptions): Retention {
   if (store === undefined || store === null || typeof store.knex !== 'function') {
     throw new ConfigurationError('createRetention needs a store (see createStore)');
   }
-  const retentionMs = duration(options.retentionMs, 'retentionMs', DEFAULT_RETENTION_MS, 1);
+  const retentionMs = durationOption(options.retentionMs, 'retentionMs', DEFAULT_RETENTION_MS, 1);
   const redeliveryHorizonMs =
     options.redeliveryHorizonMs === undefined
       ? undefined
-      : duration(options.redeliveryHorizonMs, 'redeliveryHorizonMs', 0, 0);
+      : durationOption(options.redeliveryHorizonMs, 'redeliveryHorizonMs', 0, 0);
   assertRetentionCoversRedelivery(retentionMs, redeliveryHorizonMs);
   const deadLetterRetentionMs =
     options.deadLetterRetentionMs === undefined
       ? undefined
-      : duration(options.deadLetterRetentionMs, 'deadLetterRetentionMs', 0, 1);
-  const batchSize = integer(options.batchSize, 'batchSize', DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE);
-  const maxBatchesPerRun = integer(
+      : durationOption(options.deadLetterRetentionMs, 'deadLetterRetentionMs', 0, 1);
+  const batchSize = integerOption(
+    options.batchSize,
+    DEFAULT_BATCH_SIZE,
+    'batchSize',
+    1,
+    MAX_BATCH_SIZE,
+  );
+  const maxBatchesPerRun = integerOption(
     options.maxBatchesPerRun,
-    'maxBatchesPerRun',
     DEFAULT_MAX_BATCHES,
+    'maxBatchesPerRun',
+    1,
     Number.MAX_SAFE_INTEGER,
   );
-  const pauseMs = duration(options.pauseBetweenBatchesMs, 'pauseBetweenBatchesMs', 0, 0);
+  const pauseMs = durationOption(options.pauseBetweenBatchesMs, 'pauseBetweenBatchesMs', 0, 0);
   if (options.onBatch !== undefined && typeof options.onBatch !== 'function') {
     throw new ConfigurationError('onBatch must be a function');
   }
@@ -93,7 +102,7 @@ export function createRetention(options: RetentionOptions): Retention {
     let batches = 0;
     while (batches < maxBatchesPerRun) {
       if (signal?.aborted) break;
-      if (batches > 0 && pauseMs > 0) await sleep(pauseMs);
+      if (batches > 0 && pauseMs > 0) await systemClock.sleep(pauseMs);
       const started = performance.now();
       const gone = await deleteBatch(knex, table, condition.sql, condition.bindings, batchSize);
       const durationMs = performance.now() - started;
@@ -140,7 +149,7 @@ export function createRetention(options: RetentionOptions): Retention {
     runOnce,
 
     start(intervalMs = DEFAULT_INTERVAL_MS) {
-      const every = duration(intervalMs, 'intervalMs', DEFAULT_INTERVAL_MS, 1);
+      const every = durationOption(intervalMs, 'intervalMs', DEFAULT_INTERVAL_MS, 1);
       if (loop !== undefined) return;
       const state: LoopState = {
         controller: new AbortController(),
@@ -184,29 +193,4 @@ interface LoopState {
   readonly controller: AbortController;
   timer: ReturnType<typeof setTimeout> | undefined;
   current: Promise<void> | undefined;
-}
-
-function duration(value: unknown, name: string, fallback: number, min: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    throw new ConfigurationError(
-      `${name} must be a finite number of milliseconds, at least ${min}`,
-      {
-        [name]: value,
-      },
-    );
-  }
-  return value;
-}
-
-function integer(value: unknown, name: string, fallback: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new ConfigurationError(`${name} must be an integer from 1 to ${max}`, { [name]: value });
-  }
-  return value;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
