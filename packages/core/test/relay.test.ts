@@ -154,6 +154,24 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     expect(await statusCounts(store)).toEqual({ published: 2 });
   });
 
+  it('finds keys beyond a window filled by one backing-off key', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = make({ publisher, backoff: { baseMs: 60_000, capMs: 60_000 } });
+    // More events of one key than the claim's window holds (1 000 rows), then three others.
+    await add(
+      Array.from({ length: 1_100 }, (_, i) => ({ destination: 'd', key: 'stuck', payload: i })),
+    );
+    await add(['a', 'b', 'c'].map((key) => ({ destination: 'd', key, payload: key })));
+    const heal = publisher.failKey('stuck');
+    expect(await relay.runOnce()).toMatchObject({ failed: 1, published: 0 });
+    heal();
+    // The window holds only stuck's events, and its head backs off for a minute: the other
+    // keys are found by walking the keys instead.
+    expect(await relay.runOnce()).toMatchObject({ claimed: 3, published: 3 });
+    expect(publisher.published.map((m) => m.key).sort()).toEqual(['a', 'b', 'c']);
+    expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
+  });
+
   it('sends a non-retriable failure straight to dead', async () => {
     const publisher = createMemoryPublisher();
     const relay = make({ publisher, maxAttempts: 10 });
@@ -357,6 +375,9 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       { notify: 'yes' as unknown as boolean },
       { concurrency: 2, maxConcurrentPublishes: 3 },
       { concurrency: 4, maxConcurrentPublishes: 1, leaseMs: 4_000, publishTimeoutMs: 1_000 },
+      { claimHoldMs: -1 },
+      { claimHoldMs: 0.5 },
+      { leaseMs: 1_000, publishTimeoutMs: 100, claimHoldMs: 501 },
     ];
     for (const options of bad) {
       expect(() => createRelay({ store, publisher, ...options })).toThrow(
@@ -398,7 +419,8 @@ describe('two relays on postgres', () => {
         { destination: 'd', key: 'free', payload: 4 },
       ]),
     );
-    const first = createRelay({ store, publisher: gate, batchSize: 1 });
+    // One batch per claim: the first relay holds the head of `held` through one publish.
+    const first = createRelay({ store, publisher: gate, batchSize: 1, claimHoldMs: 0 });
     const inFlight = first.runOnce();
     await until(() => finish !== undefined);
     const publisher = createMemoryPublisher();
@@ -448,3 +470,122 @@ function recordingMeter(): {
     },
   };
 }
+
+describe('claim hold on postgres', () => {
+  let store: Store & { dispose(): Promise<void> };
+  const add = (events: OutboxEvent[]): Promise<string[]> =>
+    store.knex.transaction((trx) => createOutbox({ store }).add(trx, events));
+  const eventsOf = (keys: readonly string[], per: number): OutboxEvent[] =>
+    Array.from({ length: per }, (_, i) =>
+      keys.map((key) => ({ destination: 'd', key, payload: { key, i } })),
+    ).flat();
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+  beforeEach(async () => {
+    await store.knex.raw(`delete from ${store.names.table('outbox')}`);
+  });
+
+  it('keeps its keys and publishes their next events batch after batch, in order', async () => {
+    await add(eventsOf(['a', 'b', 'c'], 6));
+    const inner = createMemoryPublisher();
+    const calls: number[] = [];
+    let inFlight = 0;
+    let overlapped = false;
+    let release: (() => void) | undefined;
+    const publisher: Publisher = {
+      async publish(messages) {
+        inFlight += 1;
+        overlapped ||= inFlight > 1;
+        calls.push(messages.length);
+        // The second batch waits until the test lets it go.
+        if (calls.length === 2) await new Promise<void>((resolve) => (release = resolve));
+        try {
+          return await inner.publish(messages);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+      close: async () => undefined,
+    };
+    const holder = createRelay({ store, publisher, batchSize: 3, claimHoldMs: 10_000 });
+    const running = holder.runOnce();
+    await until(() => release !== undefined);
+    // The first batch is published but not committed: the keys are still held, so another
+    // relay finds nothing it may take, and sees every event still pending.
+    const other = createMemoryPublisher();
+    expect(await createRelay({ store, publisher: other }).runOnce()).toMatchObject({
+      claimed: 0,
+    });
+    expect(await statusCounts(store)).toEqual({ pending: 18 });
+    release!();
+    expect(await running).toEqual({ claimed: 18, published: 18, failed: 0, dead: 0, released: 0 });
+    expect(calls).toEqual([3, 3, 3, 3, 3, 3]);
+    expect(overlapped).toBe(false);
+    for (const key of ['a', 'b', 'c']) {
+      expect(payloadsOf(inner.byKey(key))).toEqual([0, 1, 2, 3, 4, 5].map((i) => ({ key, i })));
+    }
+    expect(await statusCounts(store)).toEqual({ published: 18 });
+    expect(other.published).toHaveLength(0);
+  });
+
+  it('drops a key that fails from the rest of the hold; the other keys go on', async () => {
+    await add(eventsOf(['good', 'bad'], 6));
+    const inner = createMemoryPublisher();
+    const publisher: Publisher = {
+      async publish(messages) {
+        const results = [];
+        for (const m of messages) {
+          const { key, i } = payloadsOf([m])[0] as { key: string; i: number };
+          if (key === 'bad' && i === 2) {
+            results.push({
+              messageId: m.messageId,
+              ok: false,
+              error: new Error('no'),
+              retriable: true,
+            });
+          } else {
+            results.push(...(await inner.publish([m])));
+          }
+        }
+        return results;
+      },
+      close: async () => undefined,
+    };
+    const relay = createRelay({ store, publisher, batchSize: 2, claimHoldMs: 10_000 });
+    // Batches take the keys in turn: bad's third event fails, and the hold goes on with good
+    // alone until good has nothing left.
+    expect(await relay.runOnce()).toMatchObject({ published: 8, failed: 1, dead: 0 });
+    expect(payloadsOf(inner.byKey('bad'))).toEqual([0, 1].map((i) => ({ key: 'bad', i })));
+    expect(payloadsOf(inner.byKey('good'))).toEqual(
+      [0, 1, 2, 3, 4, 5].map((i) => ({ key: 'good', i })),
+    );
+    // Nothing of bad after its failed event was attempted.
+    const bad = rowsOf<{ status: string; attempts: number }>(
+      await store.knex.raw(
+        `select status, attempts from ${store.names.table('outbox')}
+         where partition_key = 'bad' order by id`,
+      ),
+    );
+    expect(bad.map((r) => [r.status, r.attempts])).toEqual([
+      ['published', 0],
+      ['published', 0],
+      ['pending', 1],
+      ['pending', 0],
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+  });
+
+  it('publishes one batch per claim with claimHoldMs 0', async () => {
+    await add(eventsOf(['a'], 5));
+    const publisher = createMemoryPublisher();
+    const relay = createRelay({ store, publisher, batchSize: 2, claimHoldMs: 0 });
+    expect(await relay.runOnce()).toMatchObject({ claimed: 2, published: 2 });
+    expect(await statusCounts(store)).toEqual({ published: 2, pending: 3 });
+  });
+});

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import { outboxChannel } from '../outbox/channel';
 import { fullJitterBackoff } from '../retry/backoff';
-import { idAfter, runCycle, type SiblingHint } from './cycle';
+import { idAfter, runCycle, type CycleReport, type SiblingHint } from './cycle';
 import { createPublishGate } from './publish-gate';
+import type { KeyCursor } from './sql/scan-keys';
 import { listen, type Listener } from './listener';
 import { createRelayInstruments } from './metrics';
 import { resolveRelayOptions } from './options';
@@ -111,22 +112,24 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** The last head each loop's open cycle holds, for its siblings' claims to start after. */
   const held: Array<string | null> = [];
+  /** Where the relay's walk over keys stands, shared by its loops. */
+  const keyCursor: KeyCursor = { key: null };
   const gate =
     o.maxConcurrentPublishes < o.concurrency ? createPublishGate(o.maxConcurrentPublishes) : null;
 
-  const cycle = async (siblings: SiblingHint | null = null): Promise<CycleResult> => {
+  const cycle = async (siblings: SiblingHint | null = null): Promise<CycleReport> => {
     let current: Knex.Transaction | null = null;
-    const report = await runCycle(
-      o,
-      (trx) => {
+    const report = await runCycle(o, {
+      track: (trx) => {
         if (current) open.delete(current);
         current = trx;
         if (trx) open.add(trx);
       },
-      () => abandoned || (stopping && !draining),
+      cancelled: () => abandoned || (stopping && !draining),
       siblings,
       gate,
-    );
+      keyCursor,
+    });
     if (report.published > 0) {
       counters.published += report.published;
       rate.add(report.published);
@@ -141,8 +144,7 @@ export function createRelay(options: RelayOptions): Relay {
       instruments.dead.add(report.dead);
     }
     if (report.nextRetryMs !== null && running) wakeAfter(report.nextRetryMs + 5);
-    const { claimed, published, failed, dead, released } = report;
-    return { claimed, published, failed, dead, released };
+    return report;
   };
 
   const loop = async (index: number): Promise<void> => {
@@ -171,11 +173,11 @@ export function createRelay(options: RelayOptions): Relay {
     for (;;) {
       if (stopping && !draining) return;
       const generation = waker.generation;
-      let result: CycleResult;
+      let result: CycleReport;
       try {
         cycles += 1;
         result = await cycle(siblings);
-        full = result.claimed >= o.batchSize;
+        full = result.full;
         errors = 0;
       } catch (error) {
         errors += 1;
@@ -186,7 +188,7 @@ export function createRelay(options: RelayOptions): Relay {
         );
         continue;
       }
-      if (result.claimed >= o.batchSize) {
+      if (result.full) {
         // A full batch: there is probably more, so let an idle loop help.
         waker.one();
         continue;
@@ -263,7 +265,10 @@ export function createRelay(options: RelayOptions): Relay {
       logger.info('relay: stopped', { ownerId: o.ownerId });
     },
 
-    runOnce: () => cycle(),
+    async runOnce(): Promise<CycleResult> {
+      const { claimed, published, failed, dead, released } = await cycle();
+      return { claimed, published, failed, dead, released };
+    },
 
     async stats(): Promise<RelayStats> {
       const table = await readTableStats(store.knex, store.names);

@@ -4,6 +4,8 @@ import type { OutgoingMessage, PublishResult } from '../transport/publisher';
 import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
 import { claimBatch, type ClaimedRow } from './sql/claim';
+import { readFollowers } from './sql/followers';
+import { claimByKeys, type KeyCursor } from './sql/scan-keys';
 import { markFailed, markPublished, type FailureMark } from './sql/mark';
 import type { CycleResult } from './types';
 
@@ -143,10 +145,33 @@ function lastHeadId(rows: readonly ClaimedRow[]): string | null {
   return last;
 }
 
+/** What a cycle shares with the relay that runs it. @internal */
+export interface CycleContext {
+  /** Called with the transaction while it is open (null after), so a timed-out stop can roll it back. */
+  readonly track: (trx: Knex.Transaction | null) => void;
+  /** Asked once the transaction has its connection, and before each further batch. */
+  readonly cancelled: () => boolean;
+  /** The sibling cycles of the same relay, or null. */
+  readonly siblings: SiblingHint | null;
+  /** The limit on publish calls in flight, or null. */
+  readonly gate: PublishGate | null;
+  /** Where this relay's walk over keys stands (see `claimByKeys`). */
+  readonly keyCursor: KeyCursor;
+}
+
+/**
+ * Heads are looked for among the oldest `max(MIN_WINDOW, batchSize * WINDOW_BATCHES)` pending
+ * keyed events; when those give too few, that many keys are walked.
+ */
+const MIN_WINDOW = 1_000;
+const WINDOW_BATCHES = 4;
+
 /** What a cycle reports back to the relay besides its counts. @internal */
 export interface CycleReport extends CycleResult {
   /** Shortest backoff scheduled, when any event failed retriably. */
   readonly nextRetryMs: number | null;
+  /** The cycle's last batch was full: there is probably more to claim. */
+  readonly full: boolean;
 }
 
 const EMPTY: CycleReport = {
@@ -156,7 +181,50 @@ const EMPTY: CycleReport = {
   dead: 0,
   released: 0,
   nextRetryMs: null,
+  full: false,
 };
+
+/** Publishes one batch; never rejects (a failed or timed-out call is the outcome). */
+async function publishBatch(
+  o: ResolvedRelayOptions,
+  rows: readonly ClaimedRow[],
+  gate: PublishGate | null,
+): Promise<PublishResult[] | Error> {
+  const release = gate ? await gate.acquire() : null;
+  try {
+    return await withTimeout(o.publisher.publish(rows.map(toMessage)), o.publishTimeoutMs);
+  } catch (error) {
+    o.logger.warn('relay: publish call failed', { error: describe(error), events: rows.length });
+    return error instanceof Error ? error : new Error(String(error));
+  } finally {
+    release?.();
+  }
+}
+
+/** Marks one batch's decisions in the claiming transaction; resolves to the counts. */
+async function markBatch(
+  o: ResolvedRelayOptions,
+  trx: Knex.Transaction,
+  d: Decisions,
+): Promise<{ published: number; dead: number }> {
+  const { names } = o.store;
+  const published = await markPublished(trx, names, d.published, o.onPublished === 'delete');
+  const dead = (await markFailed(trx, names, d.failures)).length;
+  return { published, dead };
+}
+
+/** Moves each key's cursor to the last of its rows in `rows` (which are in id order). */
+/** Row ids in ascending order (decimal text). */
+function ascendingId(a: ClaimedRow, b: ClaimedRow): number {
+  return a.id === b.id ? 0 : idAfter(a.id, b.id) ? 1 : -1;
+}
+
+/** Batches' worth of rows a held cycle reads ahead in one statement. */
+const READ_AHEAD_BATCHES = 4;
+
+function advance(cursors: Map<string, string>, rows: readonly ClaimedRow[]): void {
+  for (const row of rows) if (row.partition_key !== null) cursors.set(row.partition_key, row.id);
+}
 
 /**
  * One claim → publish → mark cycle, in one transaction: the claim holds the keys' head rows
@@ -165,19 +233,34 @@ const EMPTY: CycleReport = {
  * also carries `idle_in_transaction_session_timeout = leaseMs`, so a relay stuck in a publish
  * longer than that loses its session (and its claim) instead of holding keys forever.
  *
- * `track` is called with the transaction while it is open, so a timed-out stop can roll it
- * back; `cancelled` is asked once the transaction has its connection. @internal
+ * While batches come back full and `claimHoldMs` has not run out, the cycle keeps the keys it
+ * holds and goes on with their next events: while one batch is at the broker, the next is
+ * read and the one before is marked, on the transaction's connection, so the database's round
+ * trips overlap the broker's instead of adding to them. A batch is published only after the
+ * one before it has its results, and a key with a failure takes no further part in the cycle,
+ * so order per key holds as in a single batch.
+ *
+ * @internal
  */
 export async function runCycle(
   o: ResolvedRelayOptions,
-  track: (trx: Knex.Transaction | null) => void,
-  cancelled: () => boolean = () => false,
-  siblings: SiblingHint | null = null,
-  gate: PublishGate | null = null,
+  context: CycleContext,
 ): Promise<CycleReport> {
   const { store, logger } = o;
+  const { track, cancelled, siblings, gate, keyCursor } = context;
   const trx = await store.knex.transaction();
   track(trx);
+  // Promises this cycle started and has not awaited yet: if the cycle fails, they are
+  // awaited (their errors dropped) before the rollback, so none rejects unobserved.
+  const inFlight = new Set<Promise<unknown>>();
+  const started = <T>(promise: Promise<T>): Promise<T> => {
+    inFlight.add(promise);
+    const settle = (): void => {
+      inFlight.delete(promise);
+    };
+    promise.then(settle, settle);
+    return promise;
+  };
   try {
     // The connection may have taken a while to come (PGlite has only one): a relay that was
     // stopped meanwhile claims nothing.
@@ -187,44 +270,100 @@ export async function runCycle(
     }
     // On PostgreSQL the claim statement itself also sets
     // idle_in_transaction_session_timeout = leaseMs for the rest of the transaction.
-    const rows = await claimBatch(
-      trx,
-      store.names,
-      o.batchSize,
-      store.dialect === 'postgres' ? o.leaseMs : null,
-      siblings?.after() ?? null,
-    );
+    const window = Math.max(MIN_WINDOW, o.batchSize * WINDOW_BATCHES);
+    const claim = await claimBatch(trx, store.names, {
+      limit: o.batchSize,
+      window,
+      after: siblings?.after() ?? null,
+      leaseMs: store.dialect === 'postgres' ? o.leaseMs : null,
+    });
+    let rows = claim.rows;
+    if (claim.windowFull && rows.length < o.batchSize) {
+      // The oldest events' keys are held elsewhere or backing off: look for heads by key.
+      const taken = new Set<string>();
+      for (const row of rows) if (row.partition_key !== null) taken.add(row.partition_key);
+      const more = await claimByKeys(
+        trx,
+        store.names,
+        keyCursor,
+        window,
+        [...taken],
+        o.batchSize - rows.length,
+      );
+      if (more.length > 0) rows = [...rows, ...more].sort(ascendingId);
+    }
     siblings?.hold(lastHeadId(rows));
     if (rows.length === 0) {
       await trx.commit();
       return EMPTY;
     }
-    const messages = rows.map(toMessage);
-    let outcome: PublishResult[] | Error;
-    const release = gate ? await gate.acquire() : null;
-    try {
-      outcome = await withTimeout(o.publisher.publish(messages), o.publishTimeoutMs);
-    } catch (error) {
-      outcome = error instanceof Error ? error : new Error(String(error));
-      logger.warn('relay: publish call failed', { error: describe(error), events: rows.length });
-    } finally {
-      release?.();
+    const holdUntil = performance.now() + o.claimHoldMs;
+    const cursors = new Map<string, string>();
+    advance(cursors, rows);
+    /** Keys with a failure in this cycle: they go no further until it commits. */
+    const blocked = new Set<string>();
+    const failures: FailureMark[] = [];
+    const totals = { claimed: 0, published: 0, dead: 0, released: 0 };
+    /** Rows read ahead and not published yet, in the order they may be published in. */
+    let ready: ClaimedRow[] = [];
+    /** Whether the held keys may have more: a claim that was not full has taken them all. */
+    let more = rows.length >= o.batchSize;
+    let reading: Promise<ClaimedRow[]> | null = null;
+    const readLimit = o.batchSize * READ_AHEAD_BATCHES;
+    let batch: readonly ClaimedRow[] = rows;
+    let marking: Promise<{ published: number; dead: number }> | null = null;
+    let full = false;
+    for (;;) {
+      totals.claimed += batch.length;
+      full = batch.length >= o.batchSize;
+      const publishing = publishBatch(o, batch, gate);
+      const holding = performance.now() < holdUntil && !cancelled();
+      // Read ahead while a batch is still in reserve, so the read has a whole publish to finish in.
+      if (holding && more && reading === null && ready.length < o.batchSize * 2) {
+        reading = started(readFollowers(trx, store.names, cursors, readLimit));
+      }
+      if (marking !== null) {
+        const counts = await marking;
+        totals.published += counts.published;
+        totals.dead += counts.dead;
+      }
+      const d = decide(batch, await publishing, o);
+      for (const key of d.disorderedKeys) {
+        logger.warn('relay: publisher accepted a message after an earlier one of its key failed', {
+          key,
+        });
+      }
+      totals.released += d.released.length;
+      failures.push(...d.failures);
+      const byId = new Map(batch.map((row) => [row.id, row.partition_key]));
+      for (const id of [...d.failures.map((f) => f.id), ...d.released]) {
+        const key = byId.get(id);
+        if (key != null) {
+          blocked.add(key);
+          cursors.delete(key);
+        }
+      }
+      marking = started(markBatch(o, trx, d));
+      if (!holding) break;
+      if (reading !== null && ready.length < o.batchSize) {
+        const read = await reading;
+        reading = null;
+        more = read.length >= readLimit;
+        advance(cursors, read);
+        ready.push(...read);
+      }
+      if (blocked.size > 0) ready = ready.filter((row) => !blocked.has(row.partition_key!));
+      if (ready.length === 0) break;
+      // The read order is (rank within key, id): any prefix of it takes a prefix of each key.
+      batch = ready.splice(0, o.batchSize).sort(ascendingId);
     }
-    const d = decide(rows, outcome, o);
-    for (const key of d.disorderedKeys) {
-      logger.warn('relay: publisher accepted a message after an earlier one of its key failed', {
-        key,
-      });
-    }
-    const published = await markPublished(
-      trx,
-      store.names,
-      d.published,
-      o.onPublished === 'delete',
-    );
-    const dead = (await markFailed(trx, store.names, d.failures)).length;
+    const counts = await marking;
+    totals.published += counts.published;
+    totals.dead += counts.dead;
+    // A read still running (the hold ended) is simply not used.
+    await Promise.allSettled([...inFlight]);
     await trx.commit();
-    for (const failure of d.failures) {
+    for (const failure of failures) {
       logger[failure.dead ? 'error' : 'warn'](
         failure.dead ? 'relay: event is dead' : 'relay: publish failed; will retry',
         {
@@ -234,16 +373,15 @@ export async function runCycle(
         },
       );
     }
-    const retrying = d.failures.filter((f) => !f.dead).map((f) => f.delayMs);
+    const retrying = failures.filter((f) => !f.dead).map((f) => f.delayMs);
     return {
-      claimed: rows.length,
-      published,
-      failed: d.failures.length,
-      dead,
-      released: d.released.length,
+      ...totals,
+      failed: failures.length,
       nextRetryMs: retrying.length > 0 ? Math.min(...retrying) : null,
+      full,
     };
   } catch (error) {
+    await Promise.allSettled([...inFlight]);
     if (!trx.isCompleted()) await trx.rollback().catch(() => undefined);
     throw error;
   } finally {

@@ -19,6 +19,7 @@ export interface ResolvedRelayOptions {
   readonly maxAttempts: number;
   readonly backoff: { readonly baseMs: number; readonly capMs: number };
   readonly leaseMs: number;
+  readonly claimHoldMs: number;
   readonly publishTimeoutMs: number;
   readonly pollIntervalMs: number;
   readonly notify: boolean;
@@ -54,6 +55,14 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       leaseMs,
     });
   }
+  // The hold must end well inside the lease, with room for the batch in flight at its end.
+  const claimHoldMs = integerOption(
+    options.claimHoldMs,
+    Math.min(1_000, Math.floor(leaseMs / 3)),
+    'claimHoldMs',
+    0,
+    Math.floor(leaseMs / 2),
+  );
   const baseMs = integerOption(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
   const capMs = integerOption(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
   if (capMs < baseMs) {
@@ -101,6 +110,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     maxAttempts: integerOption(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
     backoff: { baseMs, capMs },
     leaseMs,
+    // PGlite has one connection: a cycle that kept its claim would keep producers out.
+    claimHoldMs: store.dialect === 'pglite' ? 0 : claimHoldMs,
     publishTimeoutMs,
     pollIntervalMs: integerOption(options.pollIntervalMs, 1_000, 'pollIntervalMs', 1, 3_600_000),
     notify: options.notify ?? true,

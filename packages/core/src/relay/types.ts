@@ -37,6 +37,16 @@ export interface RelayOptions {
    */
   readonly leaseMs?: number;
   /**
+   * How long a cycle keeps the keys it claimed and goes on publishing their next events
+   * before it commits and claims afresh, while its batches come back full. While one batch is
+   * at the broker, the cycle reads the next and marks the one before, so the database's round
+   * trips overlap the broker's. Events published in the hold are marked at its end: a crash
+   * within it publishes them again (same message ids). `0`: one batch per claim. At most
+   * `leaseMs / 2`. Default 1 000 (or `leaseMs / 3` if smaller); always 0 on PGlite, whose one
+   * connection the cycle would keep from producers.
+   */
+  readonly claimHoldMs?: number;
+  /**
    * Longest wait for one `publish` call; after it the batch counts as failed (retriable).
    * Must be below `leaseMs`. Default 10 000.
    */

@@ -13,18 +13,16 @@ export interface ClaimedRow {
   readonly attempts: number;
 }
 
-/** The columns a claim returns, qualified by `alias`. */
-function columns(alias: string): string {
+/** The columns a claim returns, qualified by `alias`. @internal */
+export function columns(alias: string): string {
   return ['id', 'destination', 'partition_key', 'message_id', 'headers', 'payload', 'attempts']
     .map((column) => `${alias}.${column}`)
     .join(', ');
 }
 
 /**
- * The claim statement; bindings: with `after`, the row id heads must come after; then keys
- * (heads to lock), keyless rows, batch size, batch size; and with `lease` one more: the `idle_in_transaction_session_timeout` to set for the rest of
- * the claiming transaction (milliseconds, as text). Exported so tests can check its plan.
- * @internal
+ * The claim statement. Exported so tests can check its plan; {@link claimBindings} gives its
+ * bindings. @internal
  *
  * How it keeps per-key order across relays:
  *
@@ -42,25 +40,44 @@ function columns(alias: string): string {
  *    alone and the followers are not read at all.
  * 3. Events without a key are independent: each is locked on its own.
  *
+ * Heads are looked for among the oldest `window` pending keyed events only (`bound`), so a
+ * claim's work is bounded whatever the backlog: a few keys with deep queues would otherwise
+ * make it test every pending row for head-ness. The statement reports how many rows the
+ * window held; when it was full and gave too few heads (its keys held by other relays or
+ * backing off), the relay looks further with {@link scanKeysSql}.
+ *
  * The rows are returned whole from where they were read (the locked heads, the followers'
- * index scan), so nothing is read twice; with `lease`, the timeout is set by a one-time
- * filter evaluated before anything else, which saves the transaction a round trip.
+ * index scan), so nothing is read twice; one row with a null id stands in when nothing was
+ * claimed, so the window count always comes back. With `lease`, the timeout is set by a
+ * one-time filter evaluated before anything else, which saves the transaction a round trip.
  */
 export function claimSql(
   names: MigrationNames,
   options: { readonly lease?: boolean; readonly after?: boolean } = {},
 ): string {
   const t = names.table('outbox');
-  return `with heads as materialized (
+  const after = (alias: string): string =>
+    options.after === true
+      ? `
+        and ${alias}.id > ?::bigint`
+      : '';
+  return `with bound as materialized (
+      select max(w.id) as last_id, count(*) as rows_seen
+      from (
+        select b.id
+        from ${t} b
+        where b.status = 'pending'
+          and b.partition_key is not null${after('b')}
+        order by b.id
+        limit ?
+      ) w
+    ),
+    heads as materialized (
       select ${columns('h')}
       from ${t} h
       where h.status = 'pending'
-        and h.partition_key is not null${
-          options.after === true
-            ? `
-        and h.id > ?::bigint`
-            : ''
-        }
+        and h.partition_key is not null${after('h')}
+        and h.id <= (select last_id from bound)
         and h.available_at <= statement_timestamp()
         and not exists (
           select 1 from ${t} e
@@ -107,14 +124,39 @@ export function claimSql(
       select 1::bigint as rank, ${columns('keyless')}
       from keyless
     )
-    select ${columns('c')}
-    from (select * from picked order by rank, id limit ?) c${
+    select (select rows_seen from bound) as window_rows, ${columns('c')}
+    from (select 1) as one
+    left join (select * from picked order by rank, id limit ?) c on true${
       options.lease === true
         ? `
     where (select set_config('idle_in_transaction_session_timeout', ?, true)) is not null`
         : ''
     }
     order by c.id`;
+}
+
+/** What a claim is asked for. @internal */
+export interface ClaimRequest {
+  /** Most events to claim. */
+  readonly limit: number;
+  /** Oldest pending keyed events among which heads are looked for. */
+  readonly window: number;
+  /** Only heads with a greater row id (a sibling cycle's hint), or null. */
+  readonly after: string | null;
+  /** `idle_in_transaction_session_timeout` to set for the transaction, or null. */
+  readonly leaseMs: number | null;
+}
+
+/** The bindings of {@link claimSql} for a request, in statement order. @internal */
+export function claimBindings(request: ClaimRequest): Knex.RawBinding[] {
+  const { limit, window, after, leaseMs } = request;
+  const bindings: Knex.RawBinding[] = [];
+  if (after !== null) bindings.push(after);
+  bindings.push(window);
+  if (after !== null) bindings.push(after);
+  bindings.push(limit, limit, limit, limit);
+  if (leaseMs !== null) bindings.push(String(leaseMs));
+  return bindings;
 }
 
 /** Statements per table names, by lease and after flags, built once. */
@@ -135,6 +177,25 @@ function statement(names: MigrationNames, lease: boolean, after: boolean): strin
   return sql;
 }
 
+/** Claimed rows with row ids as text (pg returns bigint as text; other drivers may not). */
+export function claimedRows(rows: ReadonlyArray<Record<string, unknown>>): ClaimedRow[] {
+  const claimed: ClaimedRow[] = [];
+  for (const row of rows) {
+    if (row.id === null || row.id === undefined) continue;
+    if (typeof row.id !== 'string') row.id = String(row.id as number | bigint);
+    claimed.push(row as unknown as ClaimedRow);
+  }
+  return claimed;
+}
+
+/** What {@link claimBatch} took. @internal */
+export interface Claim {
+  /** The claimed events in id order. */
+  readonly rows: ClaimedRow[];
+  /** The window of oldest pending keyed events was full: heads may lie beyond it. */
+  readonly windowFull: boolean;
+}
+
 /**
  * Claims up to `limit` events in `trx`: the claim lasts as long as the transaction, which
  * marks the batch and commits (or rolls back, and the events are simply claimable again).
@@ -146,18 +207,13 @@ function statement(names: MigrationNames, lease: boolean, after: boolean): strin
 export async function claimBatch(
   trx: Knex.Transaction,
   names: MigrationNames,
-  limit: number,
-  leaseMs: number | null = null,
-  after: string | null = null,
-): Promise<ClaimedRow[]> {
-  const bindings: Knex.RawBinding[] = [limit, limit, limit, limit];
-  if (after !== null) bindings.unshift(after);
-  if (leaseMs !== null) bindings.push(String(leaseMs));
-  const result = await trx.raw(statement(names, leaseMs !== null, after !== null), bindings);
-  const rows = rowsOf<ClaimedRow & { id: string | number | bigint }>(result);
-  // pg returns bigint as text already; other drivers may hand back numbers.
-  for (const row of rows) {
-    if (typeof row.id !== 'string') (row as { id: unknown }).id = String(row.id);
-  }
-  return rows as ClaimedRow[];
+  request: ClaimRequest,
+): Promise<Claim> {
+  const result = await trx.raw(
+    statement(names, request.leaseMs !== null, request.after !== null),
+    claimBindings(request),
+  );
+  const raw = rowsOf<Record<string, unknown> & { window_rows: unknown }>(result);
+  const seen = Number(raw[0]?.window_rows ?? 0);
+  return { rows: claimedRows(raw), windowFull: seen >= request.window };
 }

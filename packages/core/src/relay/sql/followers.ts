@@ -1,0 +1,66 @@
+import type { Knex } from 'knex';
+import { rowsOf } from '../../store/migrate';
+import type { MigrationNames } from '../../store/migration';
+import { claimedRows, columns, type ClaimedRow } from './claim';
+
+/**
+ * The statement that continues a claim: the next pending events of keys this transaction
+ * already holds (their head rows stay locked by it until it ends, so no other relay can take
+ * them), each key after its own cursor, a fair share per key, the batch the lowest
+ * `(rank, id)` so that what is taken of each key is a prefix of what follows its cursor.
+ * The rows come back in `(rank, id)` order, so any prefix of them is again a prefix of each
+ * key's events. Bindings: keys, cursors (row ids), batch size, batch size. Exported so tests can check its
+ * plan. @internal
+ */
+export function followersSql(names: MigrationNames): string {
+  const t = names.table('outbox');
+  return `with held as materialized (
+      select k.key, k.after from unnest(?::text[], ?::bigint[]) as k(key, after)
+    ),
+    share as (
+      select greatest(1, ceil(?::numeric / greatest(1, (select count(*) from held))))::int
+        as per_key
+    )
+    select c.rank, ${columns('c')}
+    from (
+      select f.rank, ${columns('f')}
+      from held
+      cross join lateral (
+        select row_number() over (order by r.id) as rank, ${columns('r')}
+        from ${t} r
+        where r.partition_key = held.key
+          and r.status = 'pending'
+          and r.partition_key is not null
+          and r.id > held.after
+        order by r.id
+        limit (select per_key from share)
+      ) f
+      order by f.rank, f.id
+      limit ?
+    ) c
+    order by c.rank, c.id`;
+}
+
+const followerStatements = new WeakMap<MigrationNames, string>();
+
+/**
+ * Reads, in the claiming transaction, up to `limit` further events of the held keys: for
+ * each key in `cursors`, the pending events after its cursor (the last row id taken of it).
+ * Nothing is locked anew: the transaction's locks on the keys' heads already keep every
+ * other relay off these keys.
+ */
+export async function readFollowers(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  cursors: ReadonlyMap<string, string>,
+  limit: number,
+): Promise<ClaimedRow[]> {
+  if (cursors.size === 0) return [];
+  let sql = followerStatements.get(names);
+  if (sql === undefined) {
+    sql = followersSql(names);
+    followerStatements.set(names, sql);
+  }
+  const result = await trx.raw(sql, [[...cursors.keys()], [...cursors.values()], limit, limit]);
+  return claimedRows(rowsOf<Record<string, unknown>>(result));
+}

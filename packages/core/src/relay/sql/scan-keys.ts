@@ -1,0 +1,107 @@
+import type { Knex } from 'knex';
+import { rowsOf } from '../../store/migrate';
+import type { MigrationNames } from '../../store/migration';
+import { claimedRows, columns, type ClaimedRow } from './claim';
+
+/**
+ * The statement that looks for heads beyond the claim's window: it walks the distinct keys
+ * with pending events in key order after a cursor (one index descent per key, through the
+ * pending key index), at most `keys` of them, takes each key's earliest pending event, and
+ * locks those that are due, oldest first, `for update skip locked` — the same head rule as
+ * {@link claimSql}, found by key instead of by age. A key of the window's claim is left out.
+ *
+ * It returns the heads and, on every row (or on one row with a null id when none was taken),
+ * the last key walked and how many keys were walked, so the relay can continue from there
+ * next time and start over once it has reached the end. Bindings: with a cursor, the cursor;
+ * then keys to walk, keys to leave out, limit. Exported so tests can check its plan.
+ * @internal
+ */
+export function scanKeysSql(names: MigrationNames, options: { readonly cursor: boolean }): string {
+  const t = names.table('outbox');
+  const pendingKey = (alias: string): string =>
+    `${alias}.status = 'pending' and ${alias}.partition_key is not null`;
+  return `with recursive walk as (
+      (
+        select o.partition_key as key, 1 as n
+        from ${t} o
+        where ${pendingKey('o')}${options.cursor ? ' and o.partition_key > ?' : ''}
+        order by o.partition_key
+        limit 1
+      )
+      union all
+      select (
+          select o.partition_key
+          from ${t} o
+          where ${pendingKey('o')} and o.partition_key > walk.key
+          order by o.partition_key
+          limit 1
+        ),
+        walk.n + 1
+      from walk
+      where walk.key is not null and walk.n < ?
+    ),
+    walked as materialized (
+      select key from walk where key is not null
+    ),
+    heads as materialized (
+      select ${columns('h')}
+      from ${t} h
+      where h.id in (
+          select first.id
+          from walked
+          cross join lateral (
+            select r.id
+            from ${t} r
+            where r.partition_key = walked.key and ${pendingKey('r')}
+            order by r.id
+            limit 1
+          ) first
+          where walked.key <> all(?::text[])
+        )
+        and h.status = 'pending'
+        and h.available_at <= statement_timestamp()
+      order by h.id
+      limit ?
+      for update skip locked
+    )
+    select s.last_key, s.keys_walked, ${columns('heads')}
+    from (select max(key) as last_key, count(*) as keys_walked from walked) s
+    left join heads on true
+    order by heads.id`;
+}
+
+/** Where a relay's key walk stands: the last key it walked, or null to start at the first. */
+export interface KeyCursor {
+  key: string | null;
+}
+
+const statements = new WeakMap<MigrationNames, [string, string]>();
+
+/**
+ * Claims up to `limit` heads found by walking at most `keys` keys after `cursor.key`, leaving
+ * out `exclude`, and moves the cursor on (back to the start once the walk reaches the last
+ * key). Runs in the claiming transaction. @internal
+ */
+export async function claimByKeys(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  cursor: KeyCursor,
+  keys: number,
+  exclude: readonly string[],
+  limit: number,
+): Promise<ClaimedRow[]> {
+  let sql = statements.get(names);
+  if (sql === undefined) {
+    sql = [scanKeysSql(names, { cursor: false }), scanKeysSql(names, { cursor: true })];
+    statements.set(names, sql);
+  }
+  const from = cursor.key;
+  const bindings: Knex.RawBinding[] = [keys, [...exclude], limit];
+  if (from !== null) bindings.unshift(from);
+  const raw = rowsOf<Record<string, unknown> & { last_key: string | null; keys_walked: unknown }>(
+    await trx.raw(sql[from === null ? 0 : 1], bindings),
+  );
+  const walked = Number(raw[0]?.keys_walked ?? 0);
+  cursor.key = walked < keys ? null : (raw[0]?.last_key ?? null);
+  return claimedRows(raw);
+}
