@@ -17,9 +17,11 @@
  * acknowledged by the broker. Each case: a warm-up round, then BENCH_ROUNDS rounds (default
  * 5) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
- * per-message case uses a third), BENCH_ROUNDS. The last line printed is the JSON result.
+ * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
+ * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay),
+ * BENCH_ON_PUBLISHED (the relay's onPublished, default keep). The last line printed is the JSON result.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import {
@@ -54,7 +56,8 @@ interface Env {
 }
 const tag = (): string => randomBytes(4).toString('hex');
 
-async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<void> {
+/** Creates `topic` and waits for its partition leaders, so no send pays for auto-creation. */
+async function createTopic(kafka: Kafka, topic: string): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({
@@ -62,6 +65,10 @@ async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<vo
     topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }],
   });
   await admin.disconnect();
+}
+
+async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<void> {
+  await createTopic(kafka, topic);
   const producer = kafka.producer();
   await producer.connect();
   for (let start = 0; start < count; start += 1000) {
@@ -203,6 +210,7 @@ async function rawRun(
 
 async function relayRun(env: Env, count: number): Promise<number> {
   const topic = `bench-relay-${tag()}`;
+  await createTopic(env.kafka, topic);
   await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
   await fillOutbox(env.store, count, (n) => ({
     destination: topic,
@@ -221,6 +229,7 @@ async function relayRun(env: Env, count: number): Promise<number> {
     concurrency: RELAY_CONCURRENCY,
     notify: false,
     pollIntervalMs: 20,
+    onPublished: process.env.BENCH_ON_PUBLISHED === 'delete' ? 'delete' : 'keep',
   });
   const started = performance.now();
   await relay.start();
@@ -233,6 +242,7 @@ async function relayRun(env: Env, count: number): Promise<number> {
 
 async function rawProducerRun(env: Env, count: number): Promise<number> {
   const topic = `bench-raw-${tag()}`;
+  await createTopic(env.kafka, topic);
   const producer: Producer = env.kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
@@ -242,7 +252,11 @@ async function rawProducerRun(env: Env, count: number): Promise<number> {
   const records = Array.from({ length: count }, (_, n) => ({
     key: `acct-${n % 50}`,
     value: JSON.stringify({ n }),
-    headers: { 'message-id': `${topic}-${n}`, 'correlation-id': `c-${n}` },
+    headers: {
+      'content-type': 'application/json',
+      'correlation-id': `c-${n}`,
+      'message-id': randomUUID(),
+    },
   }));
   const started = performance.now();
   let next = 0;
@@ -298,6 +312,7 @@ async function measure(
 export async function main(): Promise<void> {
   const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
   const count = Number(process.env.BENCH_KAFKA_MESSAGES ?? 4000);
+  const relayCount = Number(process.env.BENCH_KAFKA_RELAY_MESSAGES ?? 20_000);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
   const schema = `bench_kafka_${tag()}`;
   const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 10 } });
@@ -319,31 +334,36 @@ export async function main(): Promise<void> {
     await fillTopic(kafka, batchTopic, count);
     await fillTopic(kafka, messageTopic, perMessage);
 
+    const only = process.env.BENCH_KAFKA_CASES?.split(',');
+    const wanted = (name: string): boolean => only === undefined || only.includes(name);
     const results: Result[] = [];
-    results.push(
-      await measure(
-        'consumer-batch',
-        rounds,
-        () => inboxRun(env, batchTopic, count, 'batch'),
-        () => rawRun(env, batchTopic, count, 'batch'),
-      ),
-    );
-    results.push(
-      await measure(
-        'consumer-message',
-        rounds,
-        () => inboxRun(env, messageTopic, perMessage, 'message'),
-        () => rawRun(env, messageTopic, perMessage, 'message'),
-      ),
-    );
-    results.push(
-      await measure(
-        'relay',
-        rounds,
-        () => relayRun(env, count),
-        () => rawProducerRun(env, count),
-      ),
-    );
+    if (wanted('consumer-batch'))
+      results.push(
+        await measure(
+          'consumer-batch',
+          rounds,
+          () => inboxRun(env, batchTopic, count, 'batch'),
+          () => rawRun(env, batchTopic, count, 'batch'),
+        ),
+      );
+    if (wanted('consumer-message'))
+      results.push(
+        await measure(
+          'consumer-message',
+          rounds,
+          () => inboxRun(env, messageTopic, perMessage, 'message'),
+          () => rawRun(env, messageTopic, perMessage, 'message'),
+        ),
+      );
+    if (wanted('relay'))
+      results.push(
+        await measure(
+          'relay',
+          rounds,
+          () => relayRun(env, relayCount),
+          () => rawProducerRun(env, relayCount),
+        ),
+      );
     console.log(JSON.stringify({ bench: 'kafka', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
