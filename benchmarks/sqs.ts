@@ -200,8 +200,9 @@ async function relayRun(b: Bench, count: number): Promise<number> {
     payload: body(n),
     headers: { 'correlation-id': `c-${n}` },
   }));
+  // The same warm client as the raw loop, so neither pays for opening connections.
   const publisher = countingPublisher(
-    createSqsPublisher({ clientConfig: b.clientConfig, concurrency: PUBLISHER_CONCURRENCY }),
+    createSqsPublisher({ client: b.sqs, concurrency: PUBLISHER_CONCURRENCY }),
   );
   const relay = createRelay({
     store: b.store,

@@ -252,7 +252,12 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       },
       close: async () => undefined,
     };
-    const relay = make({ publisher: hanging, leaseMs: 60_000, publishTimeoutMs: 50_000 });
+    const relay = make({
+      publisher: hanging,
+      concurrency: 1,
+      leaseMs: 60_000,
+      publishTimeoutMs: 50_000,
+    });
     await add({ destination: 'd', key: 'h', payload: 1 });
     await relay.start();
     await until(() => calls === 1);
@@ -491,19 +496,67 @@ describe('claim hold on postgres', () => {
   });
 
   it('keeps its keys and publishes their next events batch after batch, in order', async () => {
-    await add(eventsOf(['a', 'b', 'c'], 6));
+    await add(eventsOf(['a', 'b', 'c', 'd'], 6));
     const inner = createMemoryPublisher();
-    const calls: number[] = [];
+    let calls = 0;
+    let maxInFlight = 0;
+    const keysInFlight = new Set<string>();
+    let keyInTwoCalls = false;
+    let release: (() => void) | undefined;
+    const publisher: Publisher = {
+      async publish(messages) {
+        calls += 1;
+        const keys = new Set(messages.map((m) => m.key!));
+        for (const key of keys) {
+          keyInTwoCalls ||= keysInFlight.has(key);
+          keysInFlight.add(key);
+        }
+        maxInFlight = Math.max(maxInFlight, keysInFlight.size);
+        // The third call waits until the test lets it go.
+        if (calls === 3) await new Promise<void>((resolve) => (release = resolve));
+        try {
+          return await inner.publish(messages);
+        } finally {
+          for (const key of keys) keysInFlight.delete(key);
+        }
+      },
+      close: async () => undefined,
+    };
+    const holder = createRelay({ store, publisher, batchSize: 4, claimHoldMs: 10_000 });
+    const running = holder.runOnce();
+    await until(() => release !== undefined);
+    // Batches are out but not committed: the keys are still held, so another relay finds
+    // nothing it may take, and sees every event still pending.
+    const other = createMemoryPublisher();
+    expect(await createRelay({ store, publisher: other }).runOnce()).toMatchObject({
+      claimed: 0,
+    });
+    expect(await statusCounts(store)).toEqual({ pending: 24 });
+    release!();
+    expect(await running).toEqual({ claimed: 24, published: 24, failed: 0, dead: 0, released: 0 });
+    // Two lanes (the default two publish slots) over two keys each: calls overlap, a key never
+    // is in two calls at once, and each key arrives in order.
+    expect(calls).toBeGreaterThanOrEqual(6);
+    expect(maxInFlight).toBe(4);
+    expect(keyInTwoCalls).toBe(false);
+    for (const key of ['a', 'b', 'c', 'd']) {
+      expect(payloadsOf(inner.byKey(key))).toEqual([0, 1, 2, 3, 4, 5].map((i) => ({ key, i })));
+    }
+    expect(await statusCounts(store)).toEqual({ published: 24 });
+    expect(other.published).toHaveLength(0);
+  });
+
+  it('publishes a held claim in one lane with maxConcurrentPublishes 1', async () => {
+    await add(eventsOf(['a', 'b', 'c'], 4));
+    const sizes: number[] = [];
     let inFlight = 0;
     let overlapped = false;
-    let release: (() => void) | undefined;
+    const inner = createMemoryPublisher();
     const publisher: Publisher = {
       async publish(messages) {
         inFlight += 1;
         overlapped ||= inFlight > 1;
-        calls.push(messages.length);
-        // The second batch waits until the test lets it go.
-        if (calls.length === 2) await new Promise<void>((resolve) => (release = resolve));
+        sizes.push(messages.length);
         try {
           return await inner.publish(messages);
         } finally {
@@ -512,25 +565,17 @@ describe('claim hold on postgres', () => {
       },
       close: async () => undefined,
     };
-    const holder = createRelay({ store, publisher, batchSize: 3, claimHoldMs: 10_000 });
-    const running = holder.runOnce();
-    await until(() => release !== undefined);
-    // The first batch is published but not committed: the keys are still held, so another
-    // relay finds nothing it may take, and sees every event still pending.
-    const other = createMemoryPublisher();
-    expect(await createRelay({ store, publisher: other }).runOnce()).toMatchObject({
-      claimed: 0,
+    const relay = createRelay({
+      store,
+      publisher,
+      batchSize: 3,
+      concurrency: 1,
+      maxConcurrentPublishes: 1,
+      claimHoldMs: 10_000,
     });
-    expect(await statusCounts(store)).toEqual({ pending: 18 });
-    release!();
-    expect(await running).toEqual({ claimed: 18, published: 18, failed: 0, dead: 0, released: 0 });
-    expect(calls).toEqual([3, 3, 3, 3, 3, 3]);
+    expect(await relay.runOnce()).toMatchObject({ claimed: 12, published: 12 });
+    expect(sizes).toEqual([3, 3, 3, 3]);
     expect(overlapped).toBe(false);
-    for (const key of ['a', 'b', 'c']) {
-      expect(payloadsOf(inner.byKey(key))).toEqual([0, 1, 2, 3, 4, 5].map((i) => ({ key, i })));
-    }
-    expect(await statusCounts(store)).toEqual({ published: 18 });
-    expect(other.published).toHaveLength(0);
   });
 
   it('drops a key that fails from the rest of the hold; the other keys go on', async () => {

@@ -9,6 +9,7 @@ import {
 import type { KafkaBatchContext, KafkaConsumerClient, KafkaRecord } from './client';
 import { toEnvelope, type EnvelopeSettings } from './envelope';
 import type { DeadLetterReason } from './dead-letter';
+import { createFirstDeliveryTracker } from './first-delivery';
 
 /** Where a record sits: reported beside every outcome. */
 export interface RecordPosition {
@@ -61,13 +62,18 @@ const MIN_INFRA_DELAY_MS = 100;
  * transaction (`process`). After each chunk the offset after the last finished record is
  * committed — never before the database transaction that finished it has committed.
  *
+ * Records are declared first deliveries (so the inbox skips counting them) by the rule in
+ * `first-delivery.ts`: only after a successful offset commit on the partition since it was
+ * assigned, above the highest offset already handed to the inbox, and past the first
+ * `batchSize` records of the assignment.
+ *
  * @internal
  */
 export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
   eachBatch(context: KafkaBatchContext): Promise<void>;
-  /** Forgets retry positions; called after the group was joined again. */
+  /** Forgets retry positions and partition state; called after the group was joined again. */
   reset(): void;
-  /** Cancels pending resumes; called when the consumer stops. */
+  /** Cancels pending resumes and forgets partition state; called when the consumer stops. */
   dispose(): void;
 } {
   /** Per topic-partition: the offset a failed record must be retried from. */
@@ -75,6 +81,8 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
   /** Per topic-partition: consecutive infrastructure failures (database, dead-letter topic). */
   const infraFailures = new Map<string, number>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Per topic-partition: what decides which records are declared first deliveries. */
+  const firstDeliveries = createFirstDeliveryTracker(deps.batchSize);
 
   const infraDelay = (tp: string): number => {
     const n = (infraFailures.get(tp) ?? 0) + 1;
@@ -131,7 +139,10 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
           ],
         });
         committed = offset;
+        // After a rejoin the tracker was reset: this commit says nothing about the new assignment.
+        if (!revoked()) firstDeliveries.committed(tp, true);
       } catch (error) {
+        if (!revoked()) firstDeliveries.committed(tp, false);
         heartbeatError ??= error;
         deps.logger.warn('kafka offset commit failed; the records will be delivered again', {
           topic,
@@ -194,8 +205,18 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
       }
     };
 
-    const envelopeOf = (record: KafkaRecord): Envelope =>
-      toEnvelope(record, topic, partition, deps.envelope);
+    /** The envelopes of records about to be handed to the inbox, in that order. */
+    const envelopesOf = (chunk: readonly KafkaRecord[]): Envelope[] => {
+      const firsts = revoked()
+        ? chunk.map(() => false)
+        : firstDeliveries.hand(
+            tp,
+            chunk.map((r) => r.offset),
+          );
+      return chunk.map((record, i) =>
+        toEnvelope(record, topic, partition, deps.envelope, firsts[i]),
+      );
+    };
 
     async function oneByOne(chunk: readonly KafkaRecord[]): Promise<ChunkResult> {
       let done: string | undefined;
@@ -203,7 +224,7 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
         if (mustStop()) return { done, stopped: true };
         let outcome: InboxOutcome<R>;
         try {
-          outcome = await deps.inbox.process(envelopeOf(record), deps.handler, callOptions);
+          outcome = await deps.inbox.process(envelopesOf([record])[0]!, deps.handler, callOptions);
         } catch (error) {
           deps.logger.error('kafka inbox call failed; the record will be retried', {
             topic,
@@ -229,7 +250,7 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
     async function together(chunk: readonly KafkaRecord[]): Promise<ChunkResult> {
       let outcomes: InboxOutcome<R>[];
       try {
-        outcomes = await deps.inbox.processBatch(chunk.map(envelopeOf), deps.handler, callOptions);
+        outcomes = await deps.inbox.processBatch(envelopesOf(chunk), deps.handler, callOptions);
       } catch (error) {
         deps.logger.error('kafka inbox batch failed; the records will be retried', {
           topic,
@@ -308,10 +329,14 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
 
   return {
     eachBatch,
-    reset: () => retryFrom.clear(),
+    reset: () => {
+      retryFrom.clear();
+      firstDeliveries.reset();
+    },
     dispose: () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      firstDeliveries.reset();
     },
   };
 }

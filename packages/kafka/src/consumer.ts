@@ -182,6 +182,8 @@ export function createKafkaConsumer<R = unknown>(
       unsubscribe.push(
         consumer.on(consumer.events.GROUP_JOIN ?? 'consumer.group_join', () => {
           generation += 1;
+          // Partitions may have moved: forget retry positions and what decides first
+          // deliveries, so each partition's first chunk after the join is counted again.
           processor.reset();
         }),
       );

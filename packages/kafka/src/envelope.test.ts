@@ -101,6 +101,13 @@ describe('toEnvelope', () => {
     expect(Buffer.from(env.body as Uint8Array).toString()).toBe('{"n":1}');
   });
 
+  it('declares a first delivery only when told, and otherwise reports no first-delivery facts', () => {
+    expect(toEnvelope(record(), 'orders', 0, settings(), true).delivery.redelivered).toBe(false);
+    const counted = toEnvelope(record(), 'orders', 0, settings());
+    expect('redelivered' in counted.delivery).toBe(false);
+    expect(counted.delivery.receiveCount).toBeUndefined();
+  });
+
   it('gives a tombstone an empty body and no key or scope when absent', () => {
     const env = toEnvelope(
       record({ key: null, value: null }),

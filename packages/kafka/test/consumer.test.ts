@@ -176,6 +176,76 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
     expect(bodies.sort()).toEqual(['a', 'b', 'c', 'flaky']);
     if (mode === 'message') expect(rows.rows.map((r) => r.body)).toEqual(['a', 'flaky', 'b', 'c']);
   });
+
+  it('dead-letters a record that throws on a declared first delivery after maxAttempts attempts', async () => {
+    const topic = unique('declared');
+    const dlq = `${topic}.dlq`;
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic, dlq], 1);
+    // Two chunks of 3 before the poison: the first is counted, then committed, so the
+    // poison's first delivery is declared a first delivery (no counting write).
+    const values = ['a', 'b', 'c', 'd', 'e', 'f', 'poison', 'g', 'h'];
+    await produce(
+      producer,
+      topic,
+      values.map((v) => ({ value: v, headers: { 'message-id': `${name}-${v}` } })),
+    );
+    const calls: string[] = [];
+    const outcomes: InboxOutcome[] = [];
+    const effect = recordEffect(name);
+    await start(
+      createKafkaConsumer({
+        kafka,
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        mode,
+        batchSize: 3,
+        consumerConfig: FAST_GROUP,
+        inbox: createInbox({
+          store,
+          consumer: name,
+          maxAttempts: 3,
+          backoff: { baseMs: 50, capMs: 100 },
+          decode: (body) => Buffer.from(body).toString(),
+        }),
+        handler: async (ctx) => {
+          if (ctx.payload === 'poison') {
+            const call = `${ctx.attempt}:${ctx.message.delivery.redelivered === false}`;
+            // Batch mode calls a failing handler twice per attempt (optimistic, then isolated).
+            if (calls.at(-1) !== call) calls.push(call);
+            throw new Error('cannot digest this');
+          }
+          await effect(ctx);
+        },
+        onOutcome: (outcome) => outcomes.push(outcome),
+      }),
+    );
+
+    const [letter] = await readTopic(kafka, dlq, 1);
+    expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+    expect(letter?.headers[DEAD_LETTER_HEADERS.attempts]).toBe('3');
+    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    // Declared once, then counted: attempt numbers 1, 2, 3 — no jump, no extra attempt.
+    expect(calls).toEqual(['1:true', '2:false', '3:false']);
+    const poison = outcomes.filter((o) => o.messageId === `${name}-poison`);
+    expect(poison.map((o) => [o.status, 'attempt' in o ? o.attempt : undefined])).toEqual([
+      ['failed', 1],
+      ['failed', 2],
+      ['dead-lettered', 3],
+    ]);
+    const counts = await store.effectCounts();
+    const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
+    expect(mine).toHaveLength(values.length - 1);
+    expect(mine.every(([, n]) => n === 1)).toBe(true);
+    // No attempt counter is left behind.
+    const left = (await store.knex.raw(
+      `select count(*)::int as n from ${store.names.table('inbox_attempts')} where consumer = ?`,
+      [name],
+    )) as { rows: Array<{ n: number }> };
+    expect(left.rows[0]!.n).toBe(0);
+  });
 });
 
 describe('createKafkaConsumer dead letters', () => {

@@ -20,6 +20,8 @@ export const MAX_BATCH_SIZE = 1000;
 interface Runnable extends Prepared {
   readonly index: number;
   readonly attempt: number;
+  /** This delivery counted its attempt durably, so its counter is cleared when it is done. */
+  readonly counted: boolean;
 }
 
 type RunResult<R> =
@@ -84,6 +86,7 @@ async function processChunk<R>(
   }
 
   const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
+  const counted = new Set(toCount.map(({ index }) => index));
   const counts =
     toCount.length === 0
       ? new Map<string, number>()
@@ -104,7 +107,7 @@ async function processChunk<R>(
         prepared.good.envelope.body,
       );
     } else {
-      runnable.push({ ...prepared, index, attempt });
+      runnable.push({ ...prepared, index, attempt, counted: counted.has(index) });
     }
   }
   // Handlers run in delivery order (per-key order matters to the transports); only the
@@ -198,7 +201,9 @@ async function runTransaction<R>(
         statementFailed = true;
       });
     }
-    const done: MessageKey[] = taken.map((r) => r.good);
+    // Attempt counters to clear: only deliveries that counted can have one (a stray one from
+    // an earlier delivery is removed by retention).
+    const done: MessageKey[] = taken.filter((r) => r.counted).map((r) => r.good);
     const failed: MessageKey[] = [];
     for (const r of runnable) {
       if (!claimed.has(keyOf(r.good))) continue;
@@ -206,7 +211,7 @@ async function runTransaction<R>(
         const result = await runIsolated(rt, trx, r, handler, signal);
         results.set(r.index, result);
         if (result.kind === 'failed') failed.push(r.good);
-        else done.push(r.good);
+        else if (r.counted) done.push(r.good);
       } else {
         const started = performance.now();
         try {
@@ -216,7 +221,7 @@ async function runTransaction<R>(
           await assertUsable(trx, statementFailed);
           statementFailed = false;
           results.set(r.index, { kind: 'processed', result });
-          done.push(r.good);
+          if (r.counted) done.push(r.good);
         } catch {
           rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
           throw new IsolateAndRetry();

@@ -47,7 +47,8 @@ export async function processOne<R>(
   const { store, consumer, maxAttempts, retentionMs } = rt.options;
 
   let stored: number | undefined;
-  if (needsCounting(rt, ordinal)) {
+  const counting = needsCounting(rt, ordinal);
+  if (counting) {
     const counts = await countAttempts(store.knex, store.names, consumer, [
       attemptToCount(rt, good, ordinal),
     ]);
@@ -62,12 +63,19 @@ export async function processOne<R>(
   let outcome: InboxOutcome<R>;
   try {
     outcome = await store.knex.transaction(async (trx): Promise<InboxOutcome<R>> => {
-      const claimed = await claimMessage(trx, store.names, consumer, retentionMs, {
-        scope: good.scope,
-        messageId: good.messageId,
-        fingerprint: good.fingerprint,
-        attempt,
-      });
+      const claimed = await claimMessage(
+        trx,
+        store.names,
+        consumer,
+        retentionMs,
+        {
+          scope: good.scope,
+          messageId: good.messageId,
+          fingerprint: good.fingerprint,
+          attempt,
+        },
+        counting,
+      );
       if (!claimed) return settleExisting(rt, trx, good, attempt);
 
       let statementFailed = false;

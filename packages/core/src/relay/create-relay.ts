@@ -114,8 +114,7 @@ export function createRelay(options: RelayOptions): Relay {
   const held: Array<string | null> = [];
   /** Where the relay's walk over keys stands, shared by its loops. */
   const keyCursor: KeyCursor = { key: null };
-  const gate =
-    o.maxConcurrentPublishes < o.concurrency ? createPublishGate(o.maxConcurrentPublishes) : null;
+  const gate = createPublishGate(o.maxConcurrentPublishes);
 
   const cycle = async (siblings: SiblingHint | null = null): Promise<CycleReport> => {
     let current: Knex.Transaction | null = null;

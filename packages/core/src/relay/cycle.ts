@@ -1,120 +1,12 @@
 import type { Knex } from 'knex';
-import { fullJitterBackoff } from '../retry/backoff';
-import type { OutgoingMessage, PublishResult } from '../transport/publisher';
+import { ascendingId, idAfter, runLane, type LaneShared } from './lane';
 import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
 import { claimBatch, type ClaimedRow } from './sql/claim';
-import { readFollowers } from './sql/followers';
 import { claimByKeys, type KeyCursor } from './sql/scan-keys';
-import { markFailed, markPublished, type FailureMark } from './sql/mark';
 import type { CycleResult } from './types';
 
-/** The longest error text kept in `last_error`. */
-const MAX_ERROR_LENGTH = 2_000;
-
-/** What the relay decided for each claimed row. @internal */
-export interface Decisions {
-  readonly published: string[];
-  readonly failures: FailureMark[];
-  readonly released: string[];
-  /** Keys whose publisher result broke per-key order (a success after a failure). */
-  readonly disorderedKeys: string[];
-}
-
-function toMessage(row: ClaimedRow): OutgoingMessage {
-  const headers =
-    typeof row.headers === 'string'
-      ? (JSON.parse(row.headers) as Record<string, string>)
-      : row.headers;
-  return {
-    messageId: row.message_id,
-    destination: row.destination,
-    key: row.partition_key,
-    headers,
-    payload: row.payload,
-  };
-}
-
-function describe(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
-}
-
-/**
- * Turns publish results into marks. Per key, in id order: successes up to the first failure
- * are published; the first failure counts an attempt (backoff, or dead after the last one);
- * the rest of the key is released untouched, so a failing event holds back only its own key.
- * Events without a key are independent of each other. @internal
- */
-export function decide(
-  rows: readonly ClaimedRow[],
-  outcome: readonly PublishResult[] | Error,
-  options: Pick<ResolvedRelayOptions, 'maxAttempts' | 'backoff'>,
-): Decisions {
-  const published: string[] = [];
-  const failures: FailureMark[] = [];
-  const released: string[] = [];
-  const disordered = new Set<string>();
-  const blocked = new Set<string>();
-  const failedCall = outcome instanceof Error ? outcome : null;
-  const results = outcome instanceof Error ? [] : outcome;
-  for (let i = 0; i < rows.length; i += 1) {
-    const row = rows[i]!;
-    let result: PublishResult | undefined = results[i];
-    if (failedCall !== null) {
-      result = { messageId: row.message_id, ok: false, error: failedCall, retriable: true };
-    } else if (result === undefined || result.messageId !== row.message_id) {
-      result = {
-        messageId: row.message_id,
-        ok: false,
-        error: new Error('the publisher returned no result for this message'),
-        retriable: true,
-      };
-    }
-    const key = row.partition_key;
-    if (key !== null && blocked.size > 0 && blocked.has(key)) {
-      if (result.ok) {
-        // Already out at the broker: record it, but the key's order is the publisher's fault.
-        disordered.add(key);
-        published.push(row.id);
-      } else {
-        released.push(row.id);
-      }
-      continue;
-    }
-    if (result.ok) {
-      published.push(row.id);
-      continue;
-    }
-    const attempt = row.attempts + 1;
-    failures.push({
-      id: row.id,
-      error: describe(result.error),
-      delayMs: fullJitterBackoff(attempt, options.backoff),
-      dead: !result.retriable || attempt >= options.maxAttempts,
-    });
-    if (key !== null) blocked.add(key);
-  }
-  return { published, failures, released, disorderedKeys: [...disordered] };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`publish did not finish within ${ms} ms`)), ms);
-    // A publish abandoned by a timed-out stop must not keep the process alive.
-    timer.unref();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
+export { idAfter };
 
 /**
  * How the cycles of one relay keep out of each other's way: a claim may start after the last
@@ -125,11 +17,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export interface SiblingHint {
   after(): string | null;
   hold(lastHead: string | null): void;
-}
-
-/** True if row id `a` is greater than row id `b` (both decimal, without leading zeros). */
-export function idAfter(a: string, b: string): boolean {
-  return a.length !== b.length ? a.length > b.length : a > b;
 }
 
 /** The greatest id among the claimed heads (each key's first row), or null. @internal */
@@ -153,8 +40,8 @@ export interface CycleContext {
   readonly cancelled: () => boolean;
   /** The sibling cycles of the same relay, or null. */
   readonly siblings: SiblingHint | null;
-  /** The limit on publish calls in flight, or null. */
-  readonly gate: PublishGate | null;
+  /** The limit on publish calls in flight across the relay's cycles and lanes. */
+  readonly gate: PublishGate;
   /** Where this relay's walk over keys stands (see `claimByKeys`). */
   readonly keyCursor: KeyCursor;
 }
@@ -184,46 +71,29 @@ const EMPTY: CycleReport = {
   full: false,
 };
 
-/** Publishes one batch; never rejects (a failed or timed-out call is the outcome). */
-async function publishBatch(
-  o: ResolvedRelayOptions,
-  rows: readonly ClaimedRow[],
-  gate: PublishGate | null,
-): Promise<PublishResult[] | Error> {
-  const release = gate ? await gate.acquire() : null;
-  try {
-    return await withTimeout(o.publisher.publish(rows.map(toMessage)), o.publishTimeoutMs);
-  } catch (error) {
-    o.logger.warn('relay: publish call failed', { error: describe(error), events: rows.length });
-    return error instanceof Error ? error : new Error(String(error));
-  } finally {
-    release?.();
+/**
+ * Splits a claim into up to `count` lanes by key, keys dealt round-robin in id order of their
+ * first event (so the lanes get about as many keys each); events without a key go to the
+ * first lane. @internal
+ */
+export function splitIntoLanes(rows: readonly ClaimedRow[], count: number): ClaimedRow[][] {
+  const laneOf = new Map<string, number>();
+  const lanes: ClaimedRow[][] = [[]];
+  for (const row of rows) {
+    const key = row.partition_key;
+    if (key === null) {
+      lanes[0]!.push(row);
+      continue;
+    }
+    let lane = laneOf.get(key);
+    if (lane === undefined) {
+      lane = laneOf.size % count;
+      laneOf.set(key, lane);
+      lanes[lane] ??= [];
+    }
+    lanes[lane]!.push(row);
   }
-}
-
-/** Marks one batch's decisions in the claiming transaction; resolves to the counts. */
-async function markBatch(
-  o: ResolvedRelayOptions,
-  trx: Knex.Transaction,
-  d: Decisions,
-): Promise<{ published: number; dead: number }> {
-  const { names } = o.store;
-  const published = await markPublished(trx, names, d.published, o.onPublished === 'delete');
-  const dead = (await markFailed(trx, names, d.failures)).length;
-  return { published, dead };
-}
-
-/** Moves each key's cursor to the last of its rows in `rows` (which are in id order). */
-/** Row ids in ascending order (decimal text). */
-function ascendingId(a: ClaimedRow, b: ClaimedRow): number {
-  return a.id === b.id ? 0 : idAfter(a.id, b.id) ? 1 : -1;
-}
-
-/** Batches' worth of rows a held cycle reads ahead in one statement. */
-const READ_AHEAD_BATCHES = 4;
-
-function advance(cursors: Map<string, string>, rows: readonly ClaimedRow[]): void {
-  for (const row of rows) if (row.partition_key !== null) cursors.set(row.partition_key, row.id);
+  return lanes.filter((lane) => lane.length > 0);
 }
 
 /**
@@ -297,72 +167,39 @@ export async function runCycle(
       await trx.commit();
       return EMPTY;
     }
-    const holdUntil = performance.now() + o.claimHoldMs;
-    const cursors = new Map<string, string>();
-    advance(cursors, rows);
-    /** Keys with a failure in this cycle: they go no further until it commits. */
-    const blocked = new Set<string>();
-    const failures: FailureMark[] = [];
-    const totals = { claimed: 0, published: 0, dead: 0, released: 0 };
-    /** Rows read ahead and not published yet, in the order they may be published in. */
-    let ready: ClaimedRow[] = [];
-    /** Whether the held keys may have more: a claim that was not full has taken them all. */
-    let more = rows.length >= o.batchSize;
-    let reading: Promise<ClaimedRow[]> | null = null;
-    const readLimit = o.batchSize * READ_AHEAD_BATCHES;
-    let batch: readonly ClaimedRow[] = rows;
-    let marking: Promise<{ published: number; dead: number }> | null = null;
-    let full = false;
-    for (;;) {
-      totals.claimed += batch.length;
-      full = batch.length >= o.batchSize;
-      const publishing = publishBatch(o, batch, gate);
-      const holding = performance.now() < holdUntil && !cancelled();
-      // Read ahead while a batch is still in reserve, so the read has a whole publish to finish in.
-      if (holding && more && reading === null && ready.length < o.batchSize * 2) {
-        reading = started(readFollowers(trx, store.names, cursors, readLimit));
-      }
-      if (marking !== null) {
-        const counts = await marking;
-        totals.published += counts.published;
-        totals.dead += counts.dead;
-      }
-      const d = decide(batch, await publishing, o);
-      for (const key of d.disorderedKeys) {
-        logger.warn('relay: publisher accepted a message after an earlier one of its key failed', {
-          key,
-        });
-      }
-      totals.released += d.released.length;
-      failures.push(...d.failures);
-      const byId = new Map(batch.map((row) => [row.id, row.partition_key]));
-      for (const id of [...d.failures.map((f) => f.id), ...d.released]) {
-        const key = byId.get(id);
-        if (key != null) {
-          blocked.add(key);
-          cursors.delete(key);
-        }
-      }
-      marking = started(markBatch(o, trx, d));
-      if (!holding) break;
-      if (reading !== null && ready.length < o.batchSize) {
-        const read = await reading;
-        reading = null;
-        more = read.length >= readLimit;
-        advance(cursors, read);
-        ready.push(...read);
-      }
-      if (blocked.size > 0) ready = ready.filter((row) => !blocked.has(row.partition_key!));
-      if (ready.length === 0) break;
-      // The read order is (rank within key, id): any prefix of it takes a prefix of each key.
-      batch = ready.splice(0, o.batchSize).sort(ascendingId);
-    }
-    const counts = await marking;
-    totals.published += counts.published;
-    totals.dead += counts.dead;
+    let failed = false;
+    const shared: LaneShared = {
+      o,
+      trx,
+      gate,
+      holdUntil: performance.now() + o.claimHoldMs,
+      stopped: () => failed || cancelled(),
+      started,
+      totals: { claimed: 0, published: 0, dead: 0, released: 0 },
+      failures: [],
+    };
+    // A claim that was not full took everything its keys had: nothing to hold them for.
+    const mayHaveMore = rows.length >= o.batchSize;
+    // A full claim is held and published in lanes (one call in flight each, on its own keys),
+    // as many as the relay has publish slots; anything smaller goes out in one call.
+    const lanes = splitIntoLanes(
+      rows,
+      mayHaveMore && o.claimHoldMs > 0 ? o.maxConcurrentPublishes : 1,
+    );
+    const outcomes = await Promise.allSettled(
+      lanes.map((first) =>
+        runLane(shared, first, mayHaveMore).catch((error: unknown) => {
+          failed = true;
+          throw error;
+        }),
+      ),
+    );
+    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    const full = outcomes.some((outcome) => outcome.status === 'fulfilled' && outcome.value);
     // A read still running (the hold ended) is simply not used.
     await Promise.allSettled([...inFlight]);
     await trx.commit();
+    const { totals, failures } = shared;
     for (const failure of failures) {
       logger[failure.dead ? 'error' : 'warn'](
         failure.dead ? 'relay: event is dead' : 'relay: publish failed; will retry',

@@ -42,27 +42,6 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
   const leaseMs = integerOption(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
-  const publishTimeoutMs = integerOption(
-    options.publishTimeoutMs,
-    Math.min(10_000, Math.floor(leaseMs / 3)),
-    'publishTimeoutMs',
-    1,
-    leaseMs,
-  );
-  if (publishTimeoutMs >= leaseMs) {
-    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
-      publishTimeoutMs,
-      leaseMs,
-    });
-  }
-  // The hold must end well inside the lease, with room for the batch in flight at its end.
-  const claimHoldMs = integerOption(
-    options.claimHoldMs,
-    Math.min(1_000, Math.floor(leaseMs / 3)),
-    'claimHoldMs',
-    0,
-    Math.floor(leaseMs / 2),
-  );
   const baseMs = integerOption(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
   const capMs = integerOption(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
   if (capMs < baseMs) {
@@ -92,13 +71,36 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     1,
     concurrency,
   );
-  // A cycle may wait for every slot to turn over before its own call: all of that happens
-  // while it holds its claim, so it must fit in the lease.
-  const waits = Math.ceil(concurrency / maxConcurrentPublishes);
+  // The hold must end well inside the lease, with room for the batch in flight at its end.
+  const claimHoldMs = integerOption(
+    options.claimHoldMs,
+    Math.min(1_000, Math.floor(leaseMs / 3)),
+    'claimHoldMs',
+    0,
+    Math.floor(leaseMs / 2),
+  );
+  // A held cycle publishes in as many lanes as there are publish slots. A lane may wait for
+  // the slots to turn over before its own call, all while its cycle holds its claim, so the
+  // waits and the call must fit in the lease.
+  const lanes = claimHoldMs > 0 ? maxConcurrentPublishes : 1;
+  const waits = Math.ceil((concurrency * lanes) / maxConcurrentPublishes);
+  const publishTimeoutMs = integerOption(
+    options.publishTimeoutMs,
+    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
+    'publishTimeoutMs',
+    1,
+    leaseMs,
+  );
+  if (publishTimeoutMs >= leaseMs) {
+    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
+      publishTimeoutMs,
+      leaseMs,
+    });
+  }
   if (publishTimeoutMs * waits >= leaseMs) {
     throw new ConfigurationError(
-      'publishTimeoutMs times ceil(concurrency / maxConcurrentPublishes) must be below leaseMs',
-      { publishTimeoutMs, concurrency, maxConcurrentPublishes, leaseMs },
+      'publishTimeoutMs times the publish calls a cycle may wait for (its own included) must be below leaseMs',
+      { publishTimeoutMs, concurrency, maxConcurrentPublishes, claimHoldMs, waits, leaseMs },
     );
   }
   return {

@@ -24,11 +24,12 @@ function claimedKeys(result: unknown): Set<string> {
  * The dedup insert of one message, in its business transaction: `insert … on conflict do
  * nothing` of a SUCCEEDED record. A record another transaction is inserting makes this one
  * wait on the unique index until that one commits (then it is a conflict) or rolls back
- * (then this insert goes through). The same statement deletes the message's attempt
- * counter, which is not needed once the record commits and comes back with a rollback; the
- * insert runs before that delete (an unreferenced data-modifying `with` runs after the main
- * statement), so every path locks the record before the counter. Resolves to whether the
- * record is new. @internal
+ * (then this insert goes through). With `clearCounter`, the same statement deletes the
+ * message's attempt counter, which is not needed once the record commits and comes back with
+ * a rollback; the insert runs before that delete (an unreferenced data-modifying `with` runs
+ * after the main statement), so every path locks the record before the counter. A delivery
+ * that skipped counting has no counter to clear (a stray one from an earlier delivery is
+ * removed by retention). Resolves to whether the record is new. @internal
  */
 export async function claimMessage(
   trx: Knex.Transaction,
@@ -36,28 +37,30 @@ export async function claimMessage(
   consumer: string,
   retentionMs: number,
   message: MessageToClaim,
+  clearCounter = true,
 ): Promise<boolean> {
-  const result = await trx.raw(
-    `with cleared as (
-       delete from ${names.table('inbox_attempts')}
-        where scope = ? and consumer = ? and message_id = ?
-     )
-     insert into ${names.table('idempotency')}
+  const insert = `insert into ${names.table('idempotency')}
        (scope, operation, key, status, request_hash, attempts, expires_at)
      values (?, ?, ?, 'SUCCEEDED', ?, ?, ${EXPIRES})
-     ${CONFLICT}`,
-    [
-      message.scope,
-      consumer,
-      message.messageId,
-      message.scope,
-      consumer,
-      message.messageId,
-      message.fingerprint,
-      message.attempt,
-      retentionMs,
-    ],
-  );
+     ${CONFLICT}`;
+  const values = [
+    message.scope,
+    consumer,
+    message.messageId,
+    message.fingerprint,
+    message.attempt,
+    retentionMs,
+  ];
+  const result = clearCounter
+    ? await trx.raw(
+        `with cleared as (
+           delete from ${names.table('inbox_attempts')}
+            where scope = ? and consumer = ? and message_id = ?
+         )
+         ${insert}`,
+        [message.scope, consumer, message.messageId, ...values],
+      )
+    : await trx.raw(insert, values);
   return rowsOf(result).length > 0;
 }
 

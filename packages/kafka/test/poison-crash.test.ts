@@ -1,0 +1,142 @@
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { DEAD_LETTER_HEADERS } from '../src';
+import { databaseUrl } from '../../core/test/db';
+import {
+  createTopics,
+  kafkaBrokers,
+  openEffectsStore,
+  produce,
+  readTopic,
+  testKafka,
+  unique,
+  waitFor,
+} from './support';
+import { spawnUntilMarker } from '../../../test-support/child-process';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const CHILD = path.join(__dirname, 'poison-child.ts');
+const MAX_ATTEMPTS = 3;
+const BATCH_SIZE = 5;
+
+let kafka: Kafka;
+let admin: Admin;
+let producer: Producer;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  kafka = testKafka();
+  admin = kafka.admin();
+  producer = kafka.producer();
+  await Promise.all([admin.connect(), producer.connect()]);
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await Promise.all([admin.disconnect(), producer.disconnect()]);
+});
+
+async function kill(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+describe('a record whose handler kills the process on every delivery', () => {
+  it.each(['batch', 'message'] as const)(
+    'in %s mode is dead-lettered after at most maxAttempts + 1 attempts, and its partition moves on',
+    async (mode) => {
+      const store = await openEffectsStore();
+      try {
+        const topic = unique('crash-poison');
+        const groupId = unique('g');
+        const name = unique('c');
+        await createTopics(admin, [topic, `${topic}.dlq`], 1);
+        // Two full chunks before the poison: the first is counted (the first chunk after an
+        // assignment always is), the second is committed, so the poison arrives declared as
+        // a first delivery, alone in its chunk.
+        const good = (from: number, n: number) =>
+          Array.from({ length: n }, (_, i) => ({
+            value: `ok-${from + i}`,
+            headers: { 'message-id': `${name}-${from + i}` },
+          }));
+        await produce(producer, topic, [
+          ...good(0, 2 * BATCH_SIZE),
+          { value: 'poison', headers: { 'message-id': `${name}-poison` } },
+        ]);
+
+        const crashes: Array<{ attempt: number; first: boolean }> = [];
+        let deadLettered: number | undefined;
+        for (let run = 0; deadLettered === undefined; run++) {
+          if (run > MAX_ATTEMPTS + 2)
+            throw new Error(`not dead-lettered: ${JSON.stringify(crashes)}`);
+          let out = '';
+          const child = await spawnUntilMarker(CHILD, {
+            cwd: ROOT,
+            env: {
+              KAFKA_BROKERS: kafkaBrokers().join(','),
+              DATABASE_URL: databaseUrl(),
+              POISON_SCHEMA: store.schema,
+              POISON_TOPIC: topic,
+              POISON_GROUP: groupId,
+              POISON_CONSUMER: name,
+              POISON_MODE: mode,
+              POISON_BATCH_SIZE: String(BATCH_SIZE),
+              POISON_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+            },
+            onSpawn: (c) => {
+              children.push(c);
+              c.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+            },
+          });
+          const crash = /AT-STEP crash attempt=(\d+) first=(true|false)/.exec(out);
+          const letter = /AT-STEP dead-lettered attempt=(\d+)/.exec(out);
+          if (crash) {
+            crashes.push({ attempt: Number(crash[1]), first: crash[2] === 'true' });
+            await kill(child);
+          } else {
+            deadLettered = Number(letter![1]);
+          }
+        }
+
+        // The first delivery was declared first and not counted; every later one was counted
+        // from 1, so the handler ran maxAttempts + 1 times and the attempt numbers never jumped.
+        expect(crashes.length).toBeLessThanOrEqual(MAX_ATTEMPTS + 1);
+        expect(crashes).toEqual([
+          { attempt: 1, first: true },
+          { attempt: 1, first: false },
+          { attempt: 2, first: false },
+          { attempt: 3, first: false },
+        ]);
+        expect(deadLettered).toBe(MAX_ATTEMPTS + 1);
+        const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
+        expect(letter?.value).toBe('poison');
+        expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+        expect(letter?.headers[DEAD_LETTER_HEADERS.originalOffset]).toBe(String(2 * BATCH_SIZE));
+
+        // The partition moves on: records after the poison take effect and are committed.
+        await produce(producer, topic, good(100, 3));
+        const end = String(2 * BATCH_SIZE + 4);
+        await waitFor(
+          async () => {
+            const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+            return committed!.partitions[0]!.offset === end;
+          },
+          30_000,
+          `the committed offset to reach ${end}`,
+        );
+        const counts = await store.effectCounts();
+        expect(counts.size).toBe(2 * BATCH_SIZE + 3);
+        expect([...counts.values()].every((n) => n === 1)).toBe(true);
+        expect(counts.has(`${name}-poison`)).toBe(false);
+      } finally {
+        await store.dispose();
+      }
+    },
+    120_000,
+  );
+});
