@@ -2,6 +2,7 @@
  * Helpers shared by the benchmarks. The leading underscore keeps `pnpm bench` from listing
  * this file as a benchmark.
  */
+import { readFileSync } from 'node:fs';
 import {
   createOutbox,
   type OutboxEvent,
@@ -66,4 +67,33 @@ export async function fillOutbox(
       ),
     );
   }
+}
+
+/** Busy CPU time of the whole machine (all processes, all cores) so far, in microseconds. */
+function machineBusyUs(): number | null {
+  try {
+    // First line of /proc/stat: cpu user nice system idle iowait irq softirq steal …, in ticks.
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+    const ticks = fields.slice(1).map(Number);
+    const busy = ticks.reduce((sum, t, i) => (i === 3 || i === 4 ? sum : sum + t), 0);
+    return (busy * 1_000_000) / TICKS_PER_SECOND;
+  } catch {
+    return null; // not Linux: the figure is left out
+  }
+}
+
+/** USER_HZ, the unit of /proc/stat; 100 on every common Linux build. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * Starts measuring the machine's busy CPU time (every process: this one, the database, the
+ * broker). The returned function gives the microseconds used since, per `events`, or null
+ * where /proc/stat is not available.
+ */
+export function machineCpu(): (events: number) => number | null {
+  const start = machineBusyUs();
+  return (events) => {
+    const end = machineBusyUs();
+    return start === null || end === null ? null : Math.round(((end - start) / events) * 10) / 10;
+  };
 }

@@ -4,7 +4,7 @@
  *
  * Cases (every one with 8 workers, each taking the next unit of work from a shared list):
  * - per-message: `inbox.process` per delivery, beside the hand-written transaction the inbox
- *   issues for a first delivery (claim with attempt-counter cleanup, business insert, commit).
+ *   issues for a first delivery (claim, business insert, commit).
  * - batch: `inbox.processBatch` of 100 per transaction, beside the hand-written transaction
  *   the inbox issues for a batch (one multi-row claim, the business inserts, the
  *   attempt-counter cleanup, commit).
@@ -119,31 +119,24 @@ export async function main(): Promise<void> {
     };
 
     // The statements of processOne for a first delivery, by hand (inbox/sql/claim-messages.ts,
-    // claimMessage): the claim that also clears the attempt counter, the handler's insert,
-    // commit. A first delivery skips the attempt-counting statement.
-    const claimOneSql = `with cleared as (
-         delete from ${attempts}
-          where scope = ? and consumer = ? and message_id = ?
-       )
-       insert into ${idempotency}
+    // claimMessage): the claim, the handler's insert, commit. A first delivery skips the
+    // attempt-counting statement, and so has no counter to clear.
+    const claimOneSql = `insert into ${idempotency}
          (scope, operation, key, status, request_hash, attempts, expires_at)
        values (?, ?, ?, 'SUCCEEDED', ?, ?, now() + ?::double precision * interval '1 millisecond')
        on conflict (scope, operation, key) do nothing returning scope, key`;
     const baselineOne = async (m: Message): Promise<void> => {
       await knex.transaction(async (trx) => {
         const claimed = rowsOf(
-          await trx.raw(claimOneSql, [
-            ...['default', BASELINE, m.id],
-            ...['default', BASELINE, m.id, m.hash, 1, RETENTION_MS],
-          ]),
+          await trx.raw(claimOneSql, ['default', BASELINE, m.id, m.hash, 1, RETENTION_MS]),
         );
         if (claimed.length === 1) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
       });
     };
 
     // The statements of processBatch for first deliveries, by hand: the multi-row claim
-    // (claim-messages.ts, claimMessages), the handlers' inserts, the attempt-counter cleanup
-    // (finish-batch.ts), commit. Rows go in key order, as the inbox sorts them.
+    // (claim-messages.ts, claimMessages), the handlers' inserts, commit (first deliveries have
+    // no attempt counters to clear). Rows go in key order, as the inbox sorts them.
     const claimBatchSql = `insert into ${idempotency}
          (scope, operation, key, status, request_hash, attempts, expires_at)
        select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
@@ -152,9 +145,6 @@ export async function main(): Promise<void> {
               as m (scope, key, request_hash, attempts, ord)
         order by m.ord
        on conflict (scope, operation, key) do nothing returning scope, key`;
-    const clearBatchSql = `delete from ${attempts} a
-        using unnest(?::text[], ?::text[]) as m (scope, message_id)
-        where a.consumer = ? and a.scope = m.scope and a.message_id = m.message_id`;
     const baselineBatch = async (batch: readonly Message[]): Promise<void> => {
       const sorted = [...batch].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       await knex.transaction(async (trx: Knex.Transaction) => {
@@ -172,13 +162,6 @@ export async function main(): Promise<void> {
         );
         const done = sorted.filter((m) => claimed.has(m.id));
         for (const m of done) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
-        if (done.length > 0) {
-          await trx.raw(clearBatchSql, [
-            done.map(() => 'default'),
-            done.map((m) => m.id),
-            BASELINE,
-          ]);
-        }
       });
     };
 

@@ -3,9 +3,10 @@
  * hand-written baseline in the same process and the same run.
  *
  * - consumer-batch: `createKafkaConsumer` in batch mode (one inbox transaction per 100
- *   records), beside a raw kafkajs `eachBatch` consumer that writes the same rows by hand in
- *   one transaction per 100 records (a multi-row dedup insert `on conflict do nothing`, the
- *   business insert per new record) and then commits the offset.
+ *   records), beside a raw kafkajs `eachBatch` consumer that runs the same SQL by hand in one
+ *   transaction per 100 records (the inbox's multi-row claim into the idempotency table,
+ *   `on conflict do nothing`, with a SHA-256 request hash; the business insert per new
+ *   record) and then commits the offset.
  * - consumer-message: the same in per-message mode (one transaction per record, offsets
  *   committed per 100 records) beside the same per-record transaction by hand.
  * - relay: the outbox relay publishing through `createKafkaPublisher`, beside a raw kafkajs
@@ -21,7 +22,7 @@
  * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay),
  * BENCH_ON_PUBLISHED (the relay's onPublished, default keep). The last line printed is the JSON result.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import {
@@ -33,9 +34,11 @@ import {
 } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, fillOutbox, median, reached } from './_support';
+import { countingPublisher, fillOutbox, machineCpu, median, reached } from './_support';
 
 const CHUNK = 100;
+/** The inbox's default retention of dedup records (7 days), as the hand-written claim sets it. */
+const RETENTION_MS = 7 * 24 * 3_600_000;
 const RELAY_BATCH = 200;
 const RELAY_CONCURRENCY = 2;
 const PARTITIONS = 3;
@@ -46,13 +49,22 @@ interface Result {
   perSec: number;
   baselinePerSec: number;
   ratio: number;
+  /** Median busy CPU of the whole machine (client, database, broker) per event, in µs. */
+  machineCpuUsPerEvent?: number;
+  baselineMachineCpuUsPerEvent?: number;
+}
+
+/** One timed run: events per second and the machine's CPU per event (null off Linux). */
+interface Run {
+  perSec: number;
+  machineCpuUsPerEvent: number | null;
 }
 
 interface Env {
   kafka: Kafka;
   store: Store;
   effects: string;
-  dedup: string;
+  idempotency: string;
 }
 const tag = (): string => randomBytes(4).toString('hex');
 
@@ -109,12 +121,16 @@ async function inboxRun(
   topic: string,
   count: number,
   mode: 'batch' | 'message',
-): Promise<number> {
+): Promise<Run> {
   let started = 0;
+  let cpu = machineCpu(); // restarted with the clock at the first batch
   let done = 0;
   const name = `bench-${tag()}`;
   const consumer = createKafkaConsumer({
-    kafka: timedClient(env.kafka, () => (started = performance.now())),
+    kafka: timedClient(env.kafka, () => {
+      started = performance.now();
+      cpu = machineCpu();
+    }),
     groupId: name,
     topics: [topic],
     fromBeginning: true,
@@ -135,8 +151,9 @@ async function inboxRun(
   await consumer.start();
   await reached(() => done, count);
   const elapsed = performance.now() - started;
+  const machineCpuUsPerEvent = cpu(count);
   await consumer.stop();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
 /** The hand-written consumer: the same rows, the same transactions, by hand. */
@@ -145,8 +162,9 @@ async function rawRun(
   topic: string,
   count: number,
   mode: 'batch' | 'message',
-): Promise<number> {
+): Promise<Run> {
   let started = 0;
+  let cpu = machineCpu(); // restarted with the clock at the first batch
   let done = 0;
   const name = `bench-raw-${tag()}`;
   const consumer: Consumer = env.kafka.consumer({ groupId: name, ...GROUP });
@@ -156,12 +174,29 @@ async function rawRun(
     trx: Knex.Transaction,
     rows: Array<{ id: string; body: string }>,
   ): Promise<void> => {
+    // The inbox's own claim statement (inbox/sql/claim-messages.ts): a SUCCEEDED record per
+    // message in the idempotency table, with a SHA-256 request hash and an expiry, in key
+    // order; first deliveries have no attempt counter to clear.
+    const sorted = [...rows].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const fresh = (await trx.raw(
-      `insert into ${env.dedup} (consumer, message_id)
-       select ?, unnest(?::text[]) on conflict do nothing returning message_id`,
-      [name, rows.map((r) => r.id)],
-    )) as { rows: Array<{ message_id: string }> };
-    const isNew = new Set(fresh.rows.map((r) => r.message_id));
+      `insert into ${env.idempotency}
+         (scope, operation, key, status, request_hash, attempts, expires_at)
+       select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
+              now() + ?::double precision * interval '1 millisecond'
+         from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
+              as m (scope, key, request_hash, attempts, ord)
+        order by m.ord
+       on conflict (scope, operation, key) do nothing returning key`,
+      [
+        name,
+        RETENTION_MS,
+        sorted.map(() => 'default'),
+        sorted.map((r) => r.id),
+        sorted.map((r) => createHash('sha256').update(r.body).digest('hex')),
+        sorted.map(() => 1),
+      ],
+    )) as { rows: Array<{ key: string }> };
+    const isNew = new Set(fresh.rows.map((r) => r.key));
     for (const row of rows) {
       if (isNew.has(row.id)) {
         await trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [
@@ -175,7 +210,10 @@ async function rawRun(
     autoCommit: false,
     eachBatchAutoResolve: false,
     eachBatch: async ({ batch, heartbeat, commitOffsetsIfNecessary, resolveOffset }) => {
-      if (started === 0) started = performance.now();
+      if (started === 0) {
+        started = performance.now();
+        cpu = machineCpu();
+      }
       for (let i = 0; i < batch.messages.length; i += CHUNK) {
         const chunk = batch.messages.slice(i, i + CHUNK).map((m) => ({
           offset: m.offset,
@@ -204,11 +242,12 @@ async function rawRun(
   });
   await reached(() => done, count);
   const elapsed = performance.now() - started;
+  const machineCpuUsPerEvent = cpu(count);
   await consumer.disconnect();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
-async function relayRun(env: Env, count: number): Promise<number> {
+async function relayRun(env: Env, count: number): Promise<Run> {
   const topic = `bench-relay-${tag()}`;
   await createTopic(env.kafka, topic);
   await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
@@ -231,16 +270,18 @@ async function relayRun(env: Env, count: number): Promise<number> {
     pollIntervalMs: 20,
     onPublished: process.env.BENCH_ON_PUBLISHED === 'delete' ? 'delete' : 'keep',
   });
+  const cpu = machineCpu();
   const started = performance.now();
   await relay.start();
   await reached(() => publisher.acked, count);
   const elapsed = performance.now() - started;
+  const machineCpuUsPerEvent = cpu(count);
   await relay.stop();
   await publisher.close();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
-async function rawProducerRun(env: Env, count: number): Promise<number> {
+async function rawProducerRun(env: Env, count: number): Promise<Run> {
   const topic = `bench-raw-${tag()}`;
   await createTopic(env.kafka, topic);
   const producer: Producer = env.kafka.producer({
@@ -258,6 +299,7 @@ async function rawProducerRun(env: Env, count: number): Promise<number> {
       'message-id': randomUUID(),
     },
   }));
+  const cpu = machineCpu();
   const started = performance.now();
   let next = 0;
   const lane = async (): Promise<void> => {
@@ -269,24 +311,25 @@ async function rawProducerRun(env: Env, count: number): Promise<number> {
   };
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
+  const machineCpuUsPerEvent = cpu(count);
   await producer.disconnect();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
 async function measure(
   name: string,
   rounds: number,
-  framework: () => Promise<number>,
-  baseline: () => Promise<number>,
+  framework: () => Promise<Run>,
+  baseline: () => Promise<Run>,
 ): Promise<Result> {
   await framework();
   await baseline();
-  const f: number[] = [];
-  const b: number[] = [];
+  const f: Run[] = [];
+  const b: Run[] = [];
   const ratios: number[] = [];
   for (let round = 0; round < rounds; round++) {
-    let fw: number;
-    let base: number;
+    let fw: Run;
+    let base: Run;
     if (round % 2 === 0) {
       fw = await framework();
       base = await baseline();
@@ -296,15 +339,30 @@ async function measure(
     }
     f.push(fw);
     b.push(base);
-    ratios.push(fw / base);
-    console.log(`${name} round ${round + 1}: ${fw.toFixed(0)}/s vs ${base.toFixed(0)}/s`);
+    ratios.push(fw.perSec / base.perSec);
+    const cpu = (run: Run): string =>
+      run.machineCpuUsPerEvent === null ? '' : ` (${run.machineCpuUsPerEvent} µs CPU/event)`;
+    console.log(
+      `${name} round ${round + 1}: ${fw.perSec.toFixed(0)}/s${cpu(fw)} vs ${base.perSec.toFixed(0)}/s${cpu(base)}`,
+    );
   }
   const round2 = (x: number): number => Math.round(x * 100) / 100;
+  const cpuOf = (runs: Run[]): number | undefined => {
+    const known = runs.flatMap((r) =>
+      r.machineCpuUsPerEvent === null ? [] : [r.machineCpuUsPerEvent],
+    );
+    return known.length === runs.length ? median(known) : undefined;
+  };
+  const cpu = cpuOf(f);
+  const baseCpu = cpuOf(b);
   return {
     case: name,
-    perSec: Math.round(median(f)),
-    baselinePerSec: Math.round(median(b)),
+    perSec: Math.round(median(f.map((r) => r.perSec))),
+    baselinePerSec: Math.round(median(b.map((r) => r.perSec))),
     ratio: round2(median(ratios)),
+    ...(cpu !== undefined && baseCpu !== undefined
+      ? { machineCpuUsPerEvent: cpu, baselineMachineCpuUsPerEvent: baseCpu }
+      : {}),
   };
 }
 
@@ -320,14 +378,11 @@ export async function main(): Promise<void> {
   try {
     await store.migrate();
     const effects = `"${schema}"."bench_effects"`;
-    const dedup = `"${schema}"."bench_dedup"`;
+    const idempotency = store.names.table('idempotency');
     await store.knex.raw(
       `create table ${effects} (id bigserial primary key, message_id text not null, body text)`,
     );
-    await store.knex.raw(
-      `create table ${dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
-    );
-    const env: Env = { kafka, store, effects, dedup };
+    const env: Env = { kafka, store, effects, idempotency };
     const batchTopic = `bench-batch-${tag()}`;
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));

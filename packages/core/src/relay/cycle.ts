@@ -120,16 +120,17 @@ export async function runCycle(
   const { track, cancelled, siblings, gate, keyCursor } = context;
   const trx = await store.knex.transaction();
   track(trx);
-  // Promises this cycle started and has not awaited yet: if the cycle fails, they are
-  // awaited (their errors dropped) before the rollback, so none rejects unobserved.
-  const inFlight = new Set<Promise<unknown>>();
-  const started = <T>(promise: Promise<T>): Promise<T> => {
-    inFlight.add(promise);
-    const settle = (): void => {
-      inFlight.delete(promise);
-    };
-    promise.then(settle, settle);
-    return promise;
+  // Statements the lanes queued on the transaction's connection, run one at a time; if the
+  // cycle fails, the queue is waited for (its errors dropped) before the rollback, so no
+  // statement runs after it and none rejects unobserved.
+  let queue: Promise<unknown> = Promise.resolve();
+  const onConnection = <T>(statements: () => Promise<T>): Promise<T> => {
+    const run = queue.then(statements, statements);
+    queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
   };
   try {
     // The connection may have taken a while to come (PGlite has only one): a relay that was
@@ -174,7 +175,7 @@ export async function runCycle(
       gate,
       holdUntil: performance.now() + o.claimHoldMs,
       stopped: () => failed || cancelled(),
-      started,
+      onConnection,
       totals: { claimed: 0, published: 0, dead: 0, released: 0 },
       failures: [],
     };
@@ -196,8 +197,8 @@ export async function runCycle(
     );
     for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     const full = outcomes.some((outcome) => outcome.status === 'fulfilled' && outcome.value);
-    // A read still running (the hold ended) is simply not used.
-    await Promise.allSettled([...inFlight]);
+    // A read still queued or running (the hold ended) is simply not used.
+    await queue;
     await trx.commit();
     const { totals, failures } = shared;
     for (const failure of failures) {
@@ -218,7 +219,7 @@ export async function runCycle(
       full,
     };
   } catch (error) {
-    await Promise.allSettled([...inFlight]);
+    await queue;
     if (!trx.isCompleted()) await trx.rollback().catch(() => undefined);
     throw error;
   } finally {

@@ -81,8 +81,12 @@ export interface LaneShared {
   readonly holdUntil: number;
   /** True once the relay is stopping (without drain) or another lane failed. */
   readonly stopped: () => boolean;
-  /** Registers a database promise, so a failing cycle can wait for it before rolling back. */
-  readonly started: <T>(promise: Promise<T>) => Promise<T>;
+  /**
+   * Runs `statements` on the cycle's connection after whatever was queued there before (one
+   * query at a time: the driver must not be handed a query while another runs), and
+   * registers it so a failing cycle can wait for it before rolling back.
+   */
+  readonly onConnection: <T>(statements: () => Promise<T>) => Promise<T>;
   readonly totals: { claimed: number; published: number; dead: number; released: number };
   readonly failures: FailureMark[];
 }
@@ -127,7 +131,8 @@ export async function runLane(
     const holding = performance.now() < shared.holdUntil && !shared.stopped();
     // Read ahead while a batch is still in reserve, so the read has a publish to finish in.
     if (holding && more && reading === null && ready.length < o.batchSize * 2) {
-      reading = shared.started(readFollowers(trx, names, cursors, readLimit));
+      const from = new Map(cursors);
+      reading = shared.onConnection(() => readFollowers(trx, names, from, readLimit));
     }
     if (marking !== null) tally(await marking);
     const d = decide(batch, await publishing, o);
@@ -146,7 +151,7 @@ export async function runLane(
         cursors.delete(key);
       }
     }
-    marking = shared.started(markBatch(o, trx, d));
+    marking = shared.onConnection(() => markBatch(o, trx, d));
     if (!holding) break;
     if (reading !== null && ready.length < o.batchSize) {
       const read = await reading;
