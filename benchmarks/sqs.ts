@@ -17,8 +17,9 @@
  * deleted; the hand loop from its first receive to its last delete; the relay from `start`
  * to the last message acknowledged by SQS. A warm-up round first, then BENCH_ROUNDS rounds
  * (default 3) alternating which side goes first; `perSec` and `baselinePerSec` are medians,
- * `ratio` the median of per-round ratios. BENCH_SQS_MESSAGES sets the messages per round
- * (default 1 000; the relay case uses twice as many). The last line printed is the JSON.
+ * `ratio` the median of per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per
+ * round (default 1 000), BENCH_SQS_RELAY_MESSAGES the relay's (default 5 000); the relay's
+ * publisher shares the raw loop's warm client. The last line printed is the JSON.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -227,6 +228,7 @@ async function rawSendRun(b: Bench, count: number): Promise<number> {
     Id: `e${n % 10}`,
     MessageBody: body(n),
     MessageAttributes: {
+      'content-type': { DataType: 'String', StringValue: 'application/json' },
       'correlation-id': { DataType: 'String', StringValue: `c-${n}` },
       'message-id': { DataType: 'String', StringValue: `${queueUrl}#${n}` },
     },
@@ -284,6 +286,7 @@ export async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { databaseUrl, sqsEndpoint } = await ensureServices(['postgres', 'sqs']);
   const count = Number(process.env.BENCH_SQS_MESSAGES ?? 1000);
+  const relayCount = Number(process.env.BENCH_SQS_RELAY_MESSAGES ?? 5000);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const schema = `bench_sqs_${tag()}`;
   const clientConfig = {
@@ -334,8 +337,8 @@ export async function main(): Promise<void> {
         await measure(
           'relay',
           rounds,
-          () => relayRun(b, count * 2),
-          () => rawSendRun(b, count * 2),
+          () => relayRun(b, relayCount),
+          () => rawSendRun(b, relayCount),
         ),
       );
     console.log(JSON.stringify({ bench: 'sqs', results }));
