@@ -3,10 +3,11 @@
  * latency with notifications versus polling alone. Real PostgreSQL from DATABASE_URL.
  *
  * Throughput: N events over many keys are added, then drained to the in-memory publisher —
- * by the relay (claim, publish, mark published or delete, one transaction per batch), and by
- * a loop that selects the same rows `for update skip locked`, publishes them and deletes them
- * in one transaction (no order per key, no order across processes: the cheapest correct
- * single-process loop). Both ratios are against that loop. Beside it, the same loop marking
+ * by the relay (claim, publish, mark published or delete; a cycle holds its keys for up to
+ * `claimHoldMs` and reads ahead while a batch is out, so `statements/batch` is below one
+ * transaction's four), and by a loop that selects the same rows `for update skip locked`,
+ * publishes them and deletes them in one transaction (no order per key, no order across
+ * processes: the cheapest correct single-process loop). Both ratios are against that loop. Beside it, the same loop marking
  * rows published instead of deleting them (`hand keep`) shows what `onPublished: 'keep'`'s
  * extra write costs by itself. Each round runs all on a fresh fill; medians of several
  * rounds after a warm-up, with this process's CPU time per event and the statements sent
