@@ -3,13 +3,14 @@ import {
   createMemoryPublisher,
   createOutbox,
   createRelay,
+  createStore,
   rowsOf,
   type OutboxEvent,
   type Publisher,
   type Relay,
   type Store,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { STORE_KINDS, openTestStore, uniqueSchema } from './db';
 
 /** Polls `check` every 10 ms until it holds, for at most `timeoutMs`. */
 async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
@@ -478,6 +479,7 @@ function recordingMeter(): {
 
 describe('claim hold on postgres', () => {
   let store: Store & { dispose(): Promise<void> };
+  const schema = uniqueSchema('hold');
   const add = (events: OutboxEvent[]): Promise<string[]> =>
     store.knex.transaction((trx) => createOutbox({ store }).add(trx, events));
   const eventsOf = (keys: readonly string[], per: number): OutboxEvent[] =>
@@ -486,7 +488,7 @@ describe('claim hold on postgres', () => {
     ).flat();
 
   beforeAll(async () => {
-    store = await openTestStore('postgres');
+    store = await openTestStore('postgres', { schema });
   });
   afterAll(async () => {
     await store.dispose();
@@ -624,6 +626,63 @@ describe('claim hold on postgres', () => {
       ['pending', 0],
       ['pending', 0],
     ]);
+  });
+
+  it('loses nothing and keeps order when its connection dies in the middle of a hold', async () => {
+    const keys = ['a', 'b', 'c', 'd'];
+    await add(eventsOf(keys, 30));
+    // The relay gets its own pool, named so the test can end exactly its sessions.
+    const name = `jo-hold-${Date.now()}`;
+    const url = new URL(process.env.DATABASE_URL!);
+    url.searchParams.set('application_name', name);
+    const relayStore = await createStore({
+      connectionString: url.toString(),
+      schema,
+    });
+    const inner = createMemoryPublisher();
+    let calls = 0;
+    const publisher: Publisher = {
+      async publish(messages) {
+        calls += 1;
+        if (calls === 4) {
+          // A few batches into the first hold: the server ends the relay's sessions.
+          await store.knex.raw(
+            `select pg_terminate_backend(pid) from pg_stat_activity where application_name = ?`,
+            [name],
+          );
+        }
+        return inner.publish(messages);
+      },
+      close: async () => undefined,
+    };
+    const relay = createRelay({
+      store: relayStore,
+      publisher,
+      batchSize: 8,
+      concurrency: 1,
+      pollIntervalMs: 50,
+      notify: false,
+    });
+    try {
+      await relay.start();
+      await until(async () => (await statusCounts(store)).published === 120, 20_000);
+    } finally {
+      await relay.stop();
+      await relayStore.close();
+    }
+    // What the first hold published went out again after the rollback, with the same ids;
+    // each key's first copies are complete and in order.
+    for (const key of keys) {
+      const firsts: number[] = [];
+      const seen = new Set<string>();
+      for (const m of inner.byKey(key)) {
+        if (seen.has(m.messageId)) continue;
+        seen.add(m.messageId);
+        firsts.push((payloadsOf([m])[0] as { i: number }).i);
+      }
+      expect(firsts).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    }
+    expect(inner.published.length).toBeGreaterThan(120);
   });
 
   it('publishes one batch per claim with claimHoldMs 0', async () => {
