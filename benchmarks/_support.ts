@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import {
   createOutbox,
+  rowsOf,
   type OutboxEvent,
   type OutgoingMessage,
   type Publisher,
@@ -67,6 +68,83 @@ export async function fillOutbox(
       ),
     );
   }
+}
+
+/** One outbox row as the hand-written relay loops claim it. */
+export interface ClaimedRow {
+  id: string;
+  destination: string;
+  partition_key: string | null;
+  message_id: string;
+  headers: Record<string, string>;
+  payload: Buffer;
+}
+
+/**
+ * The relay's work by hand: `loops` loops at once, each repeating one transaction that
+ * claims up to `batchSize` pending rows of the outbox (`for update skip locked`, in id
+ * order), hands them to `publish`, deletes them and commits, until a claim comes back empty.
+ * Resolves to the milliseconds from the first claim to the last commit that deleted rows;
+ * rejects when fewer than `expected` rows were published.
+ */
+export async function handRelayLoops(
+  store: Store,
+  options: {
+    loops: number;
+    batchSize: number;
+    expected: number;
+    publish: (rows: readonly ClaimedRow[]) => Promise<void>;
+  },
+): Promise<number> {
+  const outbox = store.names.table('outbox');
+  let done = 0;
+  let lastCommit = 0;
+  const started = performance.now();
+  const loop = async (): Promise<void> => {
+    for (;;) {
+      const n = await store.knex.transaction(async (trx) => {
+        const rows = rowsOf<
+          Omit<ClaimedRow, 'headers'> & { headers: ClaimedRow['headers'] | string }
+        >(
+          await trx.raw(
+            `select id, destination, partition_key, message_id, headers, payload from ${outbox}
+              where status = 'pending' order by id limit ? for update skip locked`,
+            [options.batchSize],
+          ),
+        ).map((row) => ({
+          ...row,
+          // jsonb arrives parsed from pg; a driver that hands it over as text is parsed here.
+          headers:
+            typeof row.headers === 'string'
+              ? (JSON.parse(row.headers) as ClaimedRow['headers'])
+              : row.headers,
+        }));
+        if (rows.length === 0) return 0;
+        await options.publish(rows);
+        await trx.raw(`delete from ${outbox} where id = any(?::bigint[])`, [rows.map((r) => r.id)]);
+        return rows.length;
+      });
+      if (n === 0) return;
+      done += n;
+      lastCommit = performance.now();
+    }
+  };
+  await Promise.all(Array.from({ length: options.loops }, loop));
+  if (done !== options.expected) {
+    throw new Error(`the hand relay published ${done} of ${options.expected} rows`);
+  }
+  return lastCommit - started;
+}
+
+/** `rows` grouped by destination, each group in claim order. */
+export function byDestination(rows: readonly ClaimedRow[]): Map<string, ClaimedRow[]> {
+  const groups = new Map<string, ClaimedRow[]>();
+  for (const row of rows) {
+    const group = groups.get(row.destination);
+    if (group) group.push(row);
+    else groups.set(row.destination, [row]);
+  }
+  return groups;
 }
 
 /** Busy CPU time of the whole machine (all processes, all cores) so far, in microseconds. */

@@ -12,6 +12,10 @@
  * - relay: the outbox relay publishing through `createKafkaPublisher`, beside a raw kafkajs
  *   producer sending the same records with the same batch size, concurrency, idempotence and
  *   acks (all in-sync replicas).
+ * - relay-vs-hand: the relay (with `onPublished: 'delete'`) beside its work written by hand
+ *   with raw kafkajs: as many loops as the relay's concurrency, each claiming a batch
+ *   `for update skip locked`, sending it with the raw producer's settings, deleting the rows
+ *   and committing; timed from the first claim to the last commit.
  *
  * Consumers are timed from the first batch handed to them (group joins are not counted) to
  * the last record's database commit; the relay from its start to the last record
@@ -19,8 +23,9 @@
  * 5) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
- * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay),
- * BENCH_ON_PUBLISHED (the relay's onPublished, default keep). The last line printed is the JSON result.
+ * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay,
+ * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default keep). The last
+ * line printed is the JSON result.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -34,7 +39,15 @@ import {
 } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, fillOutbox, machineCpu, median, reached } from './_support';
+import {
+  byDestination,
+  countingPublisher,
+  fillOutbox,
+  handRelayLoops,
+  machineCpu,
+  median,
+  reached,
+} from './_support';
 
 const CHUNK = 100;
 /** The inbox's default retention of dedup records (7 days), as the hand-written claim sets it. */
@@ -68,8 +81,12 @@ interface Env {
 }
 const tag = (): string => randomBytes(4).toString('hex');
 
+/** Topics this run created, deleted again at its end. */
+const created: string[] = [];
+
 /** Creates `topic` and waits for its partition leaders, so no send pays for auto-creation. */
 async function createTopic(kafka: Kafka, topic: string): Promise<void> {
+  created.push(topic);
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({
@@ -247,9 +264,8 @@ async function rawRun(
   return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
-async function relayRun(env: Env, count: number): Promise<Run> {
-  const topic = `bench-relay-${tag()}`;
-  await createTopic(env.kafka, topic);
+/** An empty outbox holding `count` events for `topic`, as both relay sides start from. */
+async function fillRelayOutbox(env: Env, topic: string, count: number): Promise<void> {
   await env.store.knex.raw(`truncate ${env.store.names.table('outbox')}`);
   await fillOutbox(env.store, count, (n) => ({
     destination: topic,
@@ -257,6 +273,12 @@ async function relayRun(env: Env, count: number): Promise<Run> {
     payload: { n },
     headers: { 'correlation-id': `c-${n}` },
   }));
+}
+
+async function relayRun(env: Env, count: number, onPublished: 'keep' | 'delete'): Promise<Run> {
+  const topic = `bench-relay-${tag()}`;
+  await createTopic(env.kafka, topic);
+  await fillRelayOutbox(env, topic, count);
   const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
   // Connected before timing, as the raw producer is.
   await kafkaPublisher.connect();
@@ -268,7 +290,7 @@ async function relayRun(env: Env, count: number): Promise<Run> {
     concurrency: RELAY_CONCURRENCY,
     notify: false,
     pollIntervalMs: 20,
-    onPublished: process.env.BENCH_ON_PUBLISHED === 'delete' ? 'delete' : 'keep',
+    onPublished,
   });
   const cpu = machineCpu();
   const started = performance.now();
@@ -281,14 +303,15 @@ async function relayRun(env: Env, count: number): Promise<Run> {
   return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
+/** The producer both hand-written sides use: the relay publisher's own settings. */
+function rawProducer(env: Env): Producer {
+  return env.kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 5 } });
+}
+
 async function rawProducerRun(env: Env, count: number): Promise<Run> {
   const topic = `bench-raw-${tag()}`;
   await createTopic(env.kafka, topic);
-  const producer: Producer = env.kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry: { retries: 5 },
-  });
+  const producer = rawProducer(env);
   await producer.connect();
   const records = Array.from({ length: count }, (_, n) => ({
     key: `acct-${n % 50}`,
@@ -311,6 +334,43 @@ async function rawProducerRun(env: Env, count: number): Promise<Run> {
   };
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
+  const machineCpuUsPerEvent = cpu(count);
+  await producer.disconnect();
+  return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
+}
+
+/**
+ * The relay's work by hand with raw kafkajs: RELAY_CONCURRENCY loops, each claiming up to
+ * RELAY_BATCH pending rows, sending them as the raw producer does (key = partition key, the
+ * row's headers plus `message-id`), deleting them and committing.
+ */
+async function handRelayRun(env: Env, count: number): Promise<Run> {
+  const topic = `bench-hand-${tag()}`;
+  await createTopic(env.kafka, topic);
+  await fillRelayOutbox(env, topic, count);
+  const producer = rawProducer(env);
+  await producer.connect();
+  const cpu = machineCpu();
+  const elapsed = await handRelayLoops(env.store, {
+    loops: RELAY_CONCURRENCY,
+    batchSize: RELAY_BATCH,
+    expected: count,
+    publish: async (rows) => {
+      await Promise.all(
+        [...byDestination(rows)].map(([destination, group]) =>
+          producer.send({
+            topic: destination,
+            acks: -1,
+            messages: group.map((r) => ({
+              key: r.partition_key,
+              value: r.payload,
+              headers: { ...r.headers, 'message-id': r.message_id },
+            })),
+          }),
+        ),
+      );
+    },
+  });
   const machineCpuUsPerEvent = cpu(count);
   await producer.disconnect();
   return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
@@ -386,12 +446,12 @@ export async function main(): Promise<void> {
     const batchTopic = `bench-batch-${tag()}`;
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));
-    await fillTopic(kafka, batchTopic, count);
-    await fillTopic(kafka, messageTopic, perMessage);
-
     const only = process.env.BENCH_KAFKA_CASES?.split(',');
     const wanted = (name: string): boolean => only === undefined || only.includes(name);
+    if (wanted('consumer-batch')) await fillTopic(kafka, batchTopic, count);
+    if (wanted('consumer-message')) await fillTopic(kafka, messageTopic, perMessage);
     const results: Result[] = [];
+    const onPublished = process.env.BENCH_ON_PUBLISHED === 'delete' ? 'delete' : 'keep';
     if (wanted('consumer-batch'))
       results.push(
         await measure(
@@ -415,13 +475,28 @@ export async function main(): Promise<void> {
         await measure(
           'relay',
           rounds,
-          () => relayRun(env, relayCount),
+          () => relayRun(env, relayCount, onPublished),
           () => rawProducerRun(env, relayCount),
+        ),
+      );
+    if (wanted('relay-vs-hand'))
+      results.push(
+        await measure(
+          'relay-vs-hand',
+          rounds,
+          () => relayRun(env, relayCount, 'delete'),
+          () => handRelayRun(env, relayCount),
         ),
       );
     console.log(JSON.stringify({ bench: 'kafka', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
     await store.close();
+    const admin = kafka.admin();
+    await admin
+      .connect()
+      .then(() => admin.deleteTopics({ topics: created.splice(0) }))
+      .catch(() => undefined)
+      .finally(() => admin.disconnect());
   }
 }

@@ -12,14 +12,20 @@
  * - relay: the outbox relay publishing through `createSqsPublisher`, beside raw
  *   SendMessageBatch calls of the same messages (ten per request, the same number of
  *   requests in flight as the relay's cycles times the publisher's concurrency).
+ * - relay-vs-hand: the relay (with `onPublished: 'delete'`) beside its work written by hand:
+ *   as many loops as the relay's cycles, each claiming a batch `for update skip locked`,
+ *   sending it with SendMessageBatch in tens (as many requests in flight per batch as the
+ *   publisher's concurrency), deleting the rows and committing.
  *
  * The worker is timed from `start` resolving (the queue is described) to the last message
  * deleted; the hand loop from its first receive to its last delete; the relay from `start`
- * to the last message acknowledged by SQS. A warm-up round first, then BENCH_ROUNDS rounds
- * (default 3) alternating which side goes first; `perSec` and `baselinePerSec` are medians,
- * `ratio` the median of per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per
- * round (default 1 000), BENCH_SQS_RELAY_MESSAGES the relay's (default 5 000); the relay's
- * publisher shares the raw loop's warm client. The last line printed is the JSON.
+ * to the last message acknowledged by SQS; the hand-written relay from its first claim to
+ * its last commit. A warm-up round first, then BENCH_ROUNDS rounds (default 3) alternating
+ * which side goes first; `perSec` and `baselinePerSec` are medians, `ratio` the median of
+ * per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per round (default 1 000),
+ * BENCH_SQS_RELAY_MESSAGES the relay's (default 5 000); the relay's publisher shares the raw
+ * loop's warm client. BENCH_SQS_CASES picks a comma-separated subset
+ * of worker-message, worker-batch, relay and relay-vs-hand. The last line printed is the JSON.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -34,7 +40,15 @@ import {
 import { createInbox, createRelay, createStore, type Store } from '@justonce/core';
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, fillOutbox, median, reached } from './_support';
+import {
+  byDestination,
+  countingPublisher,
+  fillOutbox,
+  handRelayLoops,
+  median,
+  reached,
+  type ClaimedRow,
+} from './_support';
 
 /** Worker concurrency per mode. */
 const CONCURRENCY = { message: 10, batch: 20 } as const;
@@ -192,8 +206,8 @@ function body(n: number): string {
   return JSON.stringify({ account: `acct-${n % 50}`, cents: n });
 }
 
-async function relayRun(b: Bench, count: number): Promise<number> {
-  const queueUrl = await createQueue(b, 'relay');
+/** An empty outbox holding `count` events for `queueUrl`, as both relay sides start from. */
+async function fillRelayOutbox(b: Bench, queueUrl: string, count: number): Promise<void> {
   await b.store.knex.raw(`truncate ${b.store.names.table('outbox')}`);
   await fillOutbox(b.store, count, (n) => ({
     destination: queueUrl,
@@ -201,6 +215,11 @@ async function relayRun(b: Bench, count: number): Promise<number> {
     payload: body(n),
     headers: { 'correlation-id': `c-${n}` },
   }));
+}
+
+async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete'): Promise<number> {
+  const queueUrl = await createQueue(b, 'relay');
+  await fillRelayOutbox(b, queueUrl, count);
   // The same warm client as the raw loop, so neither pays for opening connections.
   const publisher = countingPublisher(
     createSqsPublisher({ client: b.sqs, concurrency: PUBLISHER_CONCURRENCY }),
@@ -212,6 +231,7 @@ async function relayRun(b: Bench, count: number): Promise<number> {
     concurrency: RELAY_CONCURRENCY,
     notify: false,
     pollIntervalMs: 20,
+    onPublished,
   });
   const started = performance.now();
   await relay.start();
@@ -228,7 +248,6 @@ async function rawSendRun(b: Bench, count: number): Promise<number> {
     Id: `e${n % 10}`,
     MessageBody: body(n),
     MessageAttributes: {
-      'content-type': { DataType: 'String', StringValue: 'application/json' },
       'correlation-id': { DataType: 'String', StringValue: `c-${n}` },
       'message-id': { DataType: 'String', StringValue: `${queueUrl}#${n}` },
     },
@@ -247,6 +266,52 @@ async function rawSendRun(b: Bench, count: number): Promise<number> {
   const started = performance.now();
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY * PUBLISHER_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
+  return count / (elapsed / 1000);
+}
+
+/**
+ * The relay's work by hand: RELAY_CONCURRENCY loops, each claiming up to RELAY_BATCH pending
+ * rows, sending them with SendMessageBatch in tens, PUBLISHER_CONCURRENCY requests in flight
+ * (attributes: the row's headers plus `message-id`), deleting them and committing.
+ */
+async function handRelayRun(b: Bench, count: number): Promise<number> {
+  const queueUrl = await createQueue(b, 'hand');
+  await fillRelayOutbox(b, queueUrl, count);
+  const elapsed = await handRelayLoops(b.store, {
+    loops: RELAY_CONCURRENCY,
+    batchSize: RELAY_BATCH,
+    expected: count,
+    publish: async (rows) => {
+      const requests: Array<{ queueUrl: string; rows: ClaimedRow[] }> = [];
+      for (const [destination, group] of byDestination(rows)) {
+        for (let i = 0; i < group.length; i += 10) {
+          requests.push({ queueUrl: destination, rows: group.slice(i, i + 10) });
+        }
+      }
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        while (next < requests.length) {
+          const request = requests[next++]!;
+          const response = await b.sqs.send(
+            new SendMessageBatchCommand({
+              QueueUrl: request.queueUrl,
+              Entries: request.rows.map((r, j) => ({
+                Id: `e${j}`,
+                MessageBody: r.payload.toString('utf8'),
+                MessageAttributes: Object.fromEntries(
+                  Object.entries({ ...r.headers, 'message-id': r.message_id }).map(
+                    ([name, value]) => [name, { DataType: 'String', StringValue: value }],
+                  ),
+                ),
+              })),
+            }),
+          );
+          if (response.Failed?.length) throw new Error(JSON.stringify(response.Failed));
+        }
+      };
+      await Promise.all(Array.from({ length: PUBLISHER_CONCURRENCY }, lane));
+    },
+  });
   return count / (elapsed / 1000);
 }
 
@@ -337,8 +402,17 @@ export async function main(): Promise<void> {
         await measure(
           'relay',
           rounds,
-          () => relayRun(b, relayCount),
+          () => relayRun(b, relayCount, 'keep'),
           () => rawSendRun(b, relayCount),
+        ),
+      );
+    if (wanted('relay-vs-hand'))
+      results.push(
+        await measure(
+          'relay-vs-hand',
+          rounds,
+          () => relayRun(b, relayCount, 'delete'),
+          () => handRelayRun(b, relayCount),
         ),
       );
     console.log(JSON.stringify({ bench: 'sqs', results }));
