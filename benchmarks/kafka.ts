@@ -24,7 +24,7 @@
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
  * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay,
- * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default keep). The last
+ * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the relay's). The last
  * line printed is the JSON result.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -451,7 +451,7 @@ export async function main(): Promise<void> {
     if (wanted('consumer-batch')) await fillTopic(kafka, batchTopic, count);
     if (wanted('consumer-message')) await fillTopic(kafka, messageTopic, perMessage);
     const results: Result[] = [];
-    const onPublished = process.env.BENCH_ON_PUBLISHED === 'delete' ? 'delete' : 'keep';
+    const onPublished = process.env.BENCH_ON_PUBLISHED === 'keep' ? 'keep' : 'delete';
     if (wanted('consumer-batch'))
       results.push(
         await measure(

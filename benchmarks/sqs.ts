@@ -402,7 +402,7 @@ export async function main(): Promise<void> {
         await measure(
           'relay',
           rounds,
-          () => relayRun(b, relayCount, 'keep'),
+          () => relayRun(b, relayCount, 'delete'),
           () => rawSendRun(b, relayCount),
         ),
       );

@@ -44,7 +44,7 @@ describe.each(STORE_KINDS)('outbox on %s', (kind) => {
   it('publishes a committed event exactly once and a rolled-back one never', async () => {
     const outbox = createOutbox({ store });
     const publisher = createMemoryPublisher();
-    const relay = createRelay({ store, publisher, notify: false });
+    const relay = createRelay({ store, publisher, notify: false, onPublished: 'keep' });
     const [committed] = await store.knex.transaction((trx) =>
       outbox.add(trx, { destination: 'orders', key: 'o-1', payload: { n: 1 } }),
     );

@@ -33,6 +33,8 @@ describe('a relay process killed with SIGKILL in the middle of a batch (postgres
       RELAY_SCHEMA: store.schema,
       RELAY_SINK: sink,
       RELAY_BATCH: '50',
+      // Published rows stay, so the test can count them.
+      RELAY_ON_PUBLISHED: 'keep',
     };
     // The victim holds every batch for a long time between publish and mark.
     const victim = spawnRelayWorker('victim', { ...base, RELAY_PAUSE_AFTER_INSERT_MS: '20000' });

@@ -45,8 +45,9 @@ function payloadsOf(messages: readonly { payload: Uint8Array }[]): unknown[] {
 describe.each(STORE_KINDS)('relay on %s', (kind) => {
   let store: Store & { dispose(): Promise<void> };
   const relays: Relay[] = [];
+  // Published rows are kept, so the tests can read what the relay marked.
   const make = (options: Omit<Parameters<typeof createRelay>[0], 'store'>): Relay => {
-    const relay = createRelay({ store, ...options });
+    const relay = createRelay({ store, onPublished: 'keep', ...options });
     relays.push(relay);
     return relay;
   };
@@ -83,6 +84,21 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     await relay.stop();
     expect(publisher.published.map((m) => m.messageId)).toEqual([id]);
     expect(publisher.published[0]!.headers['message-id']).toBe(id);
+  });
+
+  it('deletes published events by default; keeps them marked with onPublished keep', async () => {
+    const publisher = createMemoryPublisher();
+    await add([
+      { destination: 'd', key: 'a', payload: 1 },
+      { destination: 'd', key: 'b', payload: 2 },
+    ]);
+    expect(await createRelay({ store, publisher }).runOnce()).toMatchObject({ published: 2 });
+    expect(await statusCounts(store)).toEqual({});
+    await add({ destination: 'd', key: 'a', payload: 3 });
+    const keeping = createRelay({ store, publisher, onPublished: 'keep' });
+    expect(await keeping.runOnce()).toMatchObject({ published: 1 });
+    expect(await statusCounts(store)).toEqual({ published: 1 });
+    expect(payloadsOf(publisher.published)).toEqual([1, 2, 3]);
   });
 
   it('keeps other keys flowing while one fails, then resumes that key in order', async () => {
@@ -426,11 +442,17 @@ describe('two relays on postgres', () => {
       ]),
     );
     // One batch per claim: the first relay holds the head of `held` through one publish.
-    const first = createRelay({ store, publisher: gate, batchSize: 1, claimHoldMs: 0 });
+    const first = createRelay({
+      store,
+      onPublished: 'keep',
+      publisher: gate,
+      batchSize: 1,
+      claimHoldMs: 0,
+    });
     const inFlight = first.runOnce();
     await until(() => finish !== undefined);
     const publisher = createMemoryPublisher();
-    const second = createRelay({ store, publisher });
+    const second = createRelay({ store, onPublished: 'keep', publisher });
     // The held key's head is locked by the first relay: only the free key moves.
     expect(await second.runOnce()).toMatchObject({ claimed: 2, published: 2 });
     expect(payloadsOf(publisher.published)).toEqual([2, 4]);
@@ -524,13 +546,21 @@ describe('claim hold on postgres', () => {
       },
       close: async () => undefined,
     };
-    const holder = createRelay({ store, publisher, batchSize: 4, claimHoldMs: 10_000 });
+    const holder = createRelay({
+      store,
+      onPublished: 'keep',
+      publisher,
+      batchSize: 4,
+      claimHoldMs: 10_000,
+    });
     const running = holder.runOnce();
     await until(() => release !== undefined);
     // Batches are out but not committed: the keys are still held, so another relay finds
     // nothing it may take, and sees every event still pending.
     const other = createMemoryPublisher();
-    expect(await createRelay({ store, publisher: other }).runOnce()).toMatchObject({
+    expect(
+      await createRelay({ store, onPublished: 'keep', publisher: other }).runOnce(),
+    ).toMatchObject({
       claimed: 0,
     });
     expect(await statusCounts(store)).toEqual({ pending: 24 });
@@ -569,6 +599,7 @@ describe('claim hold on postgres', () => {
     };
     const relay = createRelay({
       store,
+      onPublished: 'keep',
       publisher,
       batchSize: 3,
       concurrency: 1,
@@ -603,7 +634,13 @@ describe('claim hold on postgres', () => {
       },
       close: async () => undefined,
     };
-    const relay = createRelay({ store, publisher, batchSize: 2, claimHoldMs: 10_000 });
+    const relay = createRelay({
+      store,
+      onPublished: 'keep',
+      publisher,
+      batchSize: 2,
+      claimHoldMs: 10_000,
+    });
     // Batches take the keys in turn: bad's third event fails, and the hold goes on with good
     // alone until good has nothing left.
     expect(await relay.runOnce()).toMatchObject({ published: 8, failed: 1, dead: 0 });
@@ -657,6 +694,7 @@ describe('claim hold on postgres', () => {
     };
     const relay = createRelay({
       store: relayStore,
+      onPublished: 'keep',
       publisher,
       batchSize: 8,
       concurrency: 1,
@@ -688,7 +726,13 @@ describe('claim hold on postgres', () => {
   it('publishes one batch per claim with claimHoldMs 0', async () => {
     await add(eventsOf(['a'], 5));
     const publisher = createMemoryPublisher();
-    const relay = createRelay({ store, publisher, batchSize: 2, claimHoldMs: 0 });
+    const relay = createRelay({
+      store,
+      onPublished: 'keep',
+      publisher,
+      batchSize: 2,
+      claimHoldMs: 0,
+    });
     expect(await relay.runOnce()).toMatchObject({ claimed: 2, published: 2 });
     expect(await statusCounts(store)).toEqual({ published: 2, pending: 3 });
   });

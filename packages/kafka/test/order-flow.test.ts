@@ -67,6 +67,8 @@ function relayOf(store: TestStore, publisher: Publisher): Relay {
     batchSize: 20,
     pollIntervalMs: 100,
     backoff: { baseMs: 20, capMs: 100 },
+    // Published events stay in the table: the test reads the ids billing emitted from it.
+    onPublished: 'keep',
   });
   cleanup.push(() => relay.stop());
   return relay;

@@ -26,7 +26,13 @@ describe('the outbox relay publishing through createRabbitPublisher', () => {
 
   it('publishes committed events with their ids and keeps an unroutable one in the outbox', async () => {
     const outbox = createOutbox({ store, notify: false });
-    const relay = createRelay({ store, publisher, notify: false, backoff: { baseMs: 10_000 } });
+    const relay = createRelay({
+      store,
+      publisher,
+      notify: false,
+      onPublished: 'keep',
+      backoff: { baseMs: 10_000 },
+    });
     const ids = await store.knex.transaction((trx) =>
       outbox.add(trx, [
         { destination: queue, key: 'order-1', payload: { n: 1 }, headers: { tenant: 'acme' } },

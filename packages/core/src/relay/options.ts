@@ -53,7 +53,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (options.notify !== undefined && typeof options.notify !== 'boolean') {
     throw new ConfigurationError('notify must be a boolean', { notify: options.notify });
   }
-  const onPublished = options.onPublished ?? 'keep';
+  const onPublished = options.onPublished ?? 'delete';
   if (onPublished !== 'keep' && onPublished !== 'delete') {
     throw new ConfigurationError("onPublished must be 'keep' or 'delete'", { onPublished });
   }
