@@ -49,6 +49,23 @@ describe('createRabbitPublisher on a real broker', () => {
     return name;
   }
 
+  it('publishes a batch larger than the write buffer in full and in order, every message confirmed', async () => {
+    const q = await queue('big');
+    publisher = createRabbitPublisher({ url: amqpUrl() });
+    // 40 × 256 KiB: ten times what one call may leave in amqplib's buffer before it waits.
+    const body = 'x'.repeat(256 * 1024);
+    const messages = Array.from({ length: 40 }, (_, n) =>
+      outgoing(q, n, { key: 'big', payload: Buffer.from(JSON.stringify({ n, body })) }),
+    );
+    const results = await publisher.publish(messages);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(await admin.depth(q)).toBe(40);
+    const delivered = await admin.drain(q);
+    expect(delivered.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n)).toEqual(
+      Array.from({ length: 40 }, (_, n) => n),
+    );
+  });
+
   it('publishes to a queue and to exchange/routingKey, with id, correlation id and headers as AMQP properties, confirmed before it resolves', async () => {
     const q = await queue('pub');
     const exchange = uniqueName('ex');

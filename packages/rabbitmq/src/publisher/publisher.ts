@@ -166,6 +166,7 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
 
     const heldKeys = new Set<string>();
     const confirms: Array<Promise<void>> = [];
+    let unsettledBytes = 0;
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i]!;
       const target = targets[i];
@@ -184,14 +185,19 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
         if (message.key !== null) heldKeys.add(message.key);
         continue;
       }
-      if (connected.publisher.mustWait) {
+      // amqplib buffers what the socket cannot take yet. A batch is bounded, so most of it may
+      // wait in that buffer (as a raw publisher's would); past BUFFER_BYTES written since the
+      // buffer last drained, the call waits for it, so large payloads cannot pile up.
+      if (connected.publisher.mustWait && unsettledBytes > BUFFER_BYTES) {
         try {
           await connected.publisher.writable();
+          unsettledBytes = 0;
         } catch (error) {
           results[i] = failure(message, error);
           continue;
         }
       }
+      unsettledBytes += message.payload.byteLength;
       confirms.push(
         connected.publisher
           .publish(target.exchange, target.routingKey, toBuffer(message.payload), {
@@ -230,6 +236,9 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     },
   };
 }
+
+/** Payload bytes one `publish` call may leave in amqplib's write buffer before it waits. */
+const BUFFER_BYTES = 4 * 1024 * 1024;
 
 function properties(message: OutgoingMessage): Options.Publish {
   const headers: Record<string, string> = { ...message.headers, 'message-id': message.messageId };
