@@ -47,6 +47,17 @@ async function fullyCommitted(groupId: string, topic: string): Promise<boolean> 
   return ends.every((e) => byPartition.get(e.partition) === e.high);
 }
 
+/** The inbox of the poison tests: three attempts, a short backoff, bodies as text. */
+function poisonInbox(name: string) {
+  return createInbox({
+    store,
+    consumer: name,
+    maxAttempts: 3,
+    backoff: { baseMs: 50, capMs: 100 },
+    decode: (body) => Buffer.from(body).toString(),
+  });
+}
+
 /** A handler that writes one effect row per message, in the inbox transaction. */
 function recordEffect(consumer: string) {
   return async (ctx: HandlerContext): Promise<void> => {
@@ -203,13 +214,7 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
         mode,
         batchSize: 3,
         consumerConfig: FAST_GROUP,
-        inbox: createInbox({
-          store,
-          consumer: name,
-          maxAttempts: 3,
-          backoff: { baseMs: 50, capMs: 100 },
-          decode: (body) => Buffer.from(body).toString(),
-        }),
+        inbox: poisonInbox(name),
         handler: async (ctx) => {
           if (ctx.payload === 'poison') {
             const call = `${ctx.attempt}:${ctx.message.delivery.redelivered === false}`;
@@ -269,13 +274,7 @@ describe('createKafkaConsumer dead letters', () => {
         topics: [topic],
         fromBeginning: true,
         consumerConfig: FAST_GROUP,
-        inbox: createInbox({
-          store,
-          consumer: name,
-          maxAttempts: 3,
-          backoff: { baseMs: 50, capMs: 100 },
-          decode: (body) => Buffer.from(body).toString(),
-        }),
+        inbox: poisonInbox(name),
         handler: async (ctx) => {
           if (ctx.payload === 'poison') {
             poisonAttempts.add(ctx.attempt);

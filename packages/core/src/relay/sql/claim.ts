@@ -21,6 +21,28 @@ export function columns(alias: string): string {
 }
 
 /**
+ * The pending events of one key after a row id, in id order and ranked from `firstRank`, at
+ * most `limit` (SQL expressions, of the statement's own aliases): the subquery a `lateral`
+ * join runs per key, an index range scan on the pending key index. @internal
+ */
+export function nextOfKey(
+  table: string,
+  at: { key: string; after: string; firstRank: 1 | 2; limit: string },
+): string {
+  const rank = at.firstRank === 1 ? '' : `${at.firstRank - 1} + `;
+  return `
+        select ${rank}row_number() over (order by r.id) as rank, ${columns('r')}
+        from ${table} r
+        where r.partition_key = ${at.key}
+          and r.status = 'pending'
+          and r.partition_key is not null
+          and r.id > ${at.after}
+        order by r.id
+        limit ${at.limit}
+      `;
+}
+
+/**
  * The claim statement. Exported so tests can check its plan; {@link claimBindings} gives its
  * bindings. @internal
  *
@@ -110,16 +132,12 @@ export function claimSql(
       union all
       select f.rank, ${columns('f')}
       from heads
-      cross join lateral (
-        select 1 + row_number() over (order by r.id) as rank, ${columns('r')}
-        from ${t} r
-        where r.partition_key = heads.partition_key
-          and r.status = 'pending'
-          and r.partition_key is not null
-          and r.id > heads.id
-        order by r.id
-        limit (select followers from share)
-      ) f
+      cross join lateral (${nextOfKey(t, {
+        key: 'heads.partition_key',
+        after: 'heads.id',
+        firstRank: 2,
+        limit: '(select followers from share)',
+      })}) f
       union all
       select 1::bigint as rank, ${columns('keyless')}
       from keyless

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
-import { claimedRows, columns, type ClaimedRow } from './claim';
+import { claimedRows, columns, nextOfKey, type ClaimedRow } from './claim';
 
 /**
  * The statement that continues a claim: the next pending events of keys this transaction
@@ -9,8 +9,8 @@ import { claimedRows, columns, type ClaimedRow } from './claim';
  * them), each key after its own cursor, a fair share per key, the batch the lowest
  * `(rank, id)` so that what is taken of each key is a prefix of what follows its cursor.
  * The rows come back in `(rank, id)` order, so any prefix of them is again a prefix of each
- * key's events. Bindings: keys, cursors (row ids), batch size, batch size. Exported so tests can check its
- * plan. @internal
+ * key's events. Bindings: keys, cursors (row ids), batch size, batch size. Exported so tests
+ * can check its plan. @internal
  */
 export function followersSql(names: MigrationNames): string {
   const t = names.table('outbox');
@@ -25,16 +25,12 @@ export function followersSql(names: MigrationNames): string {
     from (
       select f.rank, ${columns('f')}
       from held
-      cross join lateral (
-        select row_number() over (order by r.id) as rank, ${columns('r')}
-        from ${t} r
-        where r.partition_key = held.key
-          and r.status = 'pending'
-          and r.partition_key is not null
-          and r.id > held.after
-        order by r.id
-        limit (select per_key from share)
-      ) f
+      cross join lateral (${nextOfKey(t, {
+        key: 'held.key',
+        after: 'held.after',
+        firstRank: 1,
+        limit: '(select per_key from share)',
+      })}) f
       order by f.rank, f.id
       limit ?
     ) c
