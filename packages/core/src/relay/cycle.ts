@@ -103,12 +103,12 @@ export function splitIntoLanes(rows: readonly ClaimedRow[], count: number): Clai
  * also carries `idle_in_transaction_session_timeout = leaseMs`, so a relay stuck in a publish
  * longer than that loses its session (and its claim) instead of holding keys forever.
  *
- * While batches come back full and `claimHoldMs` has not run out, the cycle keeps the keys it
- * holds and goes on with their next events: while one batch is at the broker, the next is
- * read and the one before is marked, on the transaction's connection, so the database's round
- * trips overlap the broker's instead of adding to them. A batch is published only after the
- * one before it has its results, and a key with a failure takes no further part in the cycle,
- * so order per key holds as in a single batch.
+ * A full claim is held: split by key into lanes (see {@link runLane}), which go on with their
+ * keys' next events while batches come back full and `claimHoldMs` has not run out, reading
+ * ahead and marking on the transaction's connection while a batch is at the broker. A key
+ * belongs to one lane, a lane publishes a batch only after the one before has its results,
+ * and a key with a failure takes no further part, so order per key holds as in one batch.
+ * The marks of a hold commit together at its end.
  *
  * @internal
  */
