@@ -9,7 +9,7 @@ export interface RelayOptions {
   readonly store: Store;
   /** Where events go; the caller owns it (the relay never closes it). */
   readonly publisher: Publisher;
-  /** Events claimed (and sent in one `publish` call) per cycle. Default 200. */
+  /** Events per claim and at most per `publish` call. Default 200. */
   readonly batchSize?: number;
   /**
    * Claim–publish–mark cycles running at once in this relay, each on its own keys.
@@ -17,11 +17,11 @@ export interface RelayOptions {
    */
   readonly concurrency?: number;
   /**
-   * Most `publish` calls in flight at once. Default: `concurrency` (a cycle publishes as soon
-   * as it has claimed). Set it below `concurrency` to pipeline: the extra cycles claim and
-   * mark while others publish, so the database round trips overlap the broker's, and the
-   * broker still sees at most this many calls. `publishTimeoutMs` times the wait for a slot
-   * plus the call must stay below `leaseMs`.
+   * Most `publish` calls in flight at once, across all cycles. A held cycle publishes its keys
+   * in this many lanes, one call in flight each. Below `concurrency`, extra cycles claim and
+   * mark while others publish. Default: `concurrency`. `publishTimeoutMs` times the calls a
+   * lane may wait for (`ceil(concurrency × lanes / maxConcurrentPublishes)`, its own included)
+   * must stay below `leaseMs`.
    */
   readonly maxConcurrentPublishes?: number;
   /** Attempts before an event goes dead. Default 10. */
@@ -48,7 +48,9 @@ export interface RelayOptions {
   readonly claimHoldMs?: number;
   /**
    * Longest wait for one `publish` call; after it the batch counts as failed (retriable).
-   * Must be below `leaseMs`. Default 10 000.
+   * Must be below `leaseMs`. Default `min(10 000, leaseMs / (waits + 1))`, where `waits` is
+   * the number of calls a lane may wait for (see `maxConcurrentPublishes`): 10 000 with the
+   * defaults.
    */
   readonly publishTimeoutMs?: number;
   /** Polling interval when idle (the fallback when notifications are off or lost). Default 1 000. */
