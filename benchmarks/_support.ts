@@ -175,3 +175,111 @@ export function machineCpu(): (events: number) => number | null {
     return start === null || end === null ? null : Math.round(((end - start) / events) * 10) / 10;
   };
 }
+
+/** One timed run of one side: events per second, and the machine's CPU per event if known. */
+export interface Run {
+  readonly perSec: number;
+  readonly machineCpuUsPerEvent?: number | null;
+}
+
+/** What {@link measureCase} prints in the JSON line for one case. */
+export interface CaseResult {
+  case: string;
+  perSec: number;
+  baselinePerSec: number;
+  ratio: number;
+  /** Median busy CPU of the whole machine (client, database, broker) per event, in µs. */
+  machineCpuUsPerEvent?: number;
+  baselineMachineCpuUsPerEvent?: number;
+}
+
+/**
+ * Runs a case: one untimed warm-up of each side, then `rounds` rounds alternating which side
+ * goes first, each printed as it ends. `perSec` and `baselinePerSec` are medians, `ratio` the
+ * median of the rounds' ratios rounded to `digits`; the CPU figures are medians when every
+ * run reported one.
+ */
+export async function measureCase(
+  name: string,
+  rounds: number,
+  framework: () => Promise<Run | number>,
+  baseline: () => Promise<Run | number>,
+  digits = 2,
+): Promise<CaseResult> {
+  const run = async (side: () => Promise<Run | number>): Promise<Run> => {
+    const result = await side();
+    return typeof result === 'number' ? { perSec: result } : result;
+  };
+  await run(framework);
+  await run(baseline);
+  const f: Run[] = [];
+  const b: Run[] = [];
+  const ratios: number[] = [];
+  const cpu = (r: Run): string =>
+    r.machineCpuUsPerEvent == null ? '' : ` (${r.machineCpuUsPerEvent} µs CPU/event)`;
+  for (let round = 0; round < rounds; round++) {
+    let fw: Run;
+    let base: Run;
+    if (round % 2 === 0) {
+      fw = await run(framework);
+      base = await run(baseline);
+    } else {
+      base = await run(baseline);
+      fw = await run(framework);
+    }
+    f.push(fw);
+    b.push(base);
+    ratios.push(fw.perSec / base.perSec);
+    console.log(
+      `${name} round ${round + 1}: ${fw.perSec.toFixed(0)}/s${cpu(fw)} vs baseline ` +
+        `${base.perSec.toFixed(0)}/s${cpu(base)} (${(fw.perSec / base.perSec).toFixed(2)})`,
+    );
+  }
+  const cpuOf = (runs: Run[]): number | undefined => {
+    const known = runs.flatMap((r) =>
+      r.machineCpuUsPerEvent == null ? [] : [r.machineCpuUsPerEvent],
+    );
+    return known.length === runs.length ? median(known) : undefined;
+  };
+  const fwCpu = cpuOf(f);
+  const baseCpu = cpuOf(b);
+  const scale = 10 ** digits;
+  return {
+    case: name,
+    perSec: Math.round(median(f.map((r) => r.perSec))),
+    baselinePerSec: Math.round(median(b.map((r) => r.perSec))),
+    ratio: Math.round(median(ratios) * scale) / scale,
+    ...(fwCpu !== undefined && baseCpu !== undefined
+      ? { machineCpuUsPerEvent: fwCpu, baselineMachineCpuUsPerEvent: baseCpu }
+      : {}),
+  };
+}
+
+/** One case of a benchmark: its name, the framework's side and the baseline's. */
+export type Case = readonly [
+  name: string,
+  framework: () => Promise<Run | number>,
+  baseline: () => Promise<Run | number>,
+];
+
+/**
+ * The case names listed in the environment variable `variable` (comma-separated), or every
+ * name when it is unset.
+ */
+export function wantedCases(variable: string): (name: string) => boolean {
+  const only = process.env[variable]?.split(',');
+  return (name) => only === undefined || only.includes(name);
+}
+
+/** Runs the cases `wanted` keeps, one after the other, with {@link measureCase}. */
+export async function measureCases(
+  rounds: number,
+  cases: readonly Case[],
+  wanted: (name: string) => boolean,
+): Promise<CaseResult[]> {
+  const results: CaseResult[] = [];
+  for (const [name, framework, baseline] of cases) {
+    if (wanted(name)) results.push(await measureCase(name, rounds, framework, baseline));
+  }
+  return results;
+}

@@ -45,8 +45,10 @@ import {
   fillOutbox,
   handRelayLoops,
   machineCpu,
-  median,
   reached,
+  measureCases,
+  wantedCases,
+  type Run,
 } from './_support';
 
 const CHUNK = 100;
@@ -56,22 +58,6 @@ const RELAY_BATCH = 200;
 const RELAY_CONCURRENCY = 2;
 const PARTITIONS = 3;
 const GROUP = { sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 100 };
-
-interface Result {
-  case: string;
-  perSec: number;
-  baselinePerSec: number;
-  ratio: number;
-  /** Median busy CPU of the whole machine (client, database, broker) per event, in µs. */
-  machineCpuUsPerEvent?: number;
-  baselineMachineCpuUsPerEvent?: number;
-}
-
-/** One timed run: events per second and the machine's CPU per event (null off Linux). */
-interface Run {
-  perSec: number;
-  machineCpuUsPerEvent: number | null;
-}
 
 interface Env {
   kafka: Kafka;
@@ -376,56 +362,6 @@ async function handRelayRun(env: Env, count: number): Promise<Run> {
   return { perSec: count / (elapsed / 1000), machineCpuUsPerEvent };
 }
 
-async function measure(
-  name: string,
-  rounds: number,
-  framework: () => Promise<Run>,
-  baseline: () => Promise<Run>,
-): Promise<Result> {
-  await framework();
-  await baseline();
-  const f: Run[] = [];
-  const b: Run[] = [];
-  const ratios: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    let fw: Run;
-    let base: Run;
-    if (round % 2 === 0) {
-      fw = await framework();
-      base = await baseline();
-    } else {
-      base = await baseline();
-      fw = await framework();
-    }
-    f.push(fw);
-    b.push(base);
-    ratios.push(fw.perSec / base.perSec);
-    const cpu = (run: Run): string =>
-      run.machineCpuUsPerEvent === null ? '' : ` (${run.machineCpuUsPerEvent} µs CPU/event)`;
-    console.log(
-      `${name} round ${round + 1}: ${fw.perSec.toFixed(0)}/s${cpu(fw)} vs ${base.perSec.toFixed(0)}/s${cpu(base)}`,
-    );
-  }
-  const round2 = (x: number): number => Math.round(x * 100) / 100;
-  const cpuOf = (runs: Run[]): number | undefined => {
-    const known = runs.flatMap((r) =>
-      r.machineCpuUsPerEvent === null ? [] : [r.machineCpuUsPerEvent],
-    );
-    return known.length === runs.length ? median(known) : undefined;
-  };
-  const cpu = cpuOf(f);
-  const baseCpu = cpuOf(b);
-  return {
-    case: name,
-    perSec: Math.round(median(f.map((r) => r.perSec))),
-    baselinePerSec: Math.round(median(b.map((r) => r.perSec))),
-    ratio: round2(median(ratios)),
-    ...(cpu !== undefined && baseCpu !== undefined
-      ? { machineCpuUsPerEvent: cpu, baselineMachineCpuUsPerEvent: baseCpu }
-      : {}),
-  };
-}
-
 /** Runs every case and prints the JSON line last. */
 export async function main(): Promise<void> {
   const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
@@ -446,48 +382,36 @@ export async function main(): Promise<void> {
     const batchTopic = `bench-batch-${tag()}`;
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));
-    const only = process.env.BENCH_KAFKA_CASES?.split(',');
-    const wanted = (name: string): boolean => only === undefined || only.includes(name);
+    const wanted = wantedCases('BENCH_KAFKA_CASES');
     if (wanted('consumer-batch')) await fillTopic(kafka, batchTopic, count);
     if (wanted('consumer-message')) await fillTopic(kafka, messageTopic, perMessage);
-    const results: Result[] = [];
     const onPublished = process.env.BENCH_ON_PUBLISHED === 'keep' ? 'keep' : 'delete';
-    if (wanted('consumer-batch'))
-      results.push(
-        await measure(
+    const results = await measureCases(
+      rounds,
+      [
+        [
           'consumer-batch',
-          rounds,
           () => inboxRun(env, batchTopic, count, 'batch'),
           () => rawRun(env, batchTopic, count, 'batch'),
-        ),
-      );
-    if (wanted('consumer-message'))
-      results.push(
-        await measure(
+        ],
+        [
           'consumer-message',
-          rounds,
           () => inboxRun(env, messageTopic, perMessage, 'message'),
           () => rawRun(env, messageTopic, perMessage, 'message'),
-        ),
-      );
-    if (wanted('relay'))
-      results.push(
-        await measure(
+        ],
+        [
           'relay',
-          rounds,
           () => relayRun(env, relayCount, onPublished),
           () => rawProducerRun(env, relayCount),
-        ),
-      );
-    if (wanted('relay-vs-hand'))
-      results.push(
-        await measure(
+        ],
+        [
           'relay-vs-hand',
-          rounds,
           () => relayRun(env, relayCount, 'delete'),
           () => handRelayRun(env, relayCount),
-        ),
-      );
+        ],
+      ],
+      wanted,
+    );
     console.log(JSON.stringify({ bench: 'kafka', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);

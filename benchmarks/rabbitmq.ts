@@ -37,7 +37,7 @@ import {
 } from '../packages/core/src';
 import { createRabbitConsumer, createRabbitPublisher } from '../packages/rabbitmq/src';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, fillOutbox, median, reached } from './_support';
+import { countingPublisher, fillOutbox, reached, measureCase } from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const RELAY_MESSAGES = Number(process.env.BENCH_RABBIT_RELAY_MESSAGES ?? 10_000);
@@ -49,10 +49,6 @@ const KEYS = 1_000;
 const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 const RELAY_CYCLES = 2;
 
-interface Pair {
-  readonly perSec: number;
-  readonly baselinePerSec: number;
-}
 function tag(): string {
   return randomBytes(4).toString('hex');
 }
@@ -330,36 +326,6 @@ async function publisherOnly(url: string, admin: Channel, queue: string, count: 
   return (count - 1) / (elapsed / 1000);
 }
 
-async function measure(
-  name: string,
-  framework: () => Promise<number>,
-  baseline: () => Promise<number>,
-): Promise<{ case: string; perSec: number; baselinePerSec: number; ratio: number }> {
-  const rounds: Pair[] = [];
-  for (let round = 0; round <= ROUNDS; round++) {
-    let perSec: number;
-    let baselinePerSec: number;
-    if (round % 2 === 0) {
-      perSec = await framework();
-      baselinePerSec = await baseline();
-    } else {
-      baselinePerSec = await baseline();
-      perSec = await framework();
-    }
-    const label = round === 0 ? 'warm-up' : `round ${round}`;
-    console.log(
-      `${name} ${label}: ${perSec.toFixed(0)}/s, baseline ${baselinePerSec.toFixed(0)}/s, ratio ${(perSec / baselinePerSec).toFixed(2)}`,
-    );
-    if (round > 0) rounds.push({ perSec, baselinePerSec });
-  }
-  return {
-    case: name,
-    perSec: Math.round(median(rounds.map((r) => r.perSec))),
-    baselinePerSec: Math.round(median(rounds.map((r) => r.baselinePerSec))),
-    ratio: Number(median(rounds.map((r) => r.perSec / r.baselinePerSec)).toFixed(3)),
-  };
-}
-
 /** Runs both cases and prints the shared JSON line last. */
 export async function main(): Promise<void> {
   const { databaseUrl, amqpUrl } = await ensureServices(['postgres', 'rabbitmq']);
@@ -380,8 +346,9 @@ export async function main(): Promise<void> {
     return name;
   };
   try {
-    const consumer = await measure(
+    const consumer = await measureCase(
       'consumer',
+      ROUNDS,
       async () => {
         const queue = await fresh();
         await fillQueue(admin, queue, MESSAGES);
@@ -393,22 +360,29 @@ export async function main(): Promise<void> {
         await fillQueue(admin, queue, MESSAGES);
         return rawConsumer(amqpUrl, store, queue, MESSAGES);
       },
+      3,
     );
     const relayQueue = await fresh();
-    const relay = await measure(
+    const relay = await measureCase(
       'relay',
+      ROUNDS,
       () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
       () => handRelay(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
+      3,
     );
-    const publisher = await measure(
+    const publisher = await measureCase(
       'publisher',
+      ROUNDS,
       () => publisherOnly(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
       () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
+      3,
     );
-    const relayVsRaw = await measure(
+    const relayVsRaw = await measureCase(
       'relay-vs-raw-publish',
+      ROUNDS,
       () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
       () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
+      3,
     );
     console.log(
       JSON.stringify({ bench: 'rabbitmq', results: [consumer, relay, publisher, relayVsRaw] }),

@@ -45,9 +45,10 @@ import {
   countingPublisher,
   fillOutbox,
   handRelayLoops,
-  median,
   reached,
   type ClaimedRow,
+  measureCases,
+  wantedCases,
 } from './_support';
 
 /** Worker concurrency per mode. */
@@ -62,13 +63,6 @@ const pollers = (mode: Mode): number => Math.ceil(CONCURRENCY[mode] / 10);
 const RELAY_BATCH = 200;
 const RELAY_CONCURRENCY = Number(process.env.BENCH_RELAY_CONCURRENCY ?? 2);
 const PUBLISHER_CONCURRENCY = Number(process.env.BENCH_PUBLISHER_CONCURRENCY ?? 4);
-
-interface Result {
-  case: string;
-  perSec: number;
-  baselinePerSec: number;
-  ratio: number;
-}
 
 interface Bench {
   sqs: SQSClient;
@@ -315,37 +309,6 @@ async function handRelayRun(b: Bench, count: number): Promise<number> {
   return count / (elapsed / 1000);
 }
 
-async function measure(
-  name: string,
-  rounds: number,
-  framework: () => Promise<number>,
-  baseline: () => Promise<number>,
-): Promise<Result> {
-  await framework();
-  await baseline();
-  const f: number[] = [];
-  const base: number[] = [];
-  const ratios: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    const [fw, bl] =
-      round % 2 === 0
-        ? [await framework(), await baseline()]
-        : await baseline().then(async (bl2) => [await framework(), bl2] as const);
-    f.push(fw);
-    base.push(bl);
-    ratios.push(fw / bl);
-    console.log(
-      `${name} round ${round + 1}: ${fw.toFixed(0)}/s vs baseline ${bl.toFixed(0)}/s (${(fw / bl).toFixed(2)})`,
-    );
-  }
-  return {
-    case: name,
-    perSec: Math.round(median(f)),
-    baselinePerSec: Math.round(median(base)),
-    ratio: Math.round(median(ratios) * 100) / 100,
-  };
-}
-
 /** Runs both cases and prints the JSON line last. */
 export async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -376,45 +339,24 @@ export async function main(): Promise<void> {
     await store.knex.raw(
       `create table ${b.dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
     );
-    const only = process.env.BENCH_SQS_CASES?.split(',');
-    const wanted = (name: string) => only === undefined || only.includes(name);
-    const results: Result[] = [];
-    if (wanted('worker-message'))
-      results.push(
-        await measure(
+    const results = await measureCases(
+      rounds,
+      [
+        [
           'worker-message',
-          rounds,
           () => workerRun(b, count, 'message'),
           () => rawWorkerRun(b, count, 'message'),
-        ),
-      );
-    if (wanted('worker-batch'))
-      results.push(
-        await measure(
-          'worker-batch',
-          rounds,
-          () => workerRun(b, count, 'batch'),
-          () => rawWorkerRun(b, count, 'batch'),
-        ),
-      );
-    if (wanted('relay'))
-      results.push(
-        await measure(
-          'relay',
-          rounds,
-          () => relayRun(b, relayCount, 'delete'),
-          () => rawSendRun(b, relayCount),
-        ),
-      );
-    if (wanted('relay-vs-hand'))
-      results.push(
-        await measure(
+        ],
+        ['worker-batch', () => workerRun(b, count, 'batch'), () => rawWorkerRun(b, count, 'batch')],
+        ['relay', () => relayRun(b, relayCount, 'delete'), () => rawSendRun(b, relayCount)],
+        [
           'relay-vs-hand',
-          rounds,
           () => relayRun(b, relayCount, 'delete'),
           () => handRelayRun(b, relayCount),
-        ),
-      );
+        ],
+      ],
+      wantedCases('BENCH_SQS_CASES'),
+    );
     console.log(JSON.stringify({ bench: 'sqs', results }));
   } finally {
     for (const queueUrl of b.queues) {

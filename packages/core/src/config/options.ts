@@ -5,7 +5,11 @@ import { ConfigurationError } from '../errors';
  * one kind of option is checked, and reported, one way. @internal
  */
 
-/** An integer option from `min` to `max`; `fallback` when absent. @internal */
+/**
+ * An integer option from `min` to `max`; `fallback` when absent; anything else is a
+ * {@link ConfigurationError} naming the option. Exported for transports, so that their
+ * options are checked and reported the way core's are.
+ */
 export function integerOption(
   value: unknown,
   fallback: number,

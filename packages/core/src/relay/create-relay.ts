@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { outboxChannel } from '../outbox/channel';
 import { fullJitterBackoff } from '../retry/backoff';
-import { idAfter, runCycle, type CycleReport, type SiblingHint } from './cycle';
+import { runCycle, type CycleReport, type SiblingHint } from './cycle';
+import { idAfter } from './lane';
 import { createPublishGate } from './publish-gate';
 import type { KeyCursor } from './sql/scan-keys';
 import { listen, type Listener } from './listener';

@@ -6,8 +6,6 @@ import { claimBatch, type ClaimedRow } from './sql/claim';
 import { claimByKeys, type KeyCursor } from './sql/scan-keys';
 import type { CycleResult } from './types';
 
-export { idAfter };
-
 /**
  * How the cycles of one relay keep out of each other's way: a claim may start after the last
  * head a sibling cycle holds (`after`), since every head before it was either taken by that

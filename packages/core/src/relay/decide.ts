@@ -14,6 +14,8 @@ export interface Decisions {
   readonly released: string[];
   /** Keys whose publisher result broke per-key order (a success after a failure). */
   readonly disorderedKeys: string[];
+  /** Keys with a failure: nothing more of them may go out before the marks commit. */
+  readonly blockedKeys: string[];
 }
 
 /** The message a claimed row is published as. @internal */
@@ -92,5 +94,11 @@ export function decide(
     });
     if (key !== null) blocked.add(key);
   }
-  return { published, failures, released, disorderedKeys: [...disordered] };
+  return {
+    published,
+    failures,
+    released,
+    disorderedKeys: [...disordered],
+    blockedKeys: [...blocked],
+  };
 }

@@ -143,13 +143,9 @@ export async function runLane(
     }
     totals.released += d.released.length;
     shared.failures.push(...d.failures);
-    const keyOf = new Map(batch.map((row) => [row.id, row.partition_key]));
-    for (const id of [...d.failures.map((f) => f.id), ...d.released]) {
-      const key = keyOf.get(id);
-      if (key != null) {
-        blocked.add(key);
-        cursors.delete(key);
-      }
+    for (const key of d.blockedKeys) {
+      blocked.add(key);
+      cursors.delete(key);
     }
     marking = shared.onConnection(() => markBatch(o, trx, d));
     if (!holding) break;

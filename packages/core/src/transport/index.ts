@@ -7,3 +7,4 @@ export type {
   PublishedMessage,
   FailureRule,
 } from './memory-publisher';
+export { integerOption } from '../config/options';

@@ -1,6 +1,5 @@
-import { ConfigurationError } from '@justonce/core';
+import { ConfigurationError, integerOption } from '@justonce/core';
 import type { BodyEncoding } from '../body';
-import { integerOption } from '../validate';
 import type { SqsPublisherOptions } from './types';
 
 /** {@link SqsPublisherOptions} checked, with defaults applied. @internal */

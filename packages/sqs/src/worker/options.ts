@@ -1,6 +1,7 @@
 import {
   ConfigurationError,
   createInbox,
+  integerOption,
   silentLogger,
   type Envelope,
   type Handler,
@@ -9,7 +10,6 @@ import {
 } from '@justonce/core';
 import { attributeNameProblem } from '../attributes';
 import type { ResolvedMessageIdOptions } from '../message-id';
-import { integerOption } from '../validate';
 import { isQueueUrl } from '../queue-names';
 import type { SqsInboxSettings, SqsMeter, SqsSettledEvent, SqsWorkerOptions } from './types';
 

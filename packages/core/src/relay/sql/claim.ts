@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { statementCache } from './statement-cache';
 
 /** One claimed outbox row as the relay reads it. @internal */
 export interface ClaimedRow {
@@ -177,23 +178,10 @@ export function claimBindings(request: ClaimRequest): Knex.RawBinding[] {
   return bindings;
 }
 
-/** Statements per table names, by lease and after flags, built once. */
-const statements = new WeakMap<MigrationNames, Map<number, string>>();
-
-function statement(names: MigrationNames, lease: boolean, after: boolean): string {
-  let cached = statements.get(names);
-  if (cached === undefined) {
-    cached = new Map();
-    statements.set(names, cached);
-  }
-  const slot = (lease ? 1 : 0) + (after ? 2 : 0);
-  let sql = cached.get(slot);
-  if (sql === undefined) {
-    sql = claimSql(names, { lease, after });
-    cached.set(slot, sql);
-  }
-  return sql;
-}
+/** The claim statement per variant: bit 1 with the lease, bit 2 with `after`. */
+const statement = statementCache((names, variant: number) =>
+  claimSql(names, { lease: (variant & 1) !== 0, after: (variant & 2) !== 0 }),
+);
 
 /** Claimed rows with row ids as text (pg returns bigint as text; other drivers may not). */
 export function claimedRows(rows: ReadonlyArray<Record<string, unknown>>): ClaimedRow[] {
@@ -228,7 +216,7 @@ export async function claimBatch(
   request: ClaimRequest,
 ): Promise<Claim> {
   const result = await trx.raw(
-    statement(names, request.leaseMs !== null, request.after !== null),
+    statement(names, (request.leaseMs !== null ? 1 : 0) + (request.after !== null ? 2 : 0)),
     claimBindings(request),
   );
   const raw = rowsOf<Record<string, unknown> & { window_rows: unknown }>(result);

@@ -1,16 +1,11 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import type { ClaimedRow } from './claim';
 
 /** A dead outbox row as stored. @internal */
-export interface DeadRow {
+export interface DeadRow extends Omit<ClaimedRow, 'id'> {
   readonly id: string | number;
-  readonly destination: string;
-  readonly partition_key: string | null;
-  readonly message_id: string;
-  readonly headers: Record<string, string> | string;
-  readonly payload: Uint8Array;
-  readonly attempts: number;
   readonly last_error: string | null;
   readonly created_at: Date | string;
   readonly available_at: Date | string;

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { statementCache } from './statement-cache';
 import { claimedRows, columns, nextOfKey, type ClaimedRow } from './claim';
 
 /**
@@ -37,7 +38,7 @@ export function followersSql(names: MigrationNames): string {
     order by c.rank, c.id`;
 }
 
-const followerStatements = new WeakMap<MigrationNames, string>();
+const statement = statementCache((names, _variant: null) => followersSql(names));
 
 /**
  * Reads, in the claiming transaction, up to `limit` further events of the held keys: for
@@ -52,11 +53,11 @@ export async function readFollowers(
   limit: number,
 ): Promise<ClaimedRow[]> {
   if (cursors.size === 0) return [];
-  let sql = followerStatements.get(names);
-  if (sql === undefined) {
-    sql = followersSql(names);
-    followerStatements.set(names, sql);
-  }
-  const result = await trx.raw(sql, [[...cursors.keys()], [...cursors.values()], limit, limit]);
+  const result = await trx.raw(statement(names, null), [
+    [...cursors.keys()],
+    [...cursors.values()],
+    limit,
+    limit,
+  ]);
   return claimedRows(rowsOf<Record<string, unknown>>(result));
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { statementCache } from './statement-cache';
 import { claimedRows, columns, type ClaimedRow } from './claim';
 
 /**
@@ -75,7 +76,7 @@ export interface KeyCursor {
   key: string | null;
 }
 
-const statements = new WeakMap<MigrationNames, [string, string]>();
+const statement = statementCache((names, cursor: boolean) => scanKeysSql(names, { cursor }));
 
 /**
  * Claims up to `limit` heads found by walking at most `keys` keys after `cursor.key`, leaving
@@ -90,16 +91,11 @@ export async function claimByKeys(
   exclude: readonly string[],
   limit: number,
 ): Promise<ClaimedRow[]> {
-  let sql = statements.get(names);
-  if (sql === undefined) {
-    sql = [scanKeysSql(names, { cursor: false }), scanKeysSql(names, { cursor: true })];
-    statements.set(names, sql);
-  }
   const from = cursor.key;
   const bindings: Knex.RawBinding[] = [keys, [...exclude], limit];
   if (from !== null) bindings.unshift(from);
   const raw = rowsOf<Record<string, unknown> & { last_key: string | null; keys_walked: unknown }>(
-    await trx.raw(sql[from === null ? 0 : 1], bindings),
+    await trx.raw(statement(names, from !== null), bindings),
   );
   const walked = Number(raw[0]?.keys_walked ?? 0);
   cursor.key = walked < keys ? null : (raw[0]?.last_key ?? null);
