@@ -27,7 +27,7 @@ import type {
   RunOptions,
   StoredOperationError,
 } from './types';
-import { durationOption } from '../config/options';
+import { durationOption, optionalFunction } from '../config/options';
 import {
   MAX_NAME_LENGTH,
   durationInput,
@@ -111,10 +111,9 @@ export function createOperations(options: OperationsOptions): Operations {
     'maxKeyLength',
     DEFAULT_MAX_KEY_LENGTH,
   );
-  if (options.isRetryable !== undefined && typeof options.isRetryable !== 'function') {
-    throw new ConfigurationError('isRetryable must be a function');
-  }
-  const isRetryable = options.isRetryable ?? defaultIsRetryable;
+  const isRetryable =
+    optionalFunction<NonNullable<typeof options.isRetryable>>(options.isRetryable, 'isRetryable') ??
+    defaultIsRetryable;
   const logger = options.logger ?? silentLogger;
   const meter = resolveMeter(options.meter);
   const outcomes = meter.createCounter('justonce.operations.outcomes', {

@@ -12,7 +12,7 @@ import type {
   RetentionTable,
   TableCleanup,
 } from './types';
-import { durationOption, integerOption } from '../config/options';
+import { durationOption, integerOption, optionalFunction } from '../config/options';
 import { systemClock } from '../retry/clock';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -70,10 +70,7 @@ export function createRetention(options: RetentionOptions): Retention {
     Number.MAX_SAFE_INTEGER,
   );
   const pauseMs = durationOption(options.pauseBetweenBatchesMs, 'pauseBetweenBatchesMs', 0, 0);
-  if (options.onBatch !== undefined && typeof options.onBatch !== 'function') {
-    throw new ConfigurationError('onBatch must be a function');
-  }
-  const onBatch = options.onBatch;
+  const onBatch = optionalFunction<NonNullable<typeof options.onBatch>>(options.onBatch, 'onBatch');
   const logger = options.logger ?? silentLogger;
   const meter = resolveMeter(options.meter);
   const deletedCounter = meter.createCounter('justonce.retention.deleted', {

@@ -1,3 +1,4 @@
+import { optionalFunction } from '../config/options';
 import { ConfigurationError } from '../errors';
 import type { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
 import { createCircuitBreaker, isCircuitBreaker } from './circuit-breaker';
@@ -117,9 +118,7 @@ export function retryPolicy(options: RetryPolicyOptions = {}): RetryPolicy {
   if (typeof random !== 'function') {
     throw new ConfigurationError('random must be a function', { option: 'random' });
   }
-  if (options.classify !== undefined && typeof options.classify !== 'function') {
-    throw new ConfigurationError('classify must be a function', { option: 'classify' });
-  }
+  optionalFunction(options.classify, 'classify');
   const quota = resolvePart(options.quota, {}, isRetryQuota, createRetryQuota);
   const budget = resolvePart(options.budget, false, isRetryBudget, (o) =>
     createRetryBudget({ clock, ...o }),
