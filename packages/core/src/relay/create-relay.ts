@@ -13,6 +13,7 @@ import { deletePublishedBatch } from './sql/cleanup';
 import { requeueDead, selectDead } from './sql/dead';
 import { readTableStats } from './sql/stats';
 import { ConfigurationError } from '../errors/configuration-error';
+import { integerOption } from '../config/options';
 import type {
   CleanupOptions,
   CycleResult,
@@ -22,6 +23,9 @@ import type {
   RelayStats,
   StopOptions,
 } from './types';
+
+/** The upper bound of the per-call integer options, which have none of their own. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** Every how many claims a loop ignores its siblings' hint and scans from the start. */
 const HINT_EVERY = 4;
@@ -56,14 +60,6 @@ class Waker {
       this.waiters.push(done);
     });
   }
-}
-
-function positive(value: number | undefined, fallback: number, name: string): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < 0) {
-    throw new ConfigurationError(`${name} must be a non-negative integer`, { [name]: value });
-  }
-  return v;
 }
 
 /**
@@ -230,7 +226,7 @@ export function createRelay(options: RelayOptions): Relay {
 
     async stop(stopOptions: StopOptions = {}): Promise<void> {
       if (!running) return;
-      const timeoutMs = positive(stopOptions.timeoutMs, 30_000, 'timeoutMs');
+      const timeoutMs = integerOption(stopOptions.timeoutMs, 30_000, 'timeoutMs', 0, NO_LIMIT);
       stopping = true;
       draining = stopOptions.drain === true;
       waker.all();
@@ -319,11 +315,15 @@ export function createRelay(options: RelayOptions): Relay {
     },
 
     async cleanup(cleanupOptions: CleanupOptions = {}): Promise<number> {
-      const olderThanMs = positive(cleanupOptions.olderThanMs, 24 * 3_600_000, 'olderThanMs');
-      const batchSize = positive(cleanupOptions.batchSize, 1_000, 'batchSize');
+      const olderThanMs = integerOption(
+        cleanupOptions.olderThanMs,
+        24 * 3_600_000,
+        'olderThanMs',
+        0,
+        NO_LIMIT,
+      );
+      const batchSize = integerOption(cleanupOptions.batchSize, 1_000, 'batchSize', 1, NO_LIMIT);
       const maxBatches = cleanupOptions.maxBatches ?? Number.POSITIVE_INFINITY;
-      if (batchSize < 1)
-        throw new ConfigurationError('batchSize must be at least 1', { batchSize });
       if (!(maxBatches >= 1)) {
         throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
       }
