@@ -456,6 +456,8 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
         deleteAndReport(r, h, outcome);
         return false;
       case 'failed': {
+        // An extension already on its way must land before the retry delay, not after it.
+        await r.heartbeat?.settled(h);
         const error = await changeVisibility(h, toSeconds(outcome.retryDelayMs));
         emit({ message, outcome, action: 'retry-scheduled', error: error ?? outcome.error });
         return true;

@@ -21,7 +21,9 @@ const GONE = new Set([
 export class Heartbeat {
   private readonly watched = new Map<number, HeldMessage>();
   private timer: NodeJS.Timeout | undefined;
-  private beating = false;
+  /** The beat on its way, and the messages it extends. */
+  private beating: { readonly done: Promise<void>; readonly seqs: ReadonlySet<number> } | null =
+    null;
 
   constructor(
     private readonly client: SQSClient,
@@ -56,16 +58,26 @@ export class Heartbeat {
     this.watched.delete(held.seq);
   }
 
+  /**
+   * Resolves once no extension of `held` is on its way: a beat sent before `unwatch` could
+   * otherwise land after a visibility the worker sets next (a retry delay) and undo it.
+   */
+  async settled(held: HeldMessage): Promise<void> {
+    const beat = this.beating;
+    if (beat !== null && beat.seqs.has(held.seq)) await beat.done;
+  }
+
   private async beat(): Promise<void> {
-    if (this.beating || this.watched.size === 0) return;
-    this.beating = true;
+    if (this.beating !== null || this.watched.size === 0) return;
+    const all = [...this.watched.values()];
+    const chunks: HeldMessage[][] = [];
+    for (let i = 0; i < all.length; i += 10) chunks.push(all.slice(i, i + 10));
+    const done = Promise.all(chunks.map((chunk) => this.extend(chunk))).then(() => undefined);
+    this.beating = { done, seqs: new Set(all.map((h) => h.seq)) };
     try {
-      const all = [...this.watched.values()];
-      const chunks: HeldMessage[][] = [];
-      for (let i = 0; i < all.length; i += 10) chunks.push(all.slice(i, i + 10));
-      await Promise.all(chunks.map((chunk) => this.extend(chunk)));
+      await done;
     } finally {
-      this.beating = false;
+      this.beating = null;
     }
   }
 
