@@ -723,6 +723,50 @@ describe('claim hold on postgres', () => {
     expect(inner.published.length).toBeGreaterThan(120);
   });
 
+  it('an idle loop waits for its sibling that holds the keys instead of polling', async () => {
+    await add(eventsOf(['a'], 3));
+    const inner = createMemoryPublisher();
+    let release: (() => void) | undefined;
+    const publisher: Publisher = {
+      async publish(messages) {
+        // The first call holds key a until the test lets it go.
+        if (release === undefined) await new Promise<void>((resolve) => (release = resolve));
+        return inner.publish(messages);
+      },
+      close: async () => undefined,
+    };
+    let claims = 0;
+    const countClaims = (query: { sql: string }): void => {
+      if (query.sql.startsWith('with bound as')) claims += 1;
+    };
+    store.knex.on('query', countClaims);
+    const relay = createRelay({
+      store,
+      onPublished: 'keep',
+      publisher,
+      concurrency: 2,
+      batchSize: 10,
+      pollIntervalMs: 10,
+      claimHoldMs: 5_000,
+      notify: false,
+    });
+    try {
+      await relay.start();
+      await until(() => release !== undefined);
+      // The other loop found key a held, and waits for the holder (or a wake) rather than
+      // claiming again every 10 ms: about 30 claims in the 300 ms below if it polled.
+      const before = claims;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(claims - before).toBeLessThanOrEqual(2);
+      release!();
+      await inner.waitForCount(3, 5_000);
+      expect(payloadsOf(inner.byKey('a'))).toEqual([0, 1, 2].map((i) => ({ key: 'a', i })));
+    } finally {
+      store.knex.off('query', countClaims);
+      await relay.stop({ timeoutMs: 2_000 });
+    }
+  });
+
   it('publishes one batch per claim with claimHoldMs 0', async () => {
     await add(eventsOf(['a'], 5));
     const publisher = createMemoryPublisher();

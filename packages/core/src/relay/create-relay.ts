@@ -194,7 +194,15 @@ export function createRelay(options: RelayOptions): Relay {
         continue;
       }
       if (result.claimed > 0 || waker.generation !== generation) continue;
-      await waker.sleep(o.pollIntervalMs);
+      // Nothing to claim while a sibling loop holds keys: the sibling wakes this loop when its
+      // claim ends full, and notifications wake it for new events, so polling meanwhile would
+      // only repeat a claim that finds the same keys held (it costs the database a scan each
+      // time). The sibling polls on its own schedule once its claim ends, so polling for
+      // events of other keys goes on.
+      const siblingHolds = held.some((id, i) => i !== index && id !== null);
+      await waker.sleep(
+        siblingHolds ? Math.max(o.pollIntervalMs, o.claimHoldMs) : o.pollIntervalMs,
+      );
     }
   };
 
