@@ -2,14 +2,24 @@ import type { Message, Options } from 'amqplib';
 import { PublishRejectedError, RabbitConnectionError, UnroutableMessageError } from '../errors';
 import type { AmqpSession } from './connection';
 
+/** Called once with a publish's outcome: no error when the broker confirmed it. */
+export type PublishDone = (error: Error | undefined) => void;
+
 interface Pending {
   readonly exchange: string;
   readonly routingKey: string;
   readonly messageId: string | undefined;
   readonly deadline: number;
   returned?: UnroutableMessageError;
-  /** Settles the publish's promise once; later calls do nothing. */
-  settle(error: Error | undefined): void;
+  settled: boolean;
+  readonly done: PublishDone;
+}
+
+/** Reports a publish's outcome once; later calls do nothing. */
+function settle(entry: Pending, error: Error | undefined): void {
+  if (entry.settled) return;
+  entry.settled = true;
+  entry.done(error);
 }
 
 /**
@@ -60,55 +70,66 @@ export class ConfirmedPublisher {
     content: Buffer,
     options: Options.Publish,
   ): Promise<void> {
-    if (this.session.lost) return Promise.reject(lostError());
     return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const entry: Pending = {
-        exchange,
-        routingKey,
-        messageId: typeof options.messageId === 'string' ? options.messageId : undefined,
-        deadline: Date.now() + this.confirmTimeoutMs,
-        settle: (error) => {
-          if (settled) return;
-          settled = true;
-          if (error) reject(error);
-          else resolve();
-        },
-      };
-      this.pending.add(entry);
-      this.armSweeper();
-      const onConfirm = (error: unknown) => {
-        this.pending.delete(entry);
-        if (entry.returned) entry.settle(entry.returned);
-        else if (error) entry.settle(confirmError(error, exchange, routingKey));
-        else entry.settle(undefined);
-      };
-      let accepted: boolean;
-      try {
-        accepted = this.session.channel.publish(
-          exchange,
-          routingKey,
-          content,
-          { ...options, mandatory: true },
-          onConfirm,
-        );
-      } catch (error) {
-        // amqplib throws synchronously when the channel is already closed.
-        onConfirm(error);
-        return;
-      }
-      if (!accepted && !this.blocked) {
-        this.blocked = new Promise<void>((release) => {
-          const done = () => {
-            this.blocked = undefined;
-            this.session.channel.removeListener('drain', done);
-            release();
-          };
-          this.session.channel.once('drain', done);
-          void this.session.whenLost.then(done);
-        });
-      }
+      this.send(exchange, routingKey, content, { ...options }, (error) => {
+        if (error) reject(error);
+        else resolve();
+      });
     });
+  }
+
+  /**
+   * {@link publish} without a promise, for batches: `done` is called once with the outcome
+   * (at once, before this returns, when the channel is already gone). `options` is taken
+   * over: `mandatory` is set on it.
+   */
+  send(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish,
+    done: PublishDone,
+  ): void {
+    if (this.session.lost) {
+      done(lostError());
+      return;
+    }
+    const entry: Pending = {
+      exchange,
+      routingKey,
+      messageId: typeof options.messageId === 'string' ? options.messageId : undefined,
+      deadline: Date.now() + this.confirmTimeoutMs,
+      settled: false,
+      done,
+    };
+    this.pending.add(entry);
+    this.armSweeper();
+    const onConfirm = (error: unknown): void => {
+      this.pending.delete(entry);
+      if (entry.returned) settle(entry, entry.returned);
+      else if (error) settle(entry, confirmError(error, exchange, routingKey));
+      else settle(entry, undefined);
+    };
+    options.mandatory = true;
+    let accepted: boolean;
+    try {
+      accepted = this.session.channel.publish(exchange, routingKey, content, options, onConfirm);
+    } catch (error) {
+      // amqplib throws synchronously when the channel is already closed.
+      onConfirm(error);
+      return;
+    }
+    if (!accepted && !this.blocked) {
+      this.blocked = new Promise<void>((release) => {
+        const done = () => {
+          this.blocked = undefined;
+          this.session.channel.removeListener('drain', done);
+          release();
+        };
+        this.session.channel.once('drain', done);
+        void this.session.whenLost.then(done);
+      });
+    }
   }
 
   private armSweeper(): void {
@@ -120,7 +141,8 @@ export class ConfirmedPublisher {
         if (entry.deadline > now) break;
         // Still pending in amqplib; its late confirm finds the entry settled and is ignored.
         this.pending.delete(entry);
-        entry.settle(
+        settle(
+          entry,
           new PublishRejectedError(`no publisher confirm within ${this.confirmTimeoutMs} ms`, {
             details: { exchange: entry.exchange, routingKey: entry.routingKey },
           }),

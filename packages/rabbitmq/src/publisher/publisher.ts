@@ -145,13 +145,23 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
 
   async function publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
     const results: Array<PublishResult | undefined> = new Array(messages.length);
+    // A batch mostly goes to one or a few destinations: each is read once.
+    const parsed = new Map<string, AmqpTarget | Error>();
     const targets: Array<AmqpTarget | undefined> = messages.map((message, i) => {
-      try {
-        return parseDestination(message.destination);
-      } catch (error) {
-        results[i] = failure(message, error);
+      let target = parsed.get(message.destination);
+      if (target === undefined) {
+        try {
+          target = parseDestination(message.destination);
+        } catch (error) {
+          target = error instanceof Error ? error : new Error(String(error));
+        }
+        parsed.set(message.destination, target);
+      }
+      if (target instanceof Error) {
+        results[i] = failure(message, target);
         return undefined;
       }
+      return target;
     });
     if (closing) {
       return finish(messages, results, new RabbitConnectionError('the publisher is closed'));
@@ -164,13 +174,22 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     }
     const missing = await checkExchanges(connected, targets);
 
+    // Confirms are counted rather than awaited one promise each: a batch is hundreds of
+    // messages, and this loop is the publisher's share of the relay's CPU.
+    let outstanding = 0;
+    let allConfirmed: (() => void) | undefined;
+    const confirmed = (i: number, message: OutgoingMessage) => (error: Error | undefined) => {
+      results[i] = error ? failure(message, error) : { messageId: message.messageId, ok: true };
+      outstanding -= 1;
+      if (outstanding === 0) allConfirmed?.();
+    };
+    const timestamp = Math.floor(Date.now() / 1000);
     const heldKeys = new Set<string>();
-    const confirms: Array<Promise<void>> = [];
     let unsettledBytes = 0;
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i]!;
       const target = targets[i];
-      if (message.key !== null && heldKeys.has(message.key)) {
+      if (heldKeys.size > 0 && message.key !== null && heldKeys.has(message.key)) {
         results[i] ??= failure(
           message,
           new PublishRejectedError('held back behind an earlier message of the same key', {
@@ -198,23 +217,20 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
         }
       }
       unsettledBytes += message.payload.byteLength;
-      confirms.push(
-        connected.publisher
-          .publish(target.exchange, target.routingKey, toBuffer(message.payload), {
-            ...properties(message),
-            persistent,
-          })
-          .then(
-            () => {
-              results[i] = { messageId: message.messageId, ok: true };
-            },
-            (error: unknown) => {
-              results[i] = failure(message, error);
-            },
-          ),
+      outstanding += 1;
+      connected.publisher.send(
+        target.exchange,
+        target.routingKey,
+        toBuffer(message.payload),
+        properties(message, timestamp, persistent),
+        confirmed(i, message),
       );
     }
-    await Promise.all(confirms);
+    if (outstanding > 0) {
+      await new Promise<void>((resolve) => {
+        allConfirmed = resolve;
+      });
+    }
     return finish(messages, results, new RabbitConnectionError('not published'));
   }
 
@@ -240,18 +256,27 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
 /** Payload bytes one `publish` call may leave in amqplib's write buffer before it waits. */
 const BUFFER_BYTES = 4 * 1024 * 1024;
 
-function properties(message: OutgoingMessage): Options.Publish {
-  const headers: Record<string, string> = { ...message.headers, 'message-id': message.messageId };
+/** A message's AMQP properties, built without intermediate objects (one per message). */
+function properties(
+  message: OutgoingMessage,
+  timestamp: number,
+  persistent: boolean,
+): Options.Publish {
+  const headers: Record<string, string> = {};
+  for (const name in message.headers) headers[name] = message.headers[name]!;
+  headers['message-id'] = message.messageId;
   if (message.key !== null) headers[PARTITION_KEY_HEADER] = message.key;
-  const correlationId = message.headers['correlation-id'];
-  const contentType = message.headers['content-type'];
-  return {
+  const publish: Options.Publish = {
     messageId: message.messageId,
-    ...(correlationId ? { correlationId } : {}),
-    ...(contentType ? { contentType } : {}),
     headers,
-    timestamp: Math.floor(Date.now() / 1000),
+    timestamp,
+    persistent,
   };
+  const correlationId = message.headers['correlation-id'];
+  if (correlationId) publish.correlationId = correlationId;
+  const contentType = message.headers['content-type'];
+  if (contentType) publish.contentType = contentType;
+  return publish;
 }
 
 function toBuffer(payload: Uint8Array): Buffer {
