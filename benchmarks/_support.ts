@@ -2,7 +2,7 @@
  * Helpers shared by the benchmarks. The leading underscore keeps `pnpm bench` from listing
  * this file as a benchmark.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import {
   createOutbox,
   rowsOf,
@@ -163,23 +163,91 @@ function machineBusyUs(): number | null {
 /** USER_HZ, the unit of /proc/stat; 100 on every common Linux build. */
 const TICKS_PER_SECOND = 100;
 
+/** Busy CPU per event of the processes a benchmark involves, in µs. */
+export interface ProcessCpu {
+  /** This benchmark process: the client library, and the framework when it is measured. */
+  readonly client: number;
+  /** PostgreSQL's processes. */
+  readonly database: number;
+  /** The brokers' processes (`java` for Kafka and ElasticMQ, `beam.smp` for RabbitMQ). */
+  readonly broker: number;
+}
+
+const BROKER_COMMANDS = new Set(['java', 'beam.smp']);
+
 /**
- * Starts measuring the machine's busy CPU time (every process: this one, the database, the
- * broker). The returned function gives the microseconds used since, per `events`, or null
- * where /proc/stat is not available.
+ * Busy CPU time so far of this process, of PostgreSQL's processes and of the brokers', in
+ * microseconds (from /proc/<pid>/stat: user and system time of all of a process's threads).
+ * A process that starts or ends in between is counted only while it was there, which is
+ * why the figures are per group and not subtracted from the machine's.
  */
-export function machineCpu(): (events: number) => number | null {
+function processBusyUs(): ProcessCpu | null {
+  try {
+    let client = 0;
+    let database = 0;
+    let broker = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue; // ended meanwhile
+      }
+      // pid (comm) state ppid …: comm may hold spaces, so fields are counted after the ')'.
+      const close = stat.lastIndexOf(')');
+      const command = stat.slice(stat.indexOf('(') + 1, close);
+      const fields = stat.slice(close + 2).split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+      if (Number(entry) === process.pid) client += ticks;
+      else if (command.startsWith('postgres')) database += ticks;
+      else if (BROKER_COMMANDS.has(command)) broker += ticks;
+    }
+    const us = (ticks: number): number => (ticks * 1_000_000) / TICKS_PER_SECOND;
+    return { client: us(client), database: us(database), broker: us(broker) };
+  } catch {
+    return null; // not Linux
+  }
+}
+
+/** The CPU figures of one run, per event (see {@link machineCpu}). */
+export interface CpuUsed {
+  readonly machineCpuUsPerEvent: number | null;
+  readonly processCpuUsPerEvent: ProcessCpu | null;
+}
+
+/**
+ * Starts measuring busy CPU time: the whole machine's (every process: this one, the
+ * database, the broker) and, within it, this process's, PostgreSQL's and the brokers'. The
+ * returned function gives the microseconds used since, per `events`; a figure is null where
+ * /proc is not available.
+ */
+export function machineCpu(): (events: number) => CpuUsed {
   const start = machineBusyUs();
+  const startByProcess = processBusyUs();
   return (events) => {
     const end = machineBusyUs();
-    return start === null || end === null ? null : Math.round(((end - start) / events) * 10) / 10;
+    const endByProcess = processBusyUs();
+    const per = (used: number): number => Math.round((used / events) * 10) / 10;
+    return {
+      machineCpuUsPerEvent: start === null || end === null ? null : per(end - start),
+      processCpuUsPerEvent:
+        startByProcess === null || endByProcess === null
+          ? null
+          : {
+              client: per(endByProcess.client - startByProcess.client),
+              database: per(endByProcess.database - startByProcess.database),
+              broker: per(endByProcess.broker - startByProcess.broker),
+            },
+    };
   };
 }
 
-/** One timed run of one side: events per second, and the machine's CPU per event if known. */
+/** One timed run of one side: events per second, and the CPU used per event if known. */
 export interface Run {
   readonly perSec: number;
   readonly machineCpuUsPerEvent?: number | null;
+  readonly processCpuUsPerEvent?: ProcessCpu | null;
 }
 
 /** What {@link measureCase} prints in the JSON line for one case. */
@@ -191,13 +259,16 @@ export interface CaseResult {
   /** Median busy CPU of the whole machine (client, database, broker) per event, in µs. */
   machineCpuUsPerEvent?: number;
   baselineMachineCpuUsPerEvent?: number;
+  /** Median busy CPU per event of this process, PostgreSQL and the broker, in µs. */
+  processCpuUsPerEvent?: ProcessCpu;
+  baselineProcessCpuUsPerEvent?: ProcessCpu;
 }
 
 /**
  * Runs a case: one untimed warm-up of each side, then `rounds` rounds alternating which side
  * goes first, each printed as it ends. `perSec` and `baselinePerSec` are medians, `ratio` the
- * median of the rounds' ratios rounded to `digits`; the CPU figures are medians when every
- * run reported one.
+ * median of the rounds' ratios rounded to `digits`; the CPU figures (each process group's
+ * separately) are medians when every run reported one.
  */
 export async function measureCase(
   name: string,
@@ -215,8 +286,12 @@ export async function measureCase(
   const f: Run[] = [];
   const b: Run[] = [];
   const ratios: number[] = [];
-  const cpu = (r: Run): string =>
-    r.machineCpuUsPerEvent == null ? '' : ` (${r.machineCpuUsPerEvent} µs CPU/event)`;
+  const cpu = (r: Run): string => {
+    if (r.machineCpuUsPerEvent == null) return '';
+    const p = r.processCpuUsPerEvent;
+    const split = p ? `: client ${p.client}, database ${p.database}, broker ${p.broker}` : '';
+    return ` (${r.machineCpuUsPerEvent} µs CPU/event${split})`;
+  };
   for (let round = 0; round < rounds; round++) {
     let fw: Run;
     let base: Run;
@@ -243,6 +318,17 @@ export async function measureCase(
   };
   const fwCpu = cpuOf(f);
   const baseCpu = cpuOf(b);
+  const processCpuOf = (runs: Run[]): ProcessCpu | undefined => {
+    const known = runs.flatMap((r) => (r.processCpuUsPerEvent ? [r.processCpuUsPerEvent] : []));
+    if (known.length !== runs.length) return undefined;
+    return {
+      client: median(known.map((p) => p.client)),
+      database: median(known.map((p) => p.database)),
+      broker: median(known.map((p) => p.broker)),
+    };
+  };
+  const fwProcessCpu = processCpuOf(f);
+  const baseProcessCpu = processCpuOf(b);
   const scale = 10 ** digits;
   return {
     case: name,
@@ -251,6 +337,9 @@ export async function measureCase(
     ratio: Math.round(median(ratios) * scale) / scale,
     ...(fwCpu !== undefined && baseCpu !== undefined
       ? { machineCpuUsPerEvent: fwCpu, baselineMachineCpuUsPerEvent: baseCpu }
+      : {}),
+    ...(fwProcessCpu !== undefined && baseProcessCpu !== undefined
+      ? { processCpuUsPerEvent: fwProcessCpu, baselineProcessCpuUsPerEvent: baseProcessCpu }
       : {}),
   };
 }
@@ -271,15 +360,19 @@ export function wantedCases(variable: string): (name: string) => boolean {
   return (name) => only === undefined || only.includes(name);
 }
 
-/** Runs the cases `wanted` keeps, one after the other, with {@link measureCase}. */
+/**
+ * Runs the cases `wanted` keeps, one after the other, with {@link measureCase}; ratios are
+ * rounded to `digits`.
+ */
 export async function measureCases(
   rounds: number,
   cases: readonly Case[],
   wanted: (name: string) => boolean,
+  digits = 2,
 ): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
   for (const [name, framework, baseline] of cases) {
-    if (wanted(name)) results.push(await measureCase(name, rounds, framework, baseline));
+    if (wanted(name)) results.push(await measureCase(name, rounds, framework, baseline, digits));
   }
   return results;
 }

@@ -18,6 +18,7 @@
  * - relay-vs-raw-publish: the relay beside raw confirmed publishing with no database at
  *   all. For information: the relay's claim and mark round trips are in one column only.
  *
+ * BENCH_RABBIT_CASES (a comma-separated subset of the case names) runs only those cases.
  * A warm-up round first, then BENCH_ROUNDS rounds (default 5) alternating which side goes
  * first; `perSec` and `baselinePerSec` are medians, `ratio` the median of per-round ratios.
  * BENCH_RABBIT_MESSAGES sets the consumer's messages per round (default 2 000),
@@ -34,10 +35,17 @@ import {
   silentLogger,
   type OutgoingMessage,
   type Store,
-} from '../packages/core/src';
-import { createRabbitConsumer, createRabbitPublisher } from '../packages/rabbitmq/src';
+} from '@justonce/core';
+import { createRabbitConsumer, createRabbitPublisher } from '@justonce/rabbitmq';
 import { ensureServices } from '../test-support/services';
-import { countingPublisher, fillOutbox, reached, measureCase } from './_support';
+import {
+  countingPublisher,
+  fillOutbox,
+  machineCpu,
+  measureCases,
+  reached,
+  wantedCases,
+} from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const RELAY_MESSAGES = Number(process.env.BENCH_RABBIT_RELAY_MESSAGES ?? 10_000);
@@ -88,12 +96,14 @@ async function inboxConsumer(url: string, store: Store, queue: string, count: nu
       if (event.type === 'settled' && ++settled === count) finished();
     },
   });
+  const cpu = machineCpu();
   const started = performance.now();
   await consumer.start();
   await done;
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await consumer.stop();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** The baseline: a raw amqplib consumer doing the same statements by hand. */
@@ -145,6 +155,8 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
     }
   }
 
+  const cpu = machineCpu();
+
   const started = performance.now();
   await channel.consume(queue, (message) => {
     if (message === null) return;
@@ -153,8 +165,9 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
   });
   await done;
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await model.close();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** The framework: the relay through createRabbitPublisher; messages per second. */
@@ -178,14 +191,16 @@ async function relayRun(url: string, store: Store, admin: Channel, queue: string
     onPublished: 'delete',
     logger: silentLogger,
   });
+  const cpu = machineCpu();
   const started = performance.now();
   await relay.start();
   await reached(() => publisher.acked, count);
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await relay.stop();
   await publisher.close();
   await admin.purgeQueue(queue);
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** Raw confirmed, mandatory publishing of the same messages, two batches in flight. */
@@ -199,6 +214,7 @@ async function rawPublish(url: string, admin: Channel, queue: string, count: num
   }));
   await publishRaw(channel, queue, messages.slice(0, 1));
   let next = 1;
+  const cpu = machineCpu();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -210,9 +226,10 @@ async function rawPublish(url: string, admin: Channel, queue: string, count: num
     }),
   );
   const elapsed = performance.now() - started;
+  const used = cpu(count - 1);
   await model.close();
   await admin.purgeQueue(queue);
-  return (count - 1) / (elapsed / 1000);
+  return { perSec: (count - 1) / (elapsed / 1000), ...used };
 }
 
 /** Publishes `batch` raw with amqplib, mandatory and persistent, and awaits every confirm. */
@@ -253,6 +270,7 @@ async function handRelay(url: string, store: Store, admin: Channel, queue: strin
   const channel = await model.createConfirmChannel();
   const outbox = store.names.table('outbox');
   let done = 0;
+  const cpu = machineCpu();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -287,9 +305,10 @@ async function handRelay(url: string, store: Store, admin: Channel, queue: strin
     }),
   );
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await model.close();
   await admin.purgeQueue(queue);
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 function outgoingMessages(queue: string, count: number): OutgoingMessage[] {
@@ -309,6 +328,7 @@ async function publisherOnly(url: string, admin: Channel, queue: string, count: 
   const messages = outgoingMessages(queue, count);
   await publisher.publish(messages.slice(0, 1)); // connect before the clock starts
   let next = 1;
+  const cpu = machineCpu();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -321,9 +341,10 @@ async function publisherOnly(url: string, admin: Channel, queue: string, count: 
     }),
   );
   const elapsed = performance.now() - started;
+  const used = cpu(count - 1);
   await publisher.close();
   await admin.purgeQueue(queue);
-  return (count - 1) / (elapsed / 1000);
+  return { perSec: (count - 1) / (elapsed / 1000), ...used };
 }
 
 /** Runs both cases and prints the shared JSON line last. */
@@ -346,47 +367,44 @@ export async function main(): Promise<void> {
     return name;
   };
   try {
-    const consumer = await measureCase(
-      'consumer',
-      ROUNDS,
-      async () => {
-        const queue = await fresh();
-        await fillQueue(admin, queue, MESSAGES);
-        topology.push(`${queue}.dlx`, `${queue}.dead`);
-        return inboxConsumer(amqpUrl, store, queue, MESSAGES);
-      },
-      async () => {
-        const queue = await fresh();
-        await fillQueue(admin, queue, MESSAGES);
-        return rawConsumer(amqpUrl, store, queue, MESSAGES);
-      },
-      3,
-    );
     const relayQueue = await fresh();
-    const relay = await measureCase(
-      'relay',
+    const results = await measureCases(
       ROUNDS,
-      () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
-      () => handRelay(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
+      [
+        [
+          'consumer',
+          async () => {
+            const queue = await fresh();
+            await fillQueue(admin, queue, MESSAGES);
+            topology.push(`${queue}.dlx`, `${queue}.dead`);
+            return inboxConsumer(amqpUrl, store, queue, MESSAGES);
+          },
+          async () => {
+            const queue = await fresh();
+            await fillQueue(admin, queue, MESSAGES);
+            return rawConsumer(amqpUrl, store, queue, MESSAGES);
+          },
+        ],
+        [
+          'relay',
+          () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
+          () => handRelay(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
+        ],
+        [
+          'publisher',
+          () => publisherOnly(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
+          () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
+        ],
+        [
+          'relay-vs-raw-publish',
+          () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
+          () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
+        ],
+      ],
+      wantedCases('BENCH_RABBIT_CASES'),
       3,
     );
-    const publisher = await measureCase(
-      'publisher',
-      ROUNDS,
-      () => publisherOnly(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
-      () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
-      3,
-    );
-    const relayVsRaw = await measureCase(
-      'relay-vs-raw-publish',
-      ROUNDS,
-      () => relayRun(amqpUrl, store, admin, relayQueue, RELAY_MESSAGES),
-      () => rawPublish(amqpUrl, admin, relayQueue, RELAY_MESSAGES),
-      3,
-    );
-    console.log(
-      JSON.stringify({ bench: 'rabbitmq', results: [consumer, relay, publisher, relayVsRaw] }),
-    );
+    console.log(JSON.stringify({ bench: 'rabbitmq', results }));
   } finally {
     for (const queue of queues) await admin.deleteQueue(queue);
     for (const name of topology) {

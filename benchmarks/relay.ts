@@ -31,7 +31,7 @@ import {
   createStore,
   rowsOf,
   type Store,
-} from '../packages/core/src';
+} from '@justonce/core';
 import { median, percentile } from './_support';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);

@@ -45,7 +45,9 @@ import {
   countingPublisher,
   fillOutbox,
   handRelayLoops,
+  machineCpu,
   reached,
+  type Run,
   type ClaimedRow,
   measureCases,
   wantedCases,
@@ -111,7 +113,7 @@ async function filledQueue(b: Bench, count: number): Promise<string> {
   return queueUrl;
 }
 
-async function workerRun(b: Bench, count: number, mode: Mode): Promise<number> {
+async function workerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   let deleted = 0;
   const worker = createSqsWorker({
@@ -132,18 +134,20 @@ async function workerRun(b: Bench, count: number, mode: Mode): Promise<number> {
     },
   });
   await worker.start();
+  const cpu = machineCpu();
   const started = performance.now();
   await reached(() => deleted, count);
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await worker.stop();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /**
  * The hand-written loop: receive ten; one transaction per message (`message`) or one for
  * the ten with a multi-row dedup insert (`batch`); delete the ten.
  */
-async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<number> {
+async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   const consumer = `bench-raw-${tag()}`;
   let deleted = 0;
@@ -190,10 +194,12 @@ async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<number
       deleted += Messages.length;
     }
   };
+  const cpu = machineCpu();
   const started = performance.now();
   await Promise.all(Array.from({ length: pollers(mode) }, poller));
   const elapsed = performance.now() - started;
-  return count / (elapsed / 1000);
+  const used = cpu(count);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 function body(n: number): string {
@@ -211,7 +217,7 @@ async function fillRelayOutbox(b: Bench, queueUrl: string, count: number): Promi
   }));
 }
 
-async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete'): Promise<number> {
+async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete'): Promise<Run> {
   const queueUrl = await createQueue(b, 'relay');
   await fillRelayOutbox(b, queueUrl, count);
   // The same warm client as the raw loop, so neither pays for opening connections.
@@ -227,16 +233,18 @@ async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete')
     pollIntervalMs: 20,
     onPublished,
   });
+  const cpu = machineCpu();
   const started = performance.now();
   await relay.start();
   await reached(() => publisher.acked, count);
   const elapsed = performance.now() - started;
+  const used = cpu(count);
   await relay.stop();
   await publisher.close();
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
-async function rawSendRun(b: Bench, count: number): Promise<number> {
+async function rawSendRun(b: Bench, count: number): Promise<Run> {
   const queueUrl = await createQueue(b, 'raw');
   const entries = Array.from({ length: count }, (_, n) => ({
     Id: `e${n % 10}`,
@@ -257,10 +265,12 @@ async function rawSendRun(b: Bench, count: number): Promise<number> {
       if (response.Failed?.length) throw new Error(JSON.stringify(response.Failed));
     }
   };
+  const cpu = machineCpu();
   const started = performance.now();
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY * PUBLISHER_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
-  return count / (elapsed / 1000);
+  const used = cpu(count);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /**
@@ -268,9 +278,10 @@ async function rawSendRun(b: Bench, count: number): Promise<number> {
  * rows, sending them with SendMessageBatch in tens, PUBLISHER_CONCURRENCY requests in flight
  * (attributes: the row's headers plus `message-id`), deleting them and committing.
  */
-async function handRelayRun(b: Bench, count: number): Promise<number> {
+async function handRelayRun(b: Bench, count: number): Promise<Run> {
   const queueUrl = await createQueue(b, 'hand');
   await fillRelayOutbox(b, queueUrl, count);
+  const cpu = machineCpu();
   const elapsed = await handRelayLoops(b.store, {
     loops: RELAY_CONCURRENCY,
     batchSize: RELAY_BATCH,
@@ -306,7 +317,7 @@ async function handRelayRun(b: Bench, count: number): Promise<number> {
       await Promise.all(Array.from({ length: PUBLISHER_CONCURRENCY }, lane));
     },
   });
-  return count / (elapsed / 1000);
+  return { perSec: count / (elapsed / 1000), ...cpu(count) };
 }
 
 /** Runs both cases and prints the JSON line last. */
