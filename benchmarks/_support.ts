@@ -175,39 +175,58 @@ export interface ProcessCpu {
 
 const BROKER_COMMANDS = new Set(['java', 'beam.smp']);
 
+/** Which group a process counts in, by its command name; undefined for the rest. */
+function groupOf(pid: number, command: string): keyof ProcessCpu | undefined {
+  if (pid === process.pid) return 'client';
+  if (command.startsWith('postgres')) return 'database';
+  if (BROKER_COMMANDS.has(command)) return 'broker';
+  return undefined;
+}
+
 /**
- * Busy CPU time so far of this process, of PostgreSQL's processes and of the brokers', in
- * microseconds (from /proc/<pid>/stat: user and system time of all of a process's threads).
- * A process that starts or ends in between is counted only while it was there, which is
- * why the figures are per group and not subtracted from the machine's.
+ * Busy CPU time so far of each process of the three groups, in clock ticks, by pid (from
+ * /proc/<pid>/stat: user and system time of all of a process's threads); null off Linux.
  */
-function processBusyUs(): ProcessCpu | null {
+function processTicks(): Map<number, { group: keyof ProcessCpu; ticks: number }> | null {
+  const found = new Map<number, { group: keyof ProcessCpu; ticks: number }>();
+  let entries: string[];
   try {
-    let client = 0;
-    let database = 0;
-    let broker = 0;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      } catch {
-        continue; // ended meanwhile
-      }
-      // pid (comm) state ppid …: comm may hold spaces, so fields are counted after the ')'.
-      const close = stat.lastIndexOf(')');
-      const command = stat.slice(stat.indexOf('(') + 1, close);
-      const fields = stat.slice(close + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-      if (Number(entry) === process.pid) client += ticks;
-      else if (command.startsWith('postgres')) database += ticks;
-      else if (BROKER_COMMANDS.has(command)) broker += ticks;
-    }
-    const us = (ticks: number): number => (ticks * 1_000_000) / TICKS_PER_SECOND;
-    return { client: us(client), database: us(database), broker: us(broker) };
+    entries = readdirSync('/proc');
   } catch {
-    return null; // not Linux
+    return null;
   }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    // pid (comm) state ppid …: comm may hold spaces, so fields are counted after the ')'.
+    const close = stat.lastIndexOf(')');
+    const group = groupOf(Number(entry), stat.slice(stat.indexOf('(') + 1, close));
+    if (group === undefined) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    found.set(Number(entry), { group, ticks: Number(fields[11]) + Number(fields[12]) });
+  }
+  return found;
+}
+
+/**
+ * The CPU each group used between two readings of {@link processTicks}, in microseconds: a
+ * process still there at the end counts from the first reading (or from its start, if it
+ * started in between); one that ended in between is not counted.
+ */
+function processBusyUs(
+  start: ReturnType<typeof processTicks>,
+  end: ReturnType<typeof processTicks>,
+): ProcessCpu | null {
+  if (start === null || end === null) return null;
+  const used = { client: 0, database: 0, broker: 0 };
+  for (const [pid, now] of end) used[now.group] += now.ticks - (start.get(pid)?.ticks ?? 0);
+  const us = (ticks: number): number => (ticks * 1_000_000) / TICKS_PER_SECOND;
+  return { client: us(used.client), database: us(used.database), broker: us(used.broker) };
 }
 
 /** The CPU figures of one run, per event (see {@link machineCpu}). */
@@ -224,20 +243,20 @@ export interface CpuUsed {
  */
 export function machineCpu(): (events: number) => CpuUsed {
   const start = machineBusyUs();
-  const startByProcess = processBusyUs();
+  const startByProcess = processTicks();
   return (events) => {
     const end = machineBusyUs();
-    const endByProcess = processBusyUs();
+    const byProcess = processBusyUs(startByProcess, processTicks());
     const per = (used: number): number => Math.round((used / events) * 10) / 10;
     return {
       machineCpuUsPerEvent: start === null || end === null ? null : per(end - start),
       processCpuUsPerEvent:
-        startByProcess === null || endByProcess === null
+        byProcess === null
           ? null
           : {
-              client: per(endByProcess.client - startByProcess.client),
-              database: per(endByProcess.database - startByProcess.database),
-              broker: per(endByProcess.broker - startByProcess.broker),
+              client: per(byProcess.client),
+              database: per(byProcess.database),
+              broker: per(byProcess.broker),
             },
     };
   };
