@@ -5,7 +5,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   createOutbox,
+  createRelay,
   rowsOf,
+  type RelayOptions,
   type OutboxEvent,
   type OutgoingMessage,
   type Publisher,
@@ -50,6 +52,36 @@ export function countingPublisher(inner: Publisher): Publisher & { acked: number
     close: () => inner.close(),
   };
   return wrapper;
+}
+
+/**
+ * The relay's side of a relay case: drains `count` events already in the outbox through
+ * `publisher` (connected beforehand, as the raw sides' clients are) with a polling relay,
+ * timed from its start to the last acknowledged message; the publisher is closed after.
+ */
+export async function timedRelayRun(
+  store: Store,
+  publisher: Publisher,
+  count: number,
+  options: Omit<RelayOptions, 'store' | 'publisher'>,
+): Promise<Run> {
+  const counting = countingPublisher(publisher);
+  const relay = createRelay({
+    store,
+    publisher: counting,
+    notify: false,
+    pollIntervalMs: 20,
+    ...options,
+  });
+  const cpu = machineCpu();
+  const started = performance.now();
+  await relay.start();
+  await reached(() => counting.acked, count);
+  const elapsed = performance.now() - started;
+  const used = cpu(count);
+  await relay.stop();
+  await counting.close();
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** Adds `count` events to the outbox in transactions of 500; `event(n)` builds the n-th. */

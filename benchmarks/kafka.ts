@@ -31,18 +31,12 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
-import {
-  createInbox,
-  createRelay,
-  createStore,
-  type HandlerContext,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createStore, type HandlerContext, type Store } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
 import {
   byDestination,
-  countingPublisher,
+  timedRelayRun,
   fillOutbox,
   handRelayLoops,
   machineCpu,
@@ -269,25 +263,11 @@ async function relayRun(env: Env, count: number, onPublished: 'keep' | 'delete')
   const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
   // Connected before timing, as the raw producer is.
   await kafkaPublisher.connect();
-  const publisher = countingPublisher(kafkaPublisher);
-  const relay = createRelay({
-    store: env.store,
-    publisher,
+  return timedRelayRun(env.store, kafkaPublisher, count, {
     batchSize: RELAY_BATCH,
     concurrency: RELAY_CONCURRENCY,
-    notify: false,
-    pollIntervalMs: 20,
     onPublished,
   });
-  const cpu = machineCpu();
-  const started = performance.now();
-  await relay.start();
-  await reached(() => publisher.acked, count);
-  const elapsed = performance.now() - started;
-  const used = cpu(count);
-  await relay.stop();
-  await publisher.close();
-  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** The producer both hand-written sides use: the relay publisher's own settings. */

@@ -29,7 +29,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, type Channel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import {
-  createRelay,
   createStore,
   rowsOf,
   silentLogger,
@@ -38,14 +37,7 @@ import {
 } from '@justonce/core';
 import { createRabbitConsumer, createRabbitPublisher } from '@justonce/rabbitmq';
 import { ensureServices } from '../test-support/services';
-import {
-  countingPublisher,
-  fillOutbox,
-  machineCpu,
-  measureCases,
-  reached,
-  wantedCases,
-} from './_support';
+import { timedRelayRun, fillOutbox, machineCpu, measureCases, wantedCases } from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const RELAY_MESSAGES = Number(process.env.BENCH_RABBIT_RELAY_MESSAGES ?? 10_000);
@@ -180,27 +172,14 @@ async function relayRun(url: string, store: Store, admin: Channel, queue: string
   const rabbit = createRabbitPublisher({ url });
   // Connected before the clock starts, as the raw side is: one message through it first.
   await rabbit.publish(outgoingMessages(queue, 1));
-  const publisher = countingPublisher(rabbit);
-  const relay = createRelay({
-    store,
-    publisher,
+  const run = await timedRelayRun(store, rabbit, count, {
     batchSize: RELAY_BATCH,
     concurrency: RELAY_CYCLES,
-    notify: false,
-    pollIntervalMs: 20,
     onPublished: 'delete',
     logger: silentLogger,
   });
-  const cpu = machineCpu();
-  const started = performance.now();
-  await relay.start();
-  await reached(() => publisher.acked, count);
-  const elapsed = performance.now() - started;
-  const used = cpu(count);
-  await relay.stop();
-  await publisher.close();
   await admin.purgeQueue(queue);
-  return { perSec: count / (elapsed / 1000), ...used };
+  return run;
 }
 
 /** Raw confirmed, mandatory publishing of the same messages, two batches in flight. */

@@ -37,12 +37,12 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { createInbox, createRelay, createStore, type Store } from '@justonce/core';
+import { createInbox, createStore, type Store } from '@justonce/core';
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
 import {
   byDestination,
-  countingPublisher,
+  timedRelayRun,
   fillOutbox,
   handRelayLoops,
   machineCpu,
@@ -221,27 +221,12 @@ async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete')
   const queueUrl = await createQueue(b, 'relay');
   await fillRelayOutbox(b, queueUrl, count);
   // The same warm client as the raw loop, so neither pays for opening connections.
-  const publisher = countingPublisher(
+  return timedRelayRun(
+    b.store,
     createSqsPublisher({ client: b.sqs, concurrency: PUBLISHER_CONCURRENCY }),
+    count,
+    { batchSize: RELAY_BATCH, concurrency: RELAY_CONCURRENCY, onPublished },
   );
-  const relay = createRelay({
-    store: b.store,
-    publisher,
-    batchSize: RELAY_BATCH,
-    concurrency: RELAY_CONCURRENCY,
-    notify: false,
-    pollIntervalMs: 20,
-    onPublished,
-  });
-  const cpu = machineCpu();
-  const started = performance.now();
-  await relay.start();
-  await reached(() => publisher.acked, count);
-  const elapsed = performance.now() - started;
-  const used = cpu(count);
-  await relay.stop();
-  await publisher.close();
-  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 async function rawSendRun(b: Bench, count: number): Promise<Run> {

@@ -152,14 +152,14 @@ export function createRelay(options: RelayOptions): Relay {
     // sibling loops hold instead of scanning past them; every fourth claim, and any claim
     // after a batch that was not full, looks at everything again, so nothing waits long
     // behind the hint.
+    /** The last heads the sibling loops' open cycles hold. */
+    const siblingHeads = (): string[] =>
+      held.filter((id, i): id is string => i !== index && id != null);
     const siblings: SiblingHint = {
       after: () => {
         if (!full || cycles % HINT_EVERY === 0) return null;
         let after: string | null = null;
-        for (let i = 0; i < held.length; i += 1) {
-          const id = held[i];
-          if (i !== index && id != null && (after === null || idAfter(id, after))) after = id;
-        }
+        for (const id of siblingHeads()) if (after === null || idAfter(id, after)) after = id;
         return after;
       },
       hold: (id) => {
@@ -199,7 +199,7 @@ export function createRelay(options: RelayOptions): Relay {
       // only repeat a claim that finds the same keys held (it costs the database a scan each
       // time). The sibling polls on its own schedule once its claim ends, so polling for
       // events of other keys goes on.
-      const siblingHolds = held.some((id, i) => i !== index && id !== null);
+      const siblingHolds = siblingHeads().length > 0;
       await waker.sleep(
         siblingHolds ? Math.max(o.pollIntervalMs, o.claimHoldMs) : o.pollIntervalMs,
       );
