@@ -46,6 +46,52 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+interface PoisonRun {
+  readonly schema: string;
+  readonly topic: string;
+  readonly groupId: string;
+  readonly name: string;
+  readonly mode: 'batch' | 'message';
+}
+
+/**
+ * Runs consumer processes one after another, each killed with SIGKILL when its handler meets
+ * the poison, until one dead-letters it; returns the attempts the crashes reported and the
+ * attempt the dead letter was sent at.
+ */
+async function crashUntilDeadLettered(
+  run: PoisonRun,
+): Promise<{ crashes: Array<{ attempt: number; first: boolean }>; deadLettered: number }> {
+  const crashes: Array<{ attempt: number; first: boolean }> = [];
+  for (let runs = 0; ; runs++) {
+    if (runs > MAX_ATTEMPTS + 2) throw new Error(`not dead-lettered: ${JSON.stringify(crashes)}`);
+    let out = '';
+    const child = await spawnUntilMarker(CHILD, {
+      cwd: ROOT,
+      env: {
+        KAFKA_BROKERS: kafkaBrokers().join(','),
+        DATABASE_URL: databaseUrl(),
+        POISON_SCHEMA: run.schema,
+        POISON_TOPIC: run.topic,
+        POISON_GROUP: run.groupId,
+        POISON_CONSUMER: run.name,
+        POISON_MODE: run.mode,
+        POISON_BATCH_SIZE: String(BATCH_SIZE),
+        POISON_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+      },
+      onSpawn: (c) => {
+        children.push(c);
+        c.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      },
+    });
+    const crash = /AT-STEP crash attempt=(\d+) first=(true|false)/.exec(out);
+    const letter = /AT-STEP dead-lettered attempt=(\d+)/.exec(out);
+    if (!crash) return { crashes, deadLettered: Number(letter![1]) };
+    crashes.push({ attempt: Number(crash[1]), first: crash[2] === 'true' });
+    await kill(child);
+  }
+}
+
 describe('a record whose handler kills the process on every delivery', () => {
   it.each(['batch', 'message'] as const)(
     'in %s mode is dead-lettered after at most maxAttempts + 1 attempts, and its partition moves on',
@@ -69,39 +115,13 @@ describe('a record whose handler kills the process on every delivery', () => {
           { value: 'poison', headers: { 'message-id': `${name}-poison` } },
         ]);
 
-        const crashes: Array<{ attempt: number; first: boolean }> = [];
-        let deadLettered: number | undefined;
-        for (let run = 0; deadLettered === undefined; run++) {
-          if (run > MAX_ATTEMPTS + 2)
-            throw new Error(`not dead-lettered: ${JSON.stringify(crashes)}`);
-          let out = '';
-          const child = await spawnUntilMarker(CHILD, {
-            cwd: ROOT,
-            env: {
-              KAFKA_BROKERS: kafkaBrokers().join(','),
-              DATABASE_URL: databaseUrl(),
-              POISON_SCHEMA: store.schema,
-              POISON_TOPIC: topic,
-              POISON_GROUP: groupId,
-              POISON_CONSUMER: name,
-              POISON_MODE: mode,
-              POISON_BATCH_SIZE: String(BATCH_SIZE),
-              POISON_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
-            },
-            onSpawn: (c) => {
-              children.push(c);
-              c.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-            },
-          });
-          const crash = /AT-STEP crash attempt=(\d+) first=(true|false)/.exec(out);
-          const letter = /AT-STEP dead-lettered attempt=(\d+)/.exec(out);
-          if (crash) {
-            crashes.push({ attempt: Number(crash[1]), first: crash[2] === 'true' });
-            await kill(child);
-          } else {
-            deadLettered = Number(letter![1]);
-          }
-        }
+        const { crashes, deadLettered } = await crashUntilDeadLettered({
+          schema: store.schema,
+          topic,
+          groupId,
+          name,
+          mode,
+        });
 
         // The first delivery was declared first and not counted; every later one was counted
         // from 1, so the handler ran maxAttempts + 1 times and the attempt numbers never jumped.
@@ -139,4 +159,61 @@ describe('a record whose handler kills the process on every delivery', () => {
     },
     120_000,
   );
+  it('in batch mode, in the middle of a counted chunk, takes only itself to the dead letters', async () => {
+    const store = await openEffectsStore();
+    try {
+      const topic = unique('crash-poison-mid');
+      const groupId = unique('g');
+      const name = unique('c');
+      await createTopics(admin, [topic, `${topic}.dlq`], 1);
+      // One chunk, the first after the assignment (so every record in it is counted), with
+      // the poison between two records on each side.
+      const record = (label: string) => ({
+        value: label === 'poison' ? 'poison' : `ok-${label}`,
+        headers: { 'message-id': `${name}-${label}` },
+      });
+      const labels = ['0', '1', 'poison', '3', '4'];
+      expect(labels).toHaveLength(BATCH_SIZE);
+      await produce(producer, topic, labels.map(record));
+
+      const { crashes, deadLettered } = await crashUntilDeadLettered({
+        schema: store.schema,
+        topic,
+        groupId,
+        name,
+        mode: 'batch',
+      });
+
+      // The first delivery ran the chunk in one transaction and died in it. Every later
+      // delivery ran one record per transaction, each counted just before it ran: the records
+      // before the poison committed on the second delivery, and the records after it were not
+      // charged for the poison's crashes.
+      expect(crashes).toEqual([
+        { attempt: 1, first: false },
+        { attempt: 2, first: false },
+        { attempt: 3, first: false },
+      ]);
+      expect(deadLettered).toBe(MAX_ATTEMPTS + 1);
+      await waitFor(
+        async () => {
+          const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+          return committed!.partitions[0]!.offset === String(BATCH_SIZE);
+        },
+        30_000,
+        `the committed offset to reach ${BATCH_SIZE}`,
+      );
+      const counts = await store.effectCounts();
+      expect([...counts.keys()].sort()).toEqual(
+        ['0', '1', '3', '4'].map((label) => `${name}-${label}`).sort(),
+      );
+      expect([...counts.values()].every((n) => n === 1)).toBe(true);
+      // Only the poison is in the dead-letter topic.
+      const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
+      expect(letter?.value).toBe('poison');
+      const [end] = await admin.fetchTopicOffsets(`${topic}.dlq`);
+      expect(end!.high).toBe('1');
+    } finally {
+      await store.dispose();
+    }
+  }, 120_000);
 });

@@ -4,11 +4,12 @@ import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } fro
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
 import { prepare, type Prepared } from './prepare';
-import { assertUsable, processOne, report } from './process-one';
+import { assertUsable, processOne, processPrepared, report } from './process-one';
 import { asError, type InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessages } from './sql/claim-messages';
 import { countAttempts } from './sql/count-attempts';
+import { hasUnfinishedAttempts } from './sql/unfinished-attempts';
 import { finishBatch } from './sql/finish-batch';
 import { keyOf, type MessageKey } from './sql/message-key';
 import { readRecords } from './sql/read-records';
@@ -86,6 +87,26 @@ async function processChunk<R>(
   }
 
   const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
+  if (
+    live.length > 1 &&
+    (await hasUnfinishedAttempts(
+      store.knex,
+      store.names,
+      consumer,
+      toCount.map(({ prepared }) => prepared.good),
+    ))
+  ) {
+    // An earlier delivery of some of these was counted and never finished: the process may
+    // have died inside the batch's transaction. Counting the whole batch again would charge
+    // every message for it, and a process-killing message would take its batch-mates to the
+    // dead letters with it. One message per transaction instead, each counted just before it
+    // runs: those before the killer commit, those after it are not counted until they run.
+    for (const { index, prepared } of live) {
+      const body = (envelopes[index] as Envelope).body;
+      outcomes[index] = await processPrepared(rt, prepared, body, handler, signal);
+    }
+    return settleRepeats(rt, envelopes, outcomes, repeats, handler, signal);
+  }
   const counted = new Set(toCount.map(({ index }) => index));
   const counts =
     toCount.length === 0
@@ -135,6 +156,21 @@ async function processChunk<R>(
     }
   }
 
+  return settleRepeats(rt, envelopes, outcomes, repeats, handler, signal);
+}
+
+/**
+ * Handles the copies of ids seen earlier in the batch, each on its own after the batch (so
+ * each becomes a duplicate or a conflict), and returns the batch's outcomes in order.
+ */
+async function settleRepeats<R>(
+  rt: InboxRuntime,
+  envelopes: readonly Envelope[],
+  outcomes: Array<InboxOutcome<R> | undefined>,
+  repeats: readonly number[],
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>[]> {
   for (const index of repeats) {
     outcomes[index] = await processOne(rt, envelopes[index] as Envelope, handler, signal);
   }

@@ -2,7 +2,7 @@ import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } fro
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
-import { prepare } from './prepare';
+import { prepare, type Prepared } from './prepare';
 import { asError, type InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessage } from './sql/claim-messages';
@@ -43,6 +43,21 @@ export async function processOne<R>(
 ): Promise<InboxOutcome<R>> {
   const prepared = await prepare(rt, envelope);
   if ('settled' in prepared) return report(rt, prepared.settled, envelope.body);
+  return processPrepared(rt, prepared, envelope.body, handler, signal);
+}
+
+/**
+ * {@link processOne} for a delivery already validated and decoded: count the attempt
+ * (autocommit), then in one transaction insert the dedup record and run the handler; commit;
+ * report. @internal
+ */
+export async function processPrepared<R>(
+  rt: InboxRuntime,
+  prepared: Prepared,
+  body: unknown,
+  handler: Handler<R>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>> {
   const { good, payload, ordinal } = prepared;
   const { store, consumer, maxAttempts, retentionMs } = rt.options;
 
@@ -57,7 +72,7 @@ export async function processOne<R>(
   const attempt = attemptNumber(stored, ordinal);
   await rt.step('attempt-counted', good.messageId);
   if (attempt > maxAttempts) {
-    return report(rt, await deadLetterExhausted(rt, good, attempt), envelope.body);
+    return report(rt, await deadLetterExhausted(rt, good, attempt), body);
   }
 
   let outcome: InboxOutcome<R>;
@@ -97,9 +112,9 @@ export async function processOne<R>(
     });
   } catch (error) {
     if (!(error instanceof HandlerFailure)) throw error;
-    return report(rt, await settleFailure(rt, good, attempt, error.error), envelope.body);
+    return report(rt, await settleFailure(rt, good, attempt, error.error), body);
   }
-  return report(rt, outcome, envelope.body);
+  return report(rt, outcome, body);
 }
 
 /**
