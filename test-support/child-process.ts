@@ -49,3 +49,10 @@ export function spawnUntilMarker(
     });
   });
 }
+
+/** An environment variable a child process cannot run without; throws when it is not set. */
+export function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+}

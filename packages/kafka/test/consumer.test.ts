@@ -7,9 +7,10 @@ import {
   openEffectsStore,
   produce,
   readTopic,
-  testKafka,
   unique,
   waitFor,
+  connectKafkaClients,
+  type KafkaClients,
 } from './support';
 
 type EffectsStore = Awaited<ReturnType<typeof openEffectsStore>>;
@@ -17,14 +18,13 @@ type EffectsStore = Awaited<ReturnType<typeof openEffectsStore>>;
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
+let clients: KafkaClients;
 let store: EffectsStore;
 const running: KafkaInboxConsumer[] = [];
 
 beforeAll(async () => {
-  kafka = testKafka();
-  admin = kafka.admin();
-  producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
+  clients = await connectKafkaClients();
+  ({ kafka, admin, producer } = clients);
   store = await openEffectsStore();
 });
 
@@ -33,7 +33,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await clients.close();
   await store.dispose();
 });
 

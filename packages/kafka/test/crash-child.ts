@@ -5,25 +5,20 @@
  */
 import { createInbox, createStore } from '@justonce/core';
 import { createKafkaConsumer } from '@justonce/kafka';
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-}
+import { requiredEnv } from '../../../test-support/child-process';
 
 async function main(): Promise<void> {
-  const schema = env('CRASH_SCHEMA');
-  const crashStep = env('CRASH_STEP');
-  const crashAfter = Number(env('CRASH_AFTER'));
-  const store = await createStore({ connectionString: env('DATABASE_URL'), schema });
+  const schema = requiredEnv('CRASH_SCHEMA');
+  const crashStep = requiredEnv('CRASH_STEP');
+  const crashAfter = Number(requiredEnv('CRASH_AFTER'));
+  const store = await createStore({ connectionString: requiredEnv('DATABASE_URL'), schema });
   const effects = `"${schema}"."effects"`;
   let written = 0;
   let frozen = false;
   const consumer = createKafkaConsumer({
-    brokers: env('KAFKA_BROKERS').split(','),
-    groupId: env('CRASH_GROUP'),
-    topics: [env('CRASH_TOPIC')],
+    brokers: requiredEnv('KAFKA_BROKERS').split(','),
+    groupId: requiredEnv('CRASH_GROUP'),
+    topics: [requiredEnv('CRASH_TOPIC')],
     fromBeginning: true,
     mode: 'batch',
     batchSize: 25,
@@ -35,7 +30,7 @@ async function main(): Promise<void> {
     },
     inbox: createInbox({
       store,
-      consumer: env('CRASH_CONSUMER'),
+      consumer: requiredEnv('CRASH_CONSUMER'),
       onStep: async (step) => {
         if (frozen || step !== crashStep || written < crashAfter) return;
         frozen = true;

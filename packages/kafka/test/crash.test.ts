@@ -10,9 +10,10 @@ import {
   kafkaBrokers,
   openEffectsStore,
   produce,
-  testKafka,
   unique,
   waitFor,
+  connectKafkaClients,
+  type KafkaClients,
 } from './support';
 import { spawnUntilMarker } from '../../../test-support/child-process';
 
@@ -22,14 +23,13 @@ const CHILD = path.join(__dirname, 'crash-child.ts');
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
+let clients: KafkaClients;
 const children: ChildProcess[] = [];
 const consumers: KafkaInboxConsumer[] = [];
 
 beforeAll(async () => {
-  kafka = testKafka();
-  admin = kafka.admin();
-  producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
+  clients = await connectKafkaClients();
+  ({ kafka, admin, producer } = clients);
 });
 
 afterEach(async () => {
@@ -38,7 +38,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await clients.close();
 });
 
 /** Starts the child consumer and resolves once it printed `AT-STEP` (or rejects if it exits). */

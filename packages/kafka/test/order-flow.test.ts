@@ -2,25 +2,31 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, createOutbox, createRelay, type Publisher, type Relay } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaInboxConsumer } from '../src';
 import { openTestStore } from '../../core/test/db';
-import { FAST_GROUP, createTopics, testKafka, unique, waitFor } from './support';
+import {
+  FAST_GROUP,
+  createTopics,
+  unique,
+  waitFor,
+  connectKafkaClients,
+  type KafkaClients,
+} from './support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
+let clients: KafkaClients;
 const cleanup: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
-  kafka = testKafka();
-  admin = kafka.admin();
-  producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
+  clients = await connectKafkaClients();
+  ({ kafka, admin, producer } = clients);
 });
 
 afterAll(async () => {
   for (const step of cleanup.reverse()) await step();
-  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await clients.close();
 });
 
 /**

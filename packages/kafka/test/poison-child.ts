@@ -6,24 +6,19 @@
  */
 import { createInbox, createStore } from '@justonce/core';
 import { createKafkaConsumer } from '@justonce/kafka';
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-}
+import { requiredEnv } from '../../../test-support/child-process';
 
 async function main(): Promise<void> {
-  const schema = env('POISON_SCHEMA');
-  const store = await createStore({ connectionString: env('DATABASE_URL'), schema });
+  const schema = requiredEnv('POISON_SCHEMA');
+  const store = await createStore({ connectionString: requiredEnv('DATABASE_URL'), schema });
   const effects = `"${schema}"."effects"`;
   const consumer = createKafkaConsumer({
-    brokers: env('KAFKA_BROKERS').split(','),
-    groupId: env('POISON_GROUP'),
-    topics: [env('POISON_TOPIC')],
+    brokers: requiredEnv('KAFKA_BROKERS').split(','),
+    groupId: requiredEnv('POISON_GROUP'),
+    topics: [requiredEnv('POISON_TOPIC')],
     fromBeginning: true,
-    mode: env('POISON_MODE') === 'message' ? 'message' : 'batch',
-    batchSize: Number(env('POISON_BATCH_SIZE')),
+    mode: requiredEnv('POISON_MODE') === 'message' ? 'message' : 'batch',
+    batchSize: Number(requiredEnv('POISON_BATCH_SIZE')),
     consumerConfig: {
       sessionTimeout: 6000,
       rebalanceTimeout: 8000,
@@ -32,8 +27,8 @@ async function main(): Promise<void> {
     },
     inbox: createInbox({
       store,
-      consumer: env('POISON_CONSUMER'),
-      maxAttempts: Number(env('POISON_MAX_ATTEMPTS')),
+      consumer: requiredEnv('POISON_CONSUMER'),
+      maxAttempts: Number(requiredEnv('POISON_MAX_ATTEMPTS')),
     }),
     handler: async (ctx) => {
       if (Buffer.from(ctx.message.body).toString() === 'poison') {

@@ -9,9 +9,10 @@ import {
   openEffectsStore,
   produce,
   readTopic,
-  testKafka,
   unique,
   waitFor,
+  connectKafkaClients,
+  type KafkaClients,
 } from './support';
 import { spawnUntilMarker } from '../../../test-support/child-process';
 
@@ -23,13 +24,12 @@ const BATCH_SIZE = 5;
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
+let clients: KafkaClients;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  kafka = testKafka();
-  admin = kafka.admin();
-  producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
+  clients = await connectKafkaClients();
+  ({ kafka, admin, producer } = clients);
 });
 
 afterEach(() => {
@@ -37,7 +37,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await clients.close();
 });
 
 async function kill(child: ChildProcess): Promise<void> {

@@ -6,28 +6,28 @@ import {
   createTopics,
   openEffectsStore,
   produce,
-  testKafka,
   unique,
   waitFor,
+  connectKafkaClients,
+  type KafkaClients,
 } from './support';
 
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
+let clients: KafkaClients;
 let store: Awaited<ReturnType<typeof openEffectsStore>>;
 const consumers: KafkaInboxConsumer[] = [];
 
 beforeAll(async () => {
-  kafka = testKafka();
-  admin = kafka.admin();
-  producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
+  clients = await connectKafkaClients();
+  ({ kafka, admin, producer } = clients);
   store = await openEffectsStore();
 });
 
 afterAll(async () => {
   await Promise.all(consumers.map((c) => c.stop()));
-  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  await clients.close();
   await store.dispose();
 });
 

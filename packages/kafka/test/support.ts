@@ -148,3 +148,27 @@ export async function openEffectsStore(): Promise<
     },
   });
 }
+
+/** A test's Kafka client with a connected admin and producer; `close` disconnects both. */
+export interface KafkaClients {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly producer: Producer;
+  close(): Promise<void>;
+}
+
+/** Connects an admin and a producer on a new test client. */
+export async function connectKafkaClients(): Promise<KafkaClients> {
+  const kafka = testKafka();
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  await Promise.all([admin.connect(), producer.connect()]);
+  return {
+    kafka,
+    admin,
+    producer,
+    close: async () => {
+      await Promise.all([admin.disconnect(), producer.disconnect()]);
+    },
+  };
+}

@@ -5,28 +5,23 @@
  */
 import { createInbox, createStore } from '@justonce/core';
 import { createSqsWorker } from '@justonce/sqs';
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-}
+import { requiredEnv } from '../../../test-support/child-process';
 
 async function main(): Promise<void> {
-  const schema = env('CRASH_SCHEMA');
-  const crashStep = env('CRASH_STEP');
-  const crashAfter = Number(env('CRASH_AFTER'));
-  const consumer = env('CRASH_CONSUMER');
-  const store = await createStore({ connectionString: env('DATABASE_URL'), schema });
+  const schema = requiredEnv('CRASH_SCHEMA');
+  const crashStep = requiredEnv('CRASH_STEP');
+  const crashAfter = Number(requiredEnv('CRASH_AFTER'));
+  const consumer = requiredEnv('CRASH_CONSUMER');
+  const store = await createStore({ connectionString: requiredEnv('DATABASE_URL'), schema });
   let written = 0;
   let frozen = false;
   const worker = createSqsWorker({
     clientConfig: {
-      endpoint: env('SQS_ENDPOINT'),
+      endpoint: requiredEnv('SQS_ENDPOINT'),
       region: 'us-east-1',
       credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
     },
-    queueUrl: env('CRASH_QUEUE_URL'),
+    queueUrl: requiredEnv('CRASH_QUEUE_URL'),
     concurrency: 4,
     waitTimeSeconds: 1,
     visibilityTimeoutSeconds: 2,
