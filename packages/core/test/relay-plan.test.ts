@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf, type Store } from '../src';
 import { claimBindings, claimSql } from '../src/relay/sql/claim';
+import { followersSql } from '../src/relay/sql/followers';
 import { scanKeysSql } from '../src/relay/sql/scan-keys';
 import { openTestStore } from './db';
 
@@ -137,9 +138,112 @@ describe('claim work with a deep backlog on few keys (postgres)', () => {
 interface AnalyzedNode extends PlanNode {
   'Actual Rows': number;
   'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
   Plans?: AnalyzedNode[];
+}
+
+/** The plan steps of `sql` as run, with their actual row counts. */
+async function analyzedSteps(
+  store: Store,
+  sql: string,
+  bindings: readonly Knex.RawBinding[],
+): Promise<AnalyzedNode[]> {
+  const result = await store.knex.transaction((trx) =>
+    trx.raw(`explain (analyze, format json) ${sql}`, bindings),
+  );
+  const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: AnalyzedNode }> }>(result);
+  return analyzed(row!['QUERY PLAN'][0]!.Plan);
+}
+
+/** Outbox rows the steps on the outbox looked at: the ones they kept and the ones filtered out. */
+function rowsLookedAt(store: Store, steps: readonly AnalyzedNode[]): number {
+  return steps
+    .filter((n) => n['Relation Name'] === store.names.raw('outbox'))
+    .reduce(
+      (sum, n) => sum + (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'],
+      0,
+    );
 }
 
 function analyzed(plan: AnalyzedNode): AnalyzedNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(analyzed)];
 }
+
+describe("reading a key's next events among many interleaved keys (postgres)", () => {
+  let store: Store & { dispose(): Promise<void> };
+  const KEYS = 50;
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    // 20 000 pending events dealt round-robin over 50 keys, then one event of a rare key.
+    const t = store.names.table('outbox');
+    await store.knex.raw(
+      `insert into ${t} (destination, partition_key, message_id, payload)
+       select 'many', 'key-' || (g % ${KEYS}), 'm-' || g, '\\x00'::bytea
+       from generate_series(1, 20000) as g`,
+    );
+    await store.knex.raw(
+      `insert into ${t} (destination, partition_key, message_id, payload)
+       values ('many', 'rare', 'm-rare', '\\x00'::bytea)`,
+    );
+    await store.knex.raw(`analyze ${t}`);
+  }, 120_000);
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  // Walking the table in id order and filtering by key would look at every event of the
+  // other keys in between: tens of thousands of rows for the rare key alone.
+  it('seeks each key in the pending key index: the followers read looks only at what it returns', async () => {
+    const keys = [...Array.from({ length: KEYS }, (_, k) => `key-${k}`), 'rare'];
+    const limit = 16 * keys.length;
+    const steps = await analyzedSteps(store, followersSql(store.names), [
+      keys,
+      keys.map(() => '0'),
+      limit,
+      limit,
+    ]);
+    const returned = steps[0]!['Actual Rows'];
+    expect(returned).toBe(KEYS * 16 + 1);
+    // A scan may read a row past its key's share; nothing like the rows in between.
+    expect(rowsLookedAt(store, steps)).toBeLessThanOrEqual(2 * returned);
+    expect(
+      steps
+        .filter((n) => n['Relation Name'] === store.names.raw('outbox'))
+        .map((n) => n['Index Name']),
+    ).toEqual([store.names.raw('outbox_pending_key_idx')]);
+  });
+
+  it("seeks each head's followers in the pending key index when it claims", async () => {
+    const steps = await analyzedSteps(
+      store,
+      claimSql(store.names),
+      claimBindings({ limit: 200, window: 1_000, after: null, leaseMs: null }),
+    );
+    const followers = steps.filter(
+      (n) =>
+        n['Relation Name'] === store.names.raw('outbox') &&
+        n['Index Name'] === store.names.raw('outbox_pending_key_idx') &&
+        (n['Rows Removed by Filter'] ?? 0) === 0,
+    );
+    expect(followers.length).toBeGreaterThan(0);
+    // Only the window scan walks the id index; it looks at the window and no further.
+    for (const scan of steps.filter(
+      (n) => n['Index Name'] === store.names.raw('outbox_pending_idx'),
+    )) {
+      expect(scan['Actual Rows'] * scan['Actual Loops']).toBeLessThanOrEqual(1_000);
+      expect(scan['Rows Removed by Filter'] ?? 0).toBe(0);
+    }
+  });
+
+  it("finds each walked key's head by seeking it in the pending key index", async () => {
+    const steps = await analyzedSteps(store, scanKeysSql(store.names, { cursor: false }), [
+      KEYS + 1,
+      [],
+      200,
+    ]);
+    const heads = steps[0]!['Actual Rows'];
+    expect(heads).toBe(KEYS + 1);
+    // The walk descends once per key, the head lookups once per key, the lock once per head.
+    expect(rowsLookedAt(store, steps)).toBeLessThanOrEqual(4 * (KEYS + 1));
+  });
+});

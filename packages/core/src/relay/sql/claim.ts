@@ -22,9 +22,26 @@ export function columns(alias: string): string {
 }
 
 /**
+ * The condition that selects the pending events of one key after a row id (SQL expressions),
+ * for a scan in `(partition_key, id)` order. The row comparison is what makes the scan a
+ * seek in the pending key index straight to the key's cursor: given only
+ * `partition_key = key and id > after`, the planner may walk the id index and filter by key
+ * (it prices that walk as if keys were spread evenly over uncached pages), which looks at
+ * every event of the other keys in between — tens of thousands of rows for a rare key.
+ * @internal
+ */
+export function keyAfter(alias: string, key: string, after: string): string {
+  return `${alias}.partition_key = ${key}
+          and (${alias}.partition_key, ${alias}.id) > (${key}, ${after})
+          and ${alias}.status = 'pending'
+          and ${alias}.partition_key is not null`;
+}
+
+/**
  * The pending events of one key after a row id, in id order and ranked from `firstRank`, at
  * most `limit` (SQL expressions, of the statement's own aliases): the subquery a `lateral`
- * join runs per key, an index range scan on the pending key index. @internal
+ * join runs per key, an index range scan on the pending key index (see {@link keyAfter}).
+ * @internal
  */
 export function nextOfKey(
   table: string,
@@ -32,13 +49,10 @@ export function nextOfKey(
 ): string {
   const rank = at.firstRank === 1 ? '' : `${at.firstRank - 1} + `;
   return `
-        select ${rank}row_number() over (order by r.id) as rank, ${columns('r')}
+        select ${rank}row_number() over (order by r.partition_key, r.id) as rank, ${columns('r')}
         from ${table} r
-        where r.partition_key = ${at.key}
-          and r.status = 'pending'
-          and r.partition_key is not null
-          and r.id > ${at.after}
-        order by r.id
+        where ${keyAfter('r', at.key, at.after)}
+        order by r.partition_key, r.id
         limit ${at.limit}
       `;
 }

@@ -2,12 +2,13 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import { statementCache } from './statement-cache';
-import { claimedRows, columns, type ClaimedRow } from './claim';
+import { claimedRows, columns, keyAfter, type ClaimedRow } from './claim';
 
 /**
  * The statement that looks for heads beyond the claim's window: it walks the distinct keys
  * with pending events in key order after a cursor (one index descent per key, through the
- * pending key index), at most `keys` of them, takes each key's earliest pending event, and
+ * pending key index), at most `keys` of them, takes each key's earliest pending event (a
+ * seek in the same index, see {@link keyAfter}; row ids start at 1), and
  * locks those that are due, oldest first, `for update skip locked` — the same head rule as
  * {@link claimSql}, found by key instead of by age. A key of the window's claim is left out.
  *
@@ -53,8 +54,8 @@ export function scanKeysSql(names: MigrationNames, options: { readonly cursor: b
           cross join lateral (
             select r.id
             from ${t} r
-            where r.partition_key = walked.key and ${pendingKey('r')}
-            order by r.id
+            where ${keyAfter('r', 'walked.key', '0')}
+            order by r.partition_key, r.id
             limit 1
           ) first
           where walked.key <> all(?::text[])
