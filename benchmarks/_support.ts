@@ -100,6 +100,9 @@ export async function fillOutbox(
       ),
     );
   }
+  // Statistics as autovacuum would soon gather them in production, so every round plans its
+  // statements on the same footing instead of whenever autoanalyze happens to run.
+  await store.knex.raw(`analyze ${store.names.table('outbox')}`);
 }
 
 /** One outbox row as the hand-written relay loops claim it. */
