@@ -7,10 +7,10 @@ import { claimedRows, columns, keyAfter, type ClaimedRow } from './claim';
 /**
  * The statement that looks for heads beyond the claim's window: it walks the distinct keys
  * with pending events in key order after a cursor (one index descent per key, through the
- * pending key index), at most `keys` of them, takes each key's earliest pending event (a
- * seek in the same index, see {@link keyAfter}; row ids start at 1), and
- * locks those that are due, oldest first, `for update skip locked` — the same head rule as
- * {@link claimSql}, found by key instead of by age. A key of the window's claim is left out.
+ * pending key index), at most `keys` of them, takes each key's earliest pending event (a seek
+ * in the same index, see {@link keyAfter}; row ids start at 1), and locks those that are due,
+ * oldest first, `for update skip locked` — the same head rule as {@link claimSql}, found by
+ * key instead of by age. A key of the window's claim is left out.
  *
  * It returns the heads and, on every row (or on one row with a null id when none was taken),
  * the last key walked and how many keys were walked, so the relay can continue from there
