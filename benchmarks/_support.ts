@@ -3,6 +3,7 @@
  * this file as a benchmark.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Knex } from 'knex';
 import {
   createOutbox,
   createRelay,
@@ -103,6 +104,41 @@ export async function fillOutbox(
   // Statistics as autovacuum would soon gather them in production, so every round plans its
   // statements on the same footing instead of whenever autoanalyze happens to run.
   await store.knex.raw(`analyze ${store.names.table('outbox')}`);
+}
+
+/**
+ * The inbox's multi-row claim written by hand (inbox/sql/claim-messages.ts, claimMessages):
+ * a SUCCEEDED record per message in the idempotency table `idempotency`, with its request
+ * hash and an expiry `retentionMs` ahead, in key order as the inbox sorts them; first
+ * deliveries have no attempt counter to clear. Resolves to the ids that were new.
+ */
+export async function handClaim(
+  trx: Knex.Transaction,
+  idempotency: string,
+  operation: string,
+  retentionMs: number,
+  messages: ReadonlyArray<{ readonly id: string; readonly hash: string }>,
+): Promise<Set<string>> {
+  const sorted = [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const claimed = await trx.raw(
+    `insert into ${idempotency}
+       (scope, operation, key, status, request_hash, attempts, expires_at)
+     select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
+            now() + ?::double precision * interval '1 millisecond'
+       from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
+            as m (scope, key, request_hash, attempts, ord)
+      order by m.ord
+     on conflict (scope, operation, key) do nothing returning key`,
+    [
+      operation,
+      retentionMs,
+      sorted.map(() => 'default'),
+      sorted.map((m) => m.id),
+      sorted.map((m) => m.hash),
+      sorted.map(() => 1),
+    ],
+  );
+  return new Set(rowsOf<{ key: string }>(claimed).map((r) => r.key));
 }
 
 /** One outbox row as the hand-written relay loops claim it. */

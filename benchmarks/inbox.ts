@@ -27,7 +27,7 @@ import {
   type Handler,
   type Store,
 } from '@justonce/core';
-import { median } from './_support';
+import { handClaim, median } from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
@@ -135,32 +135,11 @@ export async function main(): Promise<void> {
     };
 
     // The statements of processBatch for first deliveries, by hand: the multi-row claim
-    // (claim-messages.ts, claimMessages), the handlers' inserts, commit (first deliveries have
-    // no attempt counters to clear). Rows go in key order, as the inbox sorts them.
-    const claimBatchSql = `insert into ${idempotency}
-         (scope, operation, key, status, request_hash, attempts, expires_at)
-       select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
-              now() + ?::double precision * interval '1 millisecond'
-         from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
-              as m (scope, key, request_hash, attempts, ord)
-        order by m.ord
-       on conflict (scope, operation, key) do nothing returning scope, key`;
+    // (handClaim), the handlers' inserts, commit.
     const baselineBatch = async (batch: readonly Message[]): Promise<void> => {
-      const sorted = [...batch].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       await knex.transaction(async (trx: Knex.Transaction) => {
-        const claimed = new Set(
-          rowsOf<{ key: string }>(
-            await trx.raw(claimBatchSql, [
-              BASELINE,
-              RETENTION_MS,
-              sorted.map(() => 'default'),
-              sorted.map((m) => m.id),
-              sorted.map((m) => m.hash),
-              sorted.map(() => 1),
-            ]),
-          ).map((r) => r.key),
-        );
-        const done = sorted.filter((m) => claimed.has(m.id));
+        const claimed = await handClaim(trx, idempotency, BASELINE, RETENTION_MS, batch);
+        const done = batch.filter((m) => claimed.has(m.id));
         for (const m of done) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
       });
     };

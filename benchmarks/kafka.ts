@@ -38,6 +38,7 @@ import {
   byDestination,
   timedRelayRun,
   fillOutbox,
+  handClaim,
   handRelayLoops,
   machineCpu,
   reached,
@@ -172,29 +173,13 @@ async function rawRun(
     trx: Knex.Transaction,
     rows: Array<{ id: string; body: string }>,
   ): Promise<void> => {
-    // The inbox's own claim statement (inbox/sql/claim-messages.ts): a SUCCEEDED record per
-    // message in the idempotency table, with a SHA-256 request hash and an expiry, in key
-    // order; first deliveries have no attempt counter to clear.
-    const sorted = [...rows].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const fresh = (await trx.raw(
-      `insert into ${env.idempotency}
-         (scope, operation, key, status, request_hash, attempts, expires_at)
-       select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
-              now() + ?::double precision * interval '1 millisecond'
-         from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
-              as m (scope, key, request_hash, attempts, ord)
-        order by m.ord
-       on conflict (scope, operation, key) do nothing returning key`,
-      [
-        name,
-        RETENTION_MS,
-        sorted.map(() => 'default'),
-        sorted.map((r) => r.id),
-        sorted.map((r) => createHash('sha256').update(r.body).digest('hex')),
-        sorted.map(() => 1),
-      ],
-    )) as { rows: Array<{ key: string }> };
-    const isNew = new Set(fresh.rows.map((r) => r.key));
+    const isNew = await handClaim(
+      trx,
+      env.idempotency,
+      name,
+      RETENTION_MS,
+      rows.map((r) => ({ id: r.id, hash: createHash('sha256').update(r.body).digest('hex') })),
+    );
     for (const row of rows) {
       if (isNew.has(row.id)) {
         await trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [

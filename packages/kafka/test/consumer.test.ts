@@ -1,6 +1,11 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, type HandlerContext, type InboxOutcome } from '@justonce/core';
-import { createKafkaConsumer, DEAD_LETTER_HEADERS, type KafkaInboxConsumer } from '../src';
+import {
+  createKafkaConsumer,
+  DEAD_LETTER_HEADERS,
+  type KafkaConsumerOptions,
+  type KafkaInboxConsumer,
+} from '../src';
 import {
   FAST_GROUP,
   createTopics,
@@ -68,6 +73,25 @@ function recordEffect(consumer: string) {
   };
 }
 
+/**
+ * A consumer of `topic` in group `groupId` with what every test here shares: this suite's
+ * client, reading from the beginning unless told otherwise, and quick rebalances.
+ */
+function testConsumer<R>(
+  topic: string,
+  groupId: string,
+  options: Omit<KafkaConsumerOptions<R>, 'kafka' | 'groupId' | 'topics' | 'consumerConfig'>,
+): KafkaInboxConsumer {
+  return createKafkaConsumer<R>({
+    fromBeginning: true,
+    ...options,
+    kafka,
+    groupId,
+    topics: [topic],
+    consumerConfig: FAST_GROUP,
+  });
+}
+
 function start(consumer: KafkaInboxConsumer): Promise<void> {
   running.push(consumer);
   return consumer.start();
@@ -91,15 +115,10 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
 
     const outcomes: InboxOutcome[] = [];
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
+      testConsumer(topic, groupId, {
         mode,
         batchSize: 16,
         partitionsConsumedConcurrently: 3,
-        consumerConfig: FAST_GROUP,
         inbox: createInbox({
           store,
           consumer: name,
@@ -154,13 +173,8 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
     let flakyCalls = 0;
     const effect = recordEffect(name);
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
+      testConsumer(topic, groupId, {
         mode,
-        consumerConfig: FAST_GROUP,
         inbox: createInbox({
           store,
           consumer: name,
@@ -206,14 +220,9 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
     const outcomes: InboxOutcome[] = [];
     const effect = recordEffect(name);
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
+      testConsumer(topic, groupId, {
         mode,
         batchSize: 3,
-        consumerConfig: FAST_GROUP,
         inbox: poisonInbox(name),
         handler: async (ctx) => {
           if (ctx.payload === 'poison') {
@@ -268,12 +277,7 @@ describe('createKafkaConsumer dead letters', () => {
     const poisonAttempts = new Set<number>();
     const effect = recordEffect(name);
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
-        consumerConfig: FAST_GROUP,
+      testConsumer(topic, groupId, {
         inbox: poisonInbox(name),
         handler: async (ctx) => {
           if (ctx.payload === 'poison') {
@@ -326,14 +330,9 @@ describe('createKafkaConsumer dead letters', () => {
     ]);
     const outcomes: InboxOutcome[] = [];
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
+      testConsumer(topic, groupId, {
         deadLetterTopic: dlq,
         messageId: { fallbackToOffset: false },
-        consumerConfig: FAST_GROUP,
         inbox: createInbox({
           store,
           consumer: name,
@@ -380,12 +379,7 @@ describe('createKafkaConsumer dead letters', () => {
       { value: 'y', headers: { 'order-ref': 'o-9' } },
     ]);
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
-        consumerConfig: FAST_GROUP,
+      testConsumer(topic, groupId, {
         messageId: { extract: (record) => record.headers?.['order-ref']?.toString() },
         inbox: createInbox({ store, consumer: name }),
         handler: recordEffect(name),
@@ -414,14 +408,9 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     );
     const effect = recordEffect(name);
     let handled = 0;
-    const first = createKafkaConsumer({
-      kafka,
-      groupId,
-      topics: [topic],
-      fromBeginning: true,
+    const first = testConsumer(topic, groupId, {
       mode: 'message',
       batchSize: 7,
-      consumerConfig: FAST_GROUP,
       inbox: createInbox({ store, consumer: name }),
       handler: async (ctx) => {
         await new Promise((resolve) => setTimeout(resolve, 30));
@@ -441,11 +430,8 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     expect(committed!.partitions[0]!.offset).toBe(String(done));
 
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        consumerConfig: FAST_GROUP,
+      testConsumer(topic, groupId, {
+        fromBeginning: false,
         inbox: createInbox({ store, consumer: name }),
         handler: effect,
       }),
@@ -461,11 +447,8 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     const topic = unique('early');
     const groupId = unique('g');
     await createTopics(admin, [topic], 1);
-    const consumer = createKafkaConsumer({
-      kafka,
-      groupId,
-      topics: [topic],
-      consumerConfig: FAST_GROUP,
+    const consumer = testConsumer(topic, groupId, {
+      fromBeginning: false,
       inbox: createInbox({ store, consumer: unique('c') }),
       handler: async () => undefined,
     });
@@ -489,12 +472,7 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     let asked = 0;
     const outcomes: InboxOutcome[] = [];
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
-        consumerConfig: FAST_GROUP,
+      testConsumer(topic, groupId, {
         // The first two forwards go to a topic name the broker refuses.
         deadLetterTopic: () => (++asked <= 2 ? 'not a topic!' : dlq),
         inbox: createInbox({
@@ -537,14 +515,9 @@ describe('createKafkaConsumer heartbeats', () => {
     const outcomes: InboxOutcome[] = [];
     const effect = recordEffect(name);
     await start(
-      createKafkaConsumer({
-        kafka,
-        groupId,
-        topics: [topic],
-        fromBeginning: true,
+      testConsumer(topic, groupId, {
         mode: 'message',
         batchSize: 1000,
-        consumerConfig: FAST_GROUP,
         inbox: createInbox({ store, consumer: name }),
         handler: async (ctx) => {
           await new Promise((resolve) => setTimeout(resolve, 200));

@@ -6,6 +6,7 @@
 import { createInbox, createStore } from '@justonce/core';
 import { createKafkaConsumer } from '@justonce/kafka';
 import { requiredEnv } from '../../../test-support/child-process';
+import { FAST_GROUP } from './fast-group';
 
 async function main(): Promise<void> {
   const schema = requiredEnv('CRASH_SCHEMA');
@@ -22,12 +23,7 @@ async function main(): Promise<void> {
     fromBeginning: true,
     mode: 'batch',
     batchSize: 25,
-    consumerConfig: {
-      sessionTimeout: 6000,
-      rebalanceTimeout: 8000,
-      heartbeatInterval: 500,
-      maxWaitTimeInMs: 200,
-    },
+    consumerConfig: FAST_GROUP,
     inbox: createInbox({
       store,
       consumer: requiredEnv('CRASH_CONSUMER'),

@@ -7,6 +7,7 @@
 import { createInbox, createStore } from '@justonce/core';
 import { createKafkaConsumer } from '@justonce/kafka';
 import { requiredEnv } from '../../../test-support/child-process';
+import { FAST_GROUP } from './fast-group';
 
 async function main(): Promise<void> {
   const schema = requiredEnv('POISON_SCHEMA');
@@ -19,12 +20,7 @@ async function main(): Promise<void> {
     fromBeginning: true,
     mode: requiredEnv('POISON_MODE') === 'message' ? 'message' : 'batch',
     batchSize: Number(requiredEnv('POISON_BATCH_SIZE')),
-    consumerConfig: {
-      sessionTimeout: 6000,
-      rebalanceTimeout: 8000,
-      heartbeatInterval: 500,
-      maxWaitTimeInMs: 200,
-    },
+    consumerConfig: FAST_GROUP,
     inbox: createInbox({
       store,
       consumer: requiredEnv('POISON_CONSUMER'),

@@ -3,8 +3,9 @@ import type { Store } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
 import { kafkaBrokers } from '../../../test-support/services';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { FAST_GROUP } from './fast-group';
 
-export { kafkaBrokers };
+export { kafkaBrokers, FAST_GROUP };
 
 /** A kafkajs client for tests, quiet except for errors. */
 export function testKafka(clientId = 'justonce-test'): Kafka {
@@ -15,14 +16,6 @@ export function testKafka(clientId = 'justonce-test'): Kafka {
 export function unique(label: string): string {
   return `jo-${label}-${randomBytes(4).toString('hex')}`;
 }
-
-/** Group settings that make rebalances quick on a small machine. */
-export const FAST_GROUP = {
-  sessionTimeout: 6000,
-  rebalanceTimeout: 8000,
-  heartbeatInterval: 500,
-  maxWaitTimeInMs: 200,
-} as const;
 
 /** Creates topics and waits until they are known to the broker. */
 export async function createTopics(
