@@ -48,6 +48,7 @@ const RELAY_BATCH = 500;
 const KEYS = 1_000;
 const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 const RELAY_CYCLES = 2;
+const JSON_TYPE = 'application/json';
 
 function tag(): string {
   return randomBytes(4).toString('hex');
@@ -211,12 +212,17 @@ async function rawPublish(url: string, admin: Channel, queue: string, count: num
   return { perSec: (count - 1) / (elapsed / 1000), ...used };
 }
 
-/** Publishes `batch` raw with amqplib, mandatory and persistent, and awaits every confirm. */
+/**
+ * Publishes `batch` raw with amqplib, mandatory and persistent, and awaits every confirm. The
+ * properties and headers are what the publisher sends for an outbox row of a JSON payload
+ * (content type, timestamp, message id, partition key), so the broker stores the same bytes.
+ */
 function publishRaw(
   channel: ConfirmChannel,
   queue: string,
   batch: ReadonlyArray<{ id: string; body: Buffer; key: string | null }>,
 ): Promise<void> {
+  const timestamp = Math.floor(Date.now() / 1000);
   return Promise.all(
     batch.map(
       (m) =>
@@ -229,7 +235,13 @@ function publishRaw(
               mandatory: true,
               persistent: true,
               messageId: m.id,
-              headers: { 'message-id': m.id, ...(m.key ? { 'partition-key': m.key } : {}) },
+              contentType: JSON_TYPE,
+              timestamp,
+              headers: {
+                'content-type': JSON_TYPE,
+                'message-id': m.id,
+                ...(m.key ? { 'partition-key': m.key } : {}),
+              },
             },
             (error: unknown) => (error ? reject(error as Error) : resolve()),
           ),
@@ -296,7 +308,8 @@ function outgoingMessages(queue: string, count: number): OutgoingMessage[] {
     messageId: `${run}-${i}`,
     destination: queue,
     key: `key-${i % KEYS}`,
-    headers: {},
+    // What the outbox records for a JSON payload.
+    headers: { 'content-type': JSON_TYPE },
     payload: Buffer.from(JSON.stringify({ n: i, body: 'x'.repeat(64) })),
   }));
 }
