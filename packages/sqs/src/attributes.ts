@@ -59,12 +59,3 @@ export function fromMessageAttributes(
   }
   return out;
 }
-
-/** Bytes SQS counts for one attribute: name, data type and value. @internal */
-export function attributeBytes(name: string, value: MessageAttributeValue): number {
-  const data =
-    value.StringValue !== undefined
-      ? Buffer.byteLength(value.StringValue)
-      : (value.BinaryValue?.byteLength ?? 0);
-  return Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '') + data;
-}

@@ -180,6 +180,12 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
       const byDestination = new Map<string, { message: OutgoingMessage; index: number }[]>();
       messages.forEach((message, index) => {
         const { destination } = message;
+        // A call's messages mostly share a few destinations: each is checked once.
+        const list = byDestination.get(destination);
+        if (list) {
+          list.push({ message, index });
+          return;
+        }
         if (
           typeof destination !== 'string' ||
           (!isQueueUrl(destination) && !isQueueName(destination))
@@ -193,9 +199,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
           );
           return;
         }
-        const list = byDestination.get(destination) ?? [];
-        list.push({ message, index });
-        byDestination.set(destination, list);
+        byDestination.set(destination, [{ message, index }]);
       });
 
       const batches: PlannedBatch[] = [];
@@ -217,10 +221,10 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
             }
             return;
           }
-          const fifo = isFifoQueue(queueUrl);
+          const entrySettings = { ...settings, fifo: isFifoQueue(queueUrl) };
           const entries: PreparedEntry[] = [];
           for (const { message, index } of list) {
-            const prepared = prepareEntry(message, index, { ...settings, fifo });
+            const prepared = prepareEntry(message, index, entrySettings);
             if ('entry' in prepared) entries.push(prepared);
             else invalid(index, prepared);
           }
@@ -238,7 +242,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
         await Promise.all(batch.after.map((b) => running.get(b)));
         const sendable: PreparedEntry[] = [];
         for (const p of batch.entries) {
-          const key = keyOf(batch.queueUrl, p);
+          const key = failedKeys.size === 0 ? undefined : keyOf(batch.queueUrl, p);
           if (key !== undefined && failedKeys.has(key)) {
             fail(p.index, p.message.messageId, {
               error: new SqsPublishError(

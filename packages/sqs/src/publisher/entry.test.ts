@@ -85,4 +85,20 @@ describe('prepareEntry', () => {
       ),
     ).toBe(true);
   });
+
+  it('checks attribute names on every message: a bad name is refused each time, a good one counted each time', () => {
+    const bad = message({ headers: { 'AWS.reserved': 'v' } });
+    for (let i = 0; i < 3; i++) {
+      expect(hasErrorCode(prepareEntry(bad, i, settings), 'SQS_INVALID_MESSAGE')).toBe(true);
+    }
+    const sizes = [0, 1, 2].map((i) => {
+      const entry = prepareEntry(message({ headers: { 'tenant.v1': 'ü' } }), i, settings);
+      if (!('entry' in entry)) throw entry;
+      return entry.bytes;
+    });
+    // The value counts in UTF-8 bytes: 'ü' is two.
+    const expected =
+      7 + ('tenant.v1' + 'String').length + 2 + ('message-id' + 'String' + 'id-1').length;
+    expect(sizes).toEqual([expected, expected, expected]);
+  });
 });

@@ -1,12 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import type { JustonceError, OutgoingMessage } from '@justonce/core';
-import {
-  MAX_MESSAGE_ATTRIBUTES,
-  attributeBytes,
-  attributeNameProblem,
-  toMessageAttributes,
-} from '../attributes';
+import { MAX_MESSAGE_ATTRIBUTES, attributeNameProblem } from '../attributes';
 import { BODY_ENCODING_ATTRIBUTE, encodeBody, type BodyEncoding } from '../body';
 import { SqsInvalidMessageError } from '../errors/invalid-message-error';
 import { SqsMessageTooLargeError } from '../errors/message-too-large-error';
@@ -14,6 +9,22 @@ import { SqsTooManyAttributesError } from '../errors/too-many-attributes-error';
 
 /** The attribute every published message carries its id in. */
 export const MESSAGE_ID_ATTRIBUTE = 'message-id';
+
+/** Bytes SQS counts for the data type of a String attribute. */
+const STRING_TYPE_BYTES = Buffer.byteLength('String');
+
+/**
+ * Attribute names already found valid, with their UTF-8 length. Headers repeat the same few
+ * names on every message, so each is checked once; the cache is bounded (cleared when full)
+ * so that names made up per message cannot grow it without end.
+ */
+const checkedNames = new Map<string, number>();
+const CHECKED_NAMES_LIMIT = 1_000;
+
+function rememberName(name: string, nameBytes: number): void {
+  if (checkedNames.size >= CHECKED_NAMES_LIMIT) checkedNames.clear();
+  checkedNames.set(name, nameBytes);
+}
 
 /** FIFO group and deduplication ids: 1–128 characters of ASCII letters, digits and punctuation. */
 const FIFO_ID = /^[\x21-\x7E]{1,128}$/;
@@ -61,13 +72,22 @@ export function prepareEntry(
       limit: MAX_MESSAGE_ATTRIBUTES,
     });
   }
-  for (const [name, value] of Object.entries(headers)) {
-    const problem = attributeNameProblem(name);
-    if (problem !== undefined) {
-      return new SqsInvalidMessageError(`attribute name "${name}" ${problem}`, {
-        messageId,
-        attribute: name,
-      });
+  // One pass: check each attribute, build it and count the bytes SQS counts for it.
+  const attributes: Record<string, MessageAttributeValue> = {};
+  let bytes = 0;
+  for (const name of names) {
+    const value = headers[name];
+    let nameBytes = checkedNames.get(name);
+    if (nameBytes === undefined) {
+      const problem = attributeNameProblem(name);
+      if (problem !== undefined) {
+        return new SqsInvalidMessageError(`attribute name "${name}" ${problem}`, {
+          messageId,
+          attribute: name,
+        });
+      }
+      nameBytes = Buffer.byteLength(name);
+      rememberName(name, nameBytes);
     }
     if (typeof value !== 'string' || value === '') {
       return new SqsInvalidMessageError(`attribute "${name}" has no value; SQS needs one`, {
@@ -75,13 +95,13 @@ export function prepareEntry(
         attribute: name,
       });
     }
+    attributes[name] = { DataType: 'String', StringValue: value };
+    bytes += nameBytes + STRING_TYPE_BYTES + Buffer.byteLength(value);
   }
   const body = encodeBody(message.payload, settings.bodyEncoding);
   if (!body.ok) return new SqsInvalidMessageError(body.problem, { messageId, destination });
 
-  const attributes: Record<string, MessageAttributeValue> = toMessageAttributes(headers);
-  let bytes = Buffer.byteLength(body.body);
-  for (const [name, value] of Object.entries(attributes)) bytes += attributeBytes(name, value);
+  bytes += Buffer.byteLength(body.body);
   if (bytes > settings.maxMessageBytes) {
     return new SqsMessageTooLargeError({
       messageId,
