@@ -207,7 +207,9 @@ describe('SQS publisher (ElasticMQ)', () => {
         if (entry.MessageBody === 'body of s-1') entry.DelaySeconds = 5_000;
       }
     });
-    const publisher = createSqsPublisher({ client });
+    // One request at a time: the two batches take two turns, so the key's messages stay
+    // in call order, one in each batch (with more in flight they would share a request).
+    const publisher = createSqsPublisher({ client, concurrency: 1 });
     try {
       const messages = Array.from({ length: 12 }, (_, i) =>
         message(queueUrl, `s-${i}`, i === 1 || i === 11 ? 'bad-key' : `k${i}`),

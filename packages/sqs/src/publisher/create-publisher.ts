@@ -228,7 +228,9 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
             if ('entry' in prepared) entries.push(prepared);
             else invalid(index, prepared);
           }
-          batches.push(...planBatches(queueUrl, entries, settings.maxMessageBytes));
+          batches.push(
+            ...planBatches(queueUrl, entries, settings.maxMessageBytes, settings.concurrency),
+          );
         }),
       );
 
