@@ -76,10 +76,8 @@ interface Bench {
 }
 
 const tag = (): string => randomBytes(4).toString('hex');
-/** Resolves once `count()` reaches `target`; rejects after `timeoutMs`. */ async function createQueue(
-  b: Bench,
-  label: string,
-): Promise<string> {
+/** Creates a standard queue named after `label` and a random tag; resolves to its URL. */
+async function createQueue(b: Bench, label: string): Promise<string> {
   const { QueueUrl } = await b.sqs.send(
     new CreateQueueCommand({ QueueName: `bench-${label}-${tag()}` }),
   );
