@@ -26,6 +26,19 @@ export function integerOption(
   return value;
 }
 
+/**
+ * An integer option of at least 1 with no upper bound but the safe integers (sizes and
+ * lengths); `fallback` when absent; anything else is a {@link ConfigurationError} naming it.
+ * @internal
+ */
+export function positiveIntegerOption(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigurationError(`${name} must be a positive integer`, { [name]: value });
+  }
+  return value;
+}
+
 /** A duration option: a finite number of milliseconds, at least `min`. @internal */
 export function durationOption(
   value: unknown,

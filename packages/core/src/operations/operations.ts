@@ -27,14 +27,8 @@ import type {
   RunOptions,
   StoredOperationError,
 } from './types';
-import { durationOption, optionalFunction } from '../config/options';
-import {
-  MAX_NAME_LENGTH,
-  durationInput,
-  nameInput,
-  nameOption,
-  positiveIntegerOption,
-} from './validate';
+import { durationOption, optionalFunction, positiveIntegerOption } from '../config/options';
+import { MAX_NAME_LENGTH, durationInput, nameInput, nameOption } from './validate';
 import { systemClock } from '../retry/clock';
 
 const DEFAULT_LEASE_MS = 30_000;

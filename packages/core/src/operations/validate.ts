@@ -4,15 +4,6 @@ import { InvalidOperationInputError } from './errors/invalid-operation-input-err
 /** @internal Longest scope or operation name accepted. */
 export const MAX_NAME_LENGTH = 200;
 
-/** @internal A positive integer option. */
-export function positiveIntegerOption(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new ConfigurationError(`${name} must be a positive integer`, { [name]: value });
-  }
-  return value;
-}
-
 /** @internal A name given at construction: a non-empty string of at most `max` characters. */
 export function nameOption(value: unknown, name: string, max = MAX_NAME_LENGTH): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { positiveIntegerOption } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Store } from '../store/store';
 import { outboxChannel } from './channel';
@@ -30,14 +31,6 @@ export interface OutboxOptions {
 /** Rows per insert statement, well below PostgreSQL's limit of 65 535 bindings. */
 const ROWS_PER_STATEMENT = 1000;
 
-function positiveInteger(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    throw new ConfigurationError(`${name} must be a positive integer`, { [name]: value });
-  }
-  return value;
-}
-
 /** True for an open knex transaction (`knex.transaction()` or the callback's `trx`). */
 function isOpenTransaction(value: unknown): value is Knex.Transaction {
   if (typeof value !== 'function' && (typeof value !== 'object' || value === null)) return false;
@@ -68,14 +61,18 @@ export function createOutbox(options: OutboxOptions): Outbox {
     throw new ConfigurationError('notify must be a boolean', { notify: options.notify });
   }
   const limits: EventLimits = {
-    maxKeyLength: positiveInteger(options.maxKeyLength, 255, 'maxKeyLength'),
-    maxDestinationLength: positiveInteger(
+    maxKeyLength: positiveIntegerOption(options.maxKeyLength, 'maxKeyLength', 255),
+    maxDestinationLength: positiveIntegerOption(
       options.maxDestinationLength,
-      255,
       'maxDestinationLength',
+      255,
     ),
-    maxMessageIdLength: positiveInteger(options.maxMessageIdLength, 255, 'maxMessageIdLength'),
-    maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 1024 * 1024, 'maxPayloadBytes'),
+    maxMessageIdLength: positiveIntegerOption(
+      options.maxMessageIdLength,
+      'maxMessageIdLength',
+      255,
+    ),
+    maxPayloadBytes: positiveIntegerOption(options.maxPayloadBytes, 'maxPayloadBytes', 1024 * 1024),
   };
   const channel = options.notify === false ? null : outboxChannel(store.names);
 
