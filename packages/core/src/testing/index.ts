@@ -1,7 +1,8 @@
 /**
  * Test kit for users' own tests: an in-memory at-least-once broker with fault injection
  * (duplicates, concurrent deliveries, crashes at named points) and a harness that wires a
- * store, the broker and an inbox together.
+ * store, the broker and an inbox together; and a check, against a real broker, that a
+ * transport's publisher keeps the contract the relay relies on.
  *
  * @packageDocumentation
  */
@@ -32,3 +33,9 @@ export {
 } from './errors';
 export { createTestHarness } from './harness';
 export type { TestHarness, TestHarnessOptions, TestMessage, HarnessCounts } from './harness';
+export { checkPublisherContract, CONTRACT_CLAUSES } from './publisher-contract';
+export type {
+  ContractCheck,
+  ContractDelivery,
+  PublisherContractOptions,
+} from './publisher-contract';
