@@ -11,7 +11,11 @@ import {
   type Operations,
   type OperationsOptions,
 } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, openTestStore } from './db';
+
+/** How long the checks below wait for an operation's state, and how often they look. */
+const SOON = { timeoutMs: 5_000, intervalMs: 20 };
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -22,21 +26,6 @@ function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
     open = resolve;
   });
   return { promise, open };
-}
-
-/** Polls `check` until it returns a value other than `undefined`, or fails after `timeoutMs`. */
-async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 5_000,
-  everyMs = 20,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
 }
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -120,7 +109,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     // A conflict while the first is still in progress is a conflict too, not "in progress".
     const hold = gate();
     const running = ops.run('k2', { amount: 10 }, () => hold.promise.then(() => 'done'));
-    await eventually(async () => ((await ops.get('k2')) ? true : undefined));
+    await waitFor('k2 to be reserved', async () => (await ops.get('k2')) !== undefined, SOON);
     const busy = await rejection(ops.run('k2', { amount: 11 }, async () => 'never'));
     expect(isOperationConflictError(busy)).toBe(true);
     hold.open();
@@ -136,7 +125,11 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
       await hold.promise;
       return 'first';
     });
-    await eventually(async () => (await ops.get('k'))?.status === 'IN_PROGRESS' || undefined);
+    await waitFor(
+      'k to be in progress',
+      async () => (await ops.get('k'))?.status === 'IN_PROGRESS',
+      SOON,
+    );
     const error = await rejection(ops.run('k', { a: 1 }, async () => 'second'));
     expect(isOperationInProgressError(error)).toBe(true);
     expect(error).toMatchObject({ code: 'OPERATION_IN_PROGRESS', retriable: true });
@@ -153,7 +146,11 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
       await hold.promise;
       return { done: true };
     });
-    await eventually(async () => (await ops.get('k'))?.status === 'IN_PROGRESS' || undefined);
+    await waitFor(
+      'k to be in progress',
+      async () => (await ops.get('k'))?.status === 'IN_PROGRESS',
+      SOON,
+    );
     let settled = false;
     const second = ops.run('k', { a: 1 }, async () => ({ done: false }));
     void second.then(() => {
@@ -171,7 +168,11 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     const ops = operations({ pollIntervalMs: 10 });
     const hold = gate();
     const first = ops.run('k', 1, () => hold.promise.then(() => 'first'));
-    await eventually(async () => (await ops.get('k'))?.status === 'IN_PROGRESS' || undefined);
+    await waitFor(
+      'k to be in progress',
+      async () => (await ops.get('k'))?.status === 'IN_PROGRESS',
+      SOON,
+    );
     const started = Date.now();
     const error = await rejection(ops.run('k', 1, async () => 'x', { waitForInProgressMs: 80 }));
     expect(isOperationInProgressError(error)).toBe(true);
@@ -185,10 +186,14 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     const stale = await ops.reserve('k', { a: 1 });
     if (stale.kind !== 'acquired') throw new Error(`expected acquired, got ${stale.kind}`);
     // The stale owner "crashes": it never finalizes. A new caller takes over after the lease.
-    const fresh = await eventually(async () => {
-      const r = await ops.reserve('k', { a: 1 });
-      return r.kind === 'acquired' ? r : undefined;
-    });
+    const fresh = await waitFor(
+      'a new caller to take over the expired lease',
+      async () => {
+        const r = await ops.reserve('k', { a: 1 });
+        return r.kind === 'acquired' ? r : undefined;
+      },
+      SOON,
+    );
     expect(fresh.ref.ownerId).not.toBe(stale.ref.ownerId);
     expect(fresh.ref.attempt).toBe(2);
     // The stale owner wakes up: none of its writes may land.
@@ -223,15 +228,23 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
       await takenOver.promise;
       return 'slow';
     });
-    await eventually(async () => (await ops.get('k'))?.status === 'IN_PROGRESS' || undefined);
-    const fast = await eventually(async () => {
-      try {
-        return await ops.run('k', { a: 1 }, async (ctx) => `fast-${ctx.attempt}`);
-      } catch (error) {
-        if (isOperationInProgressError(error)) return undefined;
-        throw error;
-      }
-    });
+    await waitFor(
+      'k to be in progress',
+      async () => (await ops.get('k'))?.status === 'IN_PROGRESS',
+      SOON,
+    );
+    const fast = await waitFor(
+      'a duplicate to take over the expired lease',
+      async () => {
+        try {
+          return await ops.run('k', { a: 1 }, async (ctx) => `fast-${ctx.attempt}`);
+        } catch (error) {
+          if (isOperationInProgressError(error)) return undefined;
+          throw error;
+        }
+      },
+      SOON,
+    );
     expect(fast).toBe('fast-2');
     takenOver.open();
     const error = await rejection(slow);
@@ -248,12 +261,14 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
       await hold.promise;
       return ctx.signal.aborted ? 'aborted' : 'kept';
     });
-    await eventually(async () => {
-      const record = await ops.get('k');
-      return record?.leaseUntil && record.leaseUntil.getTime() > Date.now() + 5_000
-        ? true
-        : undefined;
-    });
+    await waitFor(
+      'the lease to be extended',
+      async () => {
+        const record = await ops.get('k');
+        return record?.leaseUntil !== undefined && record.leaseUntil.getTime() > Date.now() + 5_000;
+      },
+      SOON,
+    );
     // Well past the original 100 ms lease: still in progress, not taken over.
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(isOperationInProgressError(await rejection(ops.run('k', 1, async () => 'x')))).toBe(
@@ -268,7 +283,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     let runs = 0;
     const effect = async () => (runs += 1);
     await expect(ops.run('k', { v: 1 }, effect, { retentionMs: 1 })).resolves.toBe(1);
-    await eventually(async () => ((await ops.get('k')) === undefined ? true : undefined));
+    await waitFor('the record to expire', async () => (await ops.get('k')) === undefined, SOON);
     // The key runs again, and a different request is not a conflict any more.
     await expect(ops.run('k', { v: 2 }, effect)).resolves.toBe(2);
     expect(await ops.get('k')).toMatchObject({ attempts: 1, status: 'SUCCEEDED', response: 2 });

@@ -1,10 +1,10 @@
 import { createOutbox, rowsOf, type Store } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { databaseUrl, openTestStore } from './db';
 import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
   spawnRelayWorker,
-  until,
   stopWorker,
   type WorkerProcess,
 } from './fixtures/relay-spawn';
@@ -72,14 +72,18 @@ describe('a relay process killed with SIGKILL in the middle of a batch (postgres
     const restarted = spawnRelayWorker('victim', base);
     workers.push(survivor, restarted);
     await Promise.all([survivor.waitForLine(/^ready$/), restarted.waitForLine(/^ready$/)]);
-    await until(async () => {
-      const [row] = rowsOf<{ n: number }>(
-        await store.knex.raw(
-          `select count(*)::int as n from ${store.names.table('outbox')} where status = 'published'`,
-        ),
-      );
-      return row!.n === TOTAL;
-    }, 60_000);
+    await waitFor(
+      'every event to be published',
+      async () => {
+        const [row] = rowsOf<{ n: number }>(
+          await store.knex.raw(
+            `select count(*)::int as n from ${store.names.table('outbox')} where status = 'published'`,
+          ),
+        );
+        return row!.n === TOTAL;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     await Promise.all([stopWorker(survivor), stopWorker(restarted)]);
 
     const report = await analyzeSink(store.knex, sink);

@@ -1,10 +1,10 @@
 import { createOutbox, rowsOf, type Store } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { databaseUrl, openTestStore } from './db';
 import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
   spawnRelayWorker,
-  until,
   stopWorker,
   type WorkerProcess,
 } from './fixtures/relay-spawn';
@@ -55,12 +55,16 @@ describe('several relay processes over one outbox (postgres)', () => {
         await outbox.add(trx, events);
       });
     }
-    await until(async () => {
-      const [row] = rowsOf<{ n: number }>(
-        await store.knex.raw(`select count(distinct message_id)::int as n from ${sink}`),
-      );
-      return row!.n >= TOTAL;
-    }, 60_000);
+    await waitFor(
+      'every event to reach the sink',
+      async () => {
+        const [row] = rowsOf<{ n: number }>(
+          await store.knex.raw(`select count(distinct message_id)::int as n from ${sink}`),
+        );
+        return row!.n >= TOTAL;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     const elapsedMs = Date.now() - started;
     await Promise.all(workers.map((w) => stopWorker(w)));
 

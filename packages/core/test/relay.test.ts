@@ -10,16 +10,11 @@ import {
   type Relay,
   type Store,
 } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, openTestStore, uniqueSchema } from './db';
 
-/** Polls `check` every 10 ms until it holds, for at most `timeoutMs`. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** How long the checks below wait for the relay, and how often they look. */
+const SOON = { timeoutMs: 10_000, intervalMs: 10 };
 
 /** Runs cycles until one claims nothing, at most `max` times. */
 async function runUntilIdle(relay: Relay, max = 50): Promise<void> {
@@ -80,7 +75,11 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     await publisher.waitForCount(1, 5_000);
     // With a one-minute poll, only the notification can explain a prompt publish.
     expect(Date.now() - started).toBeLessThan(5_000);
-    await until(async () => (await statusCounts(store)).published === 1);
+    await waitFor(
+      'the event to be marked published',
+      async () => (await statusCounts(store)).published === 1,
+      SOON,
+    );
     await relay.stop();
     expect(publisher.published.map((m) => m.messageId)).toEqual([id]);
     expect(publisher.published[0]!.headers['message-id']).toBe(id);
@@ -111,10 +110,14 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     }
     await add(events);
     const heal = publisher.failKey('bad');
-    await until(async () => {
-      await relay.runOnce();
-      return publisher.byKey('good-1').length === 5 && publisher.byKey('good-2').length === 5;
-    });
+    await waitFor(
+      'both healthy keys to be published',
+      async () => {
+        await relay.runOnce();
+        return publisher.byKey('good-1').length === 5 && publisher.byKey('good-2').length === 5;
+      },
+      SOON,
+    );
     expect(publisher.byKey('bad')).toHaveLength(0);
     const held = rowsOf<{ attempts: number; last_error: string }>(
       await store.knex.raw(
@@ -128,10 +131,14 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     expect(held.slice(1).every((r) => r.attempts === 0)).toBe(true);
 
     heal();
-    await until(async () => {
-      await relay.runOnce();
-      return publisher.byKey('bad').length === 5;
-    });
+    await waitFor(
+      'the healed key to be published',
+      async () => {
+        await relay.runOnce();
+        return publisher.byKey('bad').length === 5;
+      },
+      SOON,
+    );
     expect(payloadsOf(publisher.byKey('bad'))).toEqual(
       [0, 1, 2, 3, 4].map((i) => ({ key: 'bad', i })),
     );
@@ -146,10 +153,14 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     const relay = make({ publisher, maxAttempts: 3, backoff: { baseMs: 1, capMs: 2 } });
     const [poison] = await add({ destination: 'd', key: 'p', payload: { n: 1 } });
     const heal = publisher.failKey('p', { message: 'broker says no' });
-    await until(async () => {
-      await relay.runOnce();
-      return (await relay.listDead()).length === 1;
-    });
+    await waitFor(
+      'the poison event to be dead',
+      async () => {
+        await relay.runOnce();
+        return (await relay.listDead()).length === 1;
+      },
+      SOON,
+    );
     const [dead] = await relay.listDead();
     expect(dead).toMatchObject({ messageId: poison, key: 'p', attempts: 3, destination: 'd' });
     expect(dead!.lastError).toContain('broker says no');
@@ -217,10 +228,14 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       ),
     );
     expect(due).toHaveLength(3);
-    await until(async () => {
-      await relay.runOnce();
-      return publisher.published.length === 4;
-    });
+    await waitFor(
+      'all four events to be published',
+      async () => {
+        await relay.runOnce();
+        return publisher.published.length === 4;
+      },
+      SOON,
+    );
     expect(payloadsOf(publisher.byKey('a'))).toEqual([1, 2]);
     expect((await relay.stats()).failed).toBe(3);
   });
@@ -232,7 +247,7 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       Array.from({ length: 120 }, (_, i) => ({ destination: 'd', key: `k${i % 10}`, payload: i })),
     );
     await relay.start();
-    await until(() => publisher.calls >= 1);
+    await waitFor('the first publish call', () => publisher.calls >= 1, SOON);
     await relay.stop();
     const counts = await statusCounts(store);
     expect(counts.published).toBe(publisher.published.length);
@@ -277,7 +292,7 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     });
     await add({ destination: 'd', key: 'h', payload: 1 });
     await relay.start();
-    await until(() => calls === 1);
+    await waitFor('the publish to start', () => calls === 1, SOON);
     await relay.stop({ timeoutMs: 100 });
     const rows = rowsOf<{ attempts: number; status: string }>(
       await store.knex.raw(`select attempts, status from ${store.names.table('outbox')}`),
@@ -309,7 +324,11 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
       'justonce.outbox.pending': expect.any(Number),
     });
     await publisher.waitForCount(2, 5_000);
-    await until(async () => (await relay.stats()).dead === 1);
+    await waitFor(
+      'the dead event in the stats',
+      async () => (await relay.stats()).dead === 1,
+      SOON,
+    );
     const after = await relay.stats();
     expect(after).toMatchObject({ pending: 0, oldestPendingAgeMs: 0, published: 2, failed: 1 });
     expect(after.publishedPerSec).toBeGreaterThan(0);
@@ -450,7 +469,7 @@ describe('two relays on postgres', () => {
       claimHoldMs: 0,
     });
     const inFlight = first.runOnce();
-    await until(() => finish !== undefined);
+    await waitFor('the first relay to hold its batch', () => finish !== undefined, SOON);
     const publisher = createMemoryPublisher();
     const second = createRelay({ store, onPublished: 'keep', publisher });
     // The held key's head is locked by the first relay: only the free key moves.
@@ -554,7 +573,7 @@ describe('claim hold on postgres', () => {
       claimHoldMs: 10_000,
     });
     const running = holder.runOnce();
-    await until(() => release !== undefined);
+    await waitFor("the holder's batches to go out", () => release !== undefined, SOON);
     // Batches are out but not committed: the keys are still held, so another relay finds
     // nothing it may take, and sees every event still pending.
     const other = createMemoryPublisher();
@@ -703,7 +722,11 @@ describe('claim hold on postgres', () => {
     });
     try {
       await relay.start();
-      await until(async () => (await statusCounts(store)).published === 120, 20_000);
+      await waitFor(
+        'all 120 events to be marked published',
+        async () => (await statusCounts(store)).published === 120,
+        { timeoutMs: 20_000, intervalMs: 10 },
+      );
     } finally {
       await relay.stop();
       await relayStore.close();
@@ -752,7 +775,7 @@ describe('claim hold on postgres', () => {
     });
     try {
       await relay.start();
-      await until(() => release !== undefined);
+      await waitFor('the first call to hold key a', () => release !== undefined, SOON);
       // The other loop found key a held, and waits for the holder (or a wake) rather than
       // claiming again every 10 ms: about 30 claims in the 300 ms below if it polled.
       const before = claims;

@@ -6,21 +6,16 @@ import {
   type RetentionBatch,
   type RetentionOptions,
 } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, openTestStore } from './db';
+
+/** How long the checks below wait for a retention run, and how often they look. */
+const SOON = { timeoutMs: 5_000, intervalMs: 10 };
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-
-/** Polls `check` until it returns true, or fails after `timeoutMs`. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /**
  * Inserts `count` idempotency rows named `<prefix>-<n>`, with `expires_at` and `updated_at`
@@ -144,7 +139,11 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     await ops.run('short', 1, async () => 'a', { retentionMs: 1 });
     await ops.run('long', 1, async () => 'b');
     // The retention floor is 1 ms here, so only expires_at decides.
-    await until(async () => (await ops.get('short')) === undefined);
+    await waitFor(
+      'the short-lived record to expire',
+      async () => (await ops.get('short')) === undefined,
+      SOON,
+    );
     const result = await retention({ retentionMs: 1 }).runOnce();
     expect(result.tables.idempotency.deleted).toBe(1);
     expect(await keysLeft(store)).toEqual(['long']);
@@ -230,10 +229,18 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     const job = retention({ retentionMs: HOUR, batchSize: 10, onBatch: () => (batches += 1) });
     job.start(20);
     job.start(20);
-    await until(async () => (await countRows(store, 'idempotency')) === 0);
+    await waitFor(
+      'the background job to delete every stale row',
+      async () => (await countRows(store, 'idempotency')) === 0,
+      SOON,
+    );
     // New stale rows are picked up by a later pass.
     await seedRecords(store, 'later', 5, STALE);
-    await until(async () => (await countRows(store, 'idempotency')) === 0);
+    await waitFor(
+      'a later pass to delete the new stale rows',
+      async () => (await countRows(store, 'idempotency')) === 0,
+      SOON,
+    );
     await job.stop();
     await job.stop();
     const after = batches;

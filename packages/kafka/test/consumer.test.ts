@@ -13,10 +13,10 @@ import {
   produce,
   readTopic,
   unique,
-  waitFor,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 type EffectsStore = Awaited<ReturnType<typeof openEffectsStore>>;
 
@@ -129,7 +129,10 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
       }),
     );
 
-    await waitFor(() => fullyCommitted(groupId, topic), 45_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 45_000,
+      intervalMs: 100,
+    });
     const counts = await store.effectCounts();
     const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
     expect(mine).toHaveLength(60);
@@ -189,7 +192,10 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
       }),
     );
 
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     expect(flakyCalls).toBe(3);
     const rows = (await store.knex.raw(
       `select body from ${store.effectsTable} where consumer = ? order by seq`,
@@ -240,7 +246,10 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
     const [letter] = await readTopic(kafka, dlq, 1);
     expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
     expect(letter?.headers[DEAD_LETTER_HEADERS.attempts]).toBe('3');
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     // Declared once, then counted: attempt numbers 1, 2, 3 — no jump, no extra attempt.
     expect(calls).toEqual(['1:true', '2:false', '3:false']);
     const poison = outcomes.filter((o) => o.messageId === `${name}-poison`);
@@ -304,7 +313,10 @@ describe('createKafkaConsumer dead letters', () => {
       },
     });
     expect(letter!.headers[DEAD_LETTER_HEADERS.error]).toContain('cannot digest this');
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     // In batch mode the inbox may call a failing handler twice per attempt (the optimistic
     // pass, then the isolated one); attempts are what count.
     expect([...poisonAttempts].sort()).toEqual([1, 2, 3]);
@@ -356,7 +368,10 @@ describe('createKafkaConsumer dead letters', () => {
     expect(byOffset.get('1')?.value).toBe('{"n":2}');
     expect(byOffset.get('2')?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
     expect(byOffset.get('2')?.value).toBe('not json');
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const counts = await store.effectCounts();
     expect(counts.get(`${name}-1`)).toBe(1);
     expect(counts.get(`${name}-4`)).toBe(1);
@@ -385,7 +400,10 @@ describe('createKafkaConsumer dead letters', () => {
         handler: recordEffect(name),
       }),
     );
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const counts = await store.effectCounts();
     expect(counts.get(`${topic}/0/0`)).toBe(1);
     expect(counts.get('o-9')).toBe(1);
@@ -419,7 +437,10 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
       },
     });
     await start(first);
-    await waitFor(() => handled >= 20, 30_000, '20 records handled');
+    await waitFor('20 records handled', () => handled >= 20, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     await first.stop();
     const done = [...(await store.effectCounts()).keys()].filter((id) =>
       id.startsWith(`${name}-`),
@@ -436,7 +457,10 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
         handler: effect,
       }),
     );
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const counts = await store.effectCounts();
     const mine = [...counts].filter(([id]) => id.startsWith(`${name}-`));
     expect(mine).toHaveLength(60);
@@ -486,7 +510,10 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     );
     const [letter] = await readTopic(kafka, dlq, 1);
     expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
-    await waitFor(() => fullyCommitted(groupId, topic), 30_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     expect(asked).toBe(3);
     // The record came back after each refused forward. The one behind it had committed in
     // the same batch transaction, so it came back too and was recognised as a duplicate.
@@ -528,7 +555,10 @@ describe('createKafkaConsumer heartbeats', () => {
     );
     // 40 × 200 ms = 8 s in one batch, beyond the 6 s session timeout: without heartbeats
     // the member would be evicted and the batch delivered again (as duplicates).
-    await waitFor(() => fullyCommitted(groupId, topic), 40_000, 'all offsets committed');
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 40_000,
+      intervalMs: 100,
+    });
     expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(40);
     expect(outcomes.filter((o) => o.status !== 'processed')).toHaveLength(0);
   });

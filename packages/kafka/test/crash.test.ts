@@ -11,10 +11,10 @@ import {
   openEffectsStore,
   produce,
   unique,
-  waitFor,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 import { spawnUntilMarker } from '../../../test-support/child-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -110,16 +110,17 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
         await takeover.start();
 
         await waitFor(
+          'every message to take effect',
           async () => {
             const counts = await store.effectCounts();
             return counts.size === total;
           },
-          45_000,
-          'every message to take effect',
+          { timeoutMs: 45_000, intervalMs: 100 },
         );
         const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
         const ends = await admin.fetchTopicOffsets(topic);
         await waitFor(
+          `offsets to be committed (were ${JSON.stringify(offsets)})`,
           async () => {
             const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
             return ends.every(
@@ -128,8 +129,7 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
                 e.high,
             );
           },
-          30_000,
-          `offsets to be committed (were ${JSON.stringify(offsets)})`,
+          { timeoutMs: 30_000, intervalMs: 100 },
         );
 
         const counts = await store.effectCounts();

@@ -6,10 +6,10 @@ import {
   FAST_GROUP,
   createTopics,
   unique,
-  waitFor,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -191,7 +191,10 @@ describe('order service → relay → Kafka → billing inbox + outbox → relay
     await shipping.start();
 
     // Duplicates on the wire: a third of the orders again, same message ids, new offsets.
-    await waitFor(async () => orderPublisher.crashed > 0, 20_000, 'the injected relay crash');
+    await waitFor('the injected relay crash', async () => orderPublisher.crashed > 0, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
     await producer.send({
       topic: ordersTopic,
       acks: -1,
@@ -223,20 +226,19 @@ describe('order service → relay → Kafka → billing inbox + outbox → relay
         }
       ).rows;
     await waitFor(
-      async () => (await shipments()).length >= orders.length,
-      60_000,
       'every order to be shipped',
+      async () => (await shipments()).length >= orders.length,
+      { timeoutMs: 60_000, intervalMs: 100 },
     );
     // Every record on both topics, re-published and re-sent copies included, was handled.
+    await waitFor('billing to commit everything', () => fullyCommitted(billingGroup, ordersTopic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     await waitFor(
-      () => fullyCommitted(billingGroup, ordersTopic),
-      30_000,
-      'billing to commit everything',
-    );
-    await waitFor(
-      () => fullyCommitted(shippingGroup, invoicesTopic),
-      30_000,
       'shipping to commit everything',
+      () => fullyCommitted(shippingGroup, invoicesTopic),
+      { timeoutMs: 30_000, intervalMs: 100 },
     );
     const onWire = async (topic: string): Promise<number> =>
       (await admin.fetchTopicOffsets(topic)).reduce((sum, e) => sum + Number(e.high), 0);

@@ -10,10 +10,10 @@ import {
   produce,
   readTopic,
   unique,
-  waitFor,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 import { spawnUntilMarker } from '../../../test-support/child-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -142,12 +142,12 @@ describe('a record whose handler kills the process on every delivery', () => {
         await produce(producer, topic, good(100, 3));
         const end = String(2 * BATCH_SIZE + 4);
         await waitFor(
+          `the committed offset to reach ${end}`,
           async () => {
             const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
             return committed!.partitions[0]!.offset === end;
           },
-          30_000,
-          `the committed offset to reach ${end}`,
+          { timeoutMs: 30_000, intervalMs: 100 },
         );
         const counts = await store.effectCounts();
         expect(counts.size).toBe(2 * BATCH_SIZE + 3);
@@ -195,12 +195,12 @@ describe('a record whose handler kills the process on every delivery', () => {
       ]);
       expect(deadLettered).toBe(MAX_ATTEMPTS + 1);
       await waitFor(
+        `the committed offset to reach ${BATCH_SIZE}`,
         async () => {
           const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
           return committed!.partitions[0]!.offset === String(BATCH_SIZE);
         },
-        30_000,
-        `the committed offset to reach ${BATCH_SIZE}`,
+        { timeoutMs: 30_000, intervalMs: 100 },
       );
       const counts = await store.effectCounts();
       expect([...counts.keys()].sort()).toEqual(

@@ -7,10 +7,10 @@ import {
   openEffectsStore,
   produce,
   unique,
-  waitFor,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 let kafka: Kafka;
 let admin: Admin;
@@ -96,16 +96,28 @@ describe('two consumers in one group while members join and leave', () => {
       try {
         const a = member('a');
         await a.start();
-        await waitFor(() => progressOf('a', 30), 30_000, 'a to make progress');
+        await waitFor('a to make progress', () => progressOf('a', 30), {
+          timeoutMs: 30_000,
+          intervalMs: 100,
+        });
         const b = member('b');
         await b.start();
-        await waitFor(() => progressOf('b', 30), 30_000, 'b to join and make progress');
+        await waitFor('b to join and make progress', () => progressOf('b', 30), {
+          timeoutMs: 30_000,
+          intervalMs: 100,
+        });
         await a.stop();
         const c = member('c');
         await c.start();
-        await waitFor(() => progressOf('c', 30), 30_000, 'c to join and make progress');
+        await waitFor('c to join and make progress', () => progressOf('c', 30), {
+          timeoutMs: 30_000,
+          intervalMs: 100,
+        });
         await b.stop();
-        await waitFor(() => progressOf('c', 60), 30_000, 'c to go on alone');
+        await waitFor('c to go on alone', () => progressOf('c', 60), {
+          timeoutMs: 30_000,
+          intervalMs: 100,
+        });
       } finally {
         producing = false;
         await flow;
@@ -115,12 +127,13 @@ describe('two consumers in one group while members join and leave', () => {
       const effects = async (): Promise<number> =>
         [...(await store.effectCounts()).keys()].filter((id) => id.startsWith(`${name}-`)).length;
       await waitFor(
-        async () => (await effects()) === produced,
-        40_000,
         `all ${produced} messages to take effect`,
+        async () => (await effects()) === produced,
+        { timeoutMs: 40_000, intervalMs: 100 },
       );
       const ends = await admin.fetchTopicOffsets(topic);
       await waitFor(
+        'offsets to be committed',
         async () => {
           const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
           return ends.every(
@@ -128,8 +141,7 @@ describe('two consumers in one group while members join and leave', () => {
               committed!.partitions.find((p) => p.partition === e.partition)?.offset === e.high,
           );
         },
-        30_000,
-        'offsets to be committed',
+        { timeoutMs: 30_000, intervalMs: 100 },
       );
       await c.stop();
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Store } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
 import { kafkaBrokers } from '../../../test-support/services';
+import { waitFor } from '../../../test-support/wait-for';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { FAST_GROUP } from './fast-group';
 
@@ -84,30 +85,13 @@ export async function readTopic(
         });
       },
     });
-    await waitFor(
-      () => out.length >= count,
+    await waitFor(`${count} records on ${topic} (got ${out.length})`, () => out.length >= count, {
       timeoutMs,
-      `${count} records on ${topic} (got ${out.length})`,
-    );
+      intervalMs: 100,
+    });
     return out;
   } finally {
     await consumer.disconnect();
-  }
-}
-
-/** Polls `check` every `intervalMs` until it is true; fails after `timeoutMs`. */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-  intervalMs = 100,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 

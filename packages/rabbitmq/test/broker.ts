@@ -57,22 +57,6 @@ export async function openAdmin(): Promise<Admin> {
   };
 }
 
-/** Polls `check` until it returns a truthy value, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  { timeoutMs = 15_000, intervalMs = 25 } = {},
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /**
  * Closes, with the broker's own management tool, every connection whose client-provided
  * `connection_name` is `name`. Resolves to how many it closed.

@@ -3,14 +3,8 @@ import type { Options } from 'amqplib';
 import { createInbox, hasErrorCode } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
 import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
-import {
-  amqpUrl,
-  closeConnectionsNamed,
-  openAdmin,
-  uniqueName,
-  waitFor,
-  type Admin,
-} from './broker';
+import { waitFor } from '../../../test-support/wait-for';
+import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
 import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;

@@ -4,7 +4,8 @@ import { join, resolve } from 'node:path';
 import { createInbox, type InboxStep } from '@justonce/core';
 import { databaseUrl, openTestStore } from '../../core/test/db';
 import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
-import { amqpUrl, openAdmin, uniqueName, waitFor, type Admin } from './broker';
+import { waitFor } from '../../../test-support/wait-for';
+import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
 import type { ConsumerChildJob } from './fixtures/consumer-child';
 import { createEffectsTable, effectCounts, EventLog, writeEffect } from './support';
 

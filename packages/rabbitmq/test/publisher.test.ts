@@ -1,13 +1,7 @@
 import { hasErrorCode, type OutgoingMessage, type Publisher } from '@justonce/core';
 import { createRabbitPublisher } from '../src';
-import {
-  amqpUrl,
-  closeConnectionsNamed,
-  openAdmin,
-  uniqueName,
-  waitFor,
-  type Admin,
-} from './broker';
+import { waitFor } from '../../../test-support/wait-for';
+import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
 
 function outgoing(
   destination: string,

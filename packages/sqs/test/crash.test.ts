@@ -9,9 +9,9 @@ import {
   openEffectsStore,
   sqsClientConfig,
   unique,
-  waitFor,
   type EffectsStore,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 import { spawnUntilMarker } from '../../../test-support/child-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -97,11 +97,14 @@ describe('a worker process killed with SIGKILL in the middle of a handler', () =
     await takeover.start();
 
     await waitFor(
-      async () => (await store.effectCounts(consumer)).size === total,
-      30_000,
       'every message to take effect',
+      async () => (await store.effectCounts(consumer)).size === total,
+      { timeoutMs: 30_000, intervalMs: 100 },
     );
-    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 15_000, 'an empty queue');
+    await waitFor('an empty queue', async () => (await queues.depth(queueUrl)) === 0, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
 
     const counts = await store.effectCounts(consumer);
     expect(counts.size).toBe(total);

@@ -3,7 +3,8 @@ import { silentLogger } from '@justonce/core';
 import { Heartbeat } from '../src/worker/heartbeat';
 import type { HeldMessage } from '../src/worker/held-message';
 import { createWorkerInstruments } from '../src/worker/instruments';
-import { TestQueues, sqsClientConfig, unique, waitFor } from './support';
+import { TestQueues, sqsClientConfig, unique } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 let queues: TestQueues;
 
@@ -58,7 +59,10 @@ describe('visibility heartbeat (ElasticMQ)', () => {
     try {
       heartbeat.watch(extended!);
       heartbeat.start();
-      await waitFor(() => sent === 1, 5_000, 'an extension on its way');
+      await waitFor('an extension on its way', () => sent === 1, {
+        timeoutMs: 5_000,
+        intervalMs: 100,
+      });
       heartbeat.unwatch(extended!);
       // Not in the beat: nothing to wait for.
       await heartbeat.settled(other!);

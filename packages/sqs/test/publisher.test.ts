@@ -19,9 +19,9 @@ import {
   openEffectsStore,
   sqsClientConfig,
   unique,
-  waitFor,
   type EffectsStore,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 let queues: TestQueues;
 let store: EffectsStore;
@@ -272,7 +272,10 @@ describe('SQS publisher (ElasticMQ)', () => {
       expect(sent.map((m) => m.messageId)).toEqual(ids);
       expect(failures(await publisher.publish([sent[0]!]))).toEqual([]);
       await worker.start();
-      await waitFor(() => settled.length === 3, 20_000, 'three settled messages');
+      await waitFor('three settled messages', () => settled.length === 3, {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       const counts = await store.effectCounts(consumer);
       expect(Object.fromEntries(counts)).toEqual({ [ids[0]!]: 1, [ids[1]!]: 1 });
       expect((await store.effects(consumer)).find((e) => e.messageId === ids[0])?.note).toBe(

@@ -182,19 +182,3 @@ export async function openEffectsStore(): Promise<EffectsStore> {
     },
   });
 }
-
-/** Polls `check` every `intervalMs` until it is true; fails after `timeoutMs`. */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-  intervalMs = 100,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}

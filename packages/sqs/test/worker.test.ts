@@ -17,9 +17,9 @@ import {
   openEffectsStore,
   sqsClientConfig,
   unique,
-  waitFor,
   type EffectsStore,
 } from './support';
+import { waitFor } from '../../../test-support/wait-for';
 
 let store: EffectsStore;
 let queues: TestQueues;
@@ -88,7 +88,10 @@ describe('SQS worker (ElasticMQ)', () => {
         inbox: { store, consumer },
         handler: effectHandler(consumer),
       });
-      await waitFor(() => settled.length === 4, 20_000, 'four settled messages');
+      await waitFor('four settled messages', () => settled.length === 4, {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
 
       const counts = await store.effectCounts(consumer);
       expect(Object.fromEntries(counts)).toEqual({ 'order-1': 1, 'order-2': 1, 'order-3': 1 });
@@ -113,7 +116,10 @@ describe('SQS worker (ElasticMQ)', () => {
       messageId: { extract: (m) => (JSON.parse(m.Body ?? '{}') as { id?: string }).id },
       handler: effectHandler(consumer),
     });
-    await waitFor(() => settled.length === 2, 20_000, 'two settled messages');
+    await waitFor('two settled messages', () => settled.length === 2, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'a-1': 1 });
     expect(await queues.depth(queueUrl)).toBe(0);
   });
@@ -141,10 +147,16 @@ describe('SQS worker (ElasticMQ)', () => {
         runs += 1;
         await effectHandler(consumer)(ctx);
         // Still running when SQS hands the message out again.
-        await waitFor(() => (received.get('slow-1') ?? 0) >= 2, 15_000, 'the second delivery');
+        await waitFor('the second delivery', () => (received.get('slow-1') ?? 0) >= 2, {
+          timeoutMs: 15_000,
+          intervalMs: 100,
+        });
       },
     });
-    await waitFor(() => settled.length >= 2, 20_000, 'both deliveries to settle');
+    await waitFor('both deliveries to settle', () => settled.length >= 2, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
 
     expect(runs).toBe(1);
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'slow-1': 1 });
@@ -154,7 +166,10 @@ describe('SQS worker (ElasticMQ)', () => {
     expect(Number(duplicate?.message.Attributes?.ApproximateReceiveCount)).toBeGreaterThanOrEqual(
       2,
     );
-    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+    await waitFor('an empty queue', async () => (await queues.depth(queueUrl)) === 0, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
   });
 
   it("with the heartbeat, keeps a slow handler's message invisible: no second delivery", async () => {
@@ -181,8 +196,14 @@ describe('SQS worker (ElasticMQ)', () => {
         await new Promise((resolve) => setTimeout(resolve, 4_000));
       },
     });
-    await waitFor(() => settled.length >= 1, 20_000, 'the message to settle');
-    await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+    await waitFor('the message to settle', () => settled.length >= 1, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+    await waitFor('an empty queue', async () => (await queues.depth(queueUrl)) === 0, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
 
     expect(deliveries).toBe(1);
     expect(settled).toHaveLength(1);
@@ -204,11 +225,10 @@ describe('SQS worker (ElasticMQ)', () => {
         await effectHandler(consumer)(ctx);
       },
     });
-    await waitFor(
-      () => settled.some((e) => e.action === 'deleted'),
-      20_000,
-      'the retry to succeed',
-    );
+    await waitFor('the retry to succeed', () => settled.some((e) => e.action === 'deleted'), {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
 
     expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([
       ['failed', 'retry-scheduled'],
@@ -236,9 +256,9 @@ describe('SQS worker (ElasticMQ)', () => {
       },
     });
     await waitFor(
-      () => settled.filter((e) => e.action === 'deleted').length === 4,
-      20_000,
       'four deleted messages',
+      () => settled.filter((e) => e.action === 'deleted').length === 4,
+      { timeoutMs: 20_000, intervalMs: 100 },
     );
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({
       'b-0': 1,
@@ -283,9 +303,9 @@ describe('SQS worker (ElasticMQ)', () => {
     });
     expect(attrs[DEAD_LETTER_ATTRIBUTES.deadLetterId]?.StringValue).toBe(letters[0]?.id);
     await waitFor(
-      () => settled.some((e) => e.outcome?.status === 'dead-lettered' && e.action === 'deleted'),
-      10_000,
       'the source message to be deleted',
+      () => settled.some((e) => e.outcome?.status === 'dead-lettered' && e.action === 'deleted'),
+      { timeoutMs: 10_000, intervalMs: 100 },
     );
     expect(await queues.depth(queueUrl)).toBe(0);
     expect(await store.effectCounts(consumer)).toEqual(new Map());
@@ -308,7 +328,10 @@ describe('SQS worker (ElasticMQ)', () => {
       inbox: { store, consumer },
       handler: effectHandler(consumer),
     });
-    await waitFor(() => settled.length === 3, 20_000, 'three settled messages');
+    await waitFor('three settled messages', () => settled.length === 3, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
     const dead = await queues.receive(dlqUrl, 2, 10);
 
     const reasons = dead.map(
@@ -356,9 +379,9 @@ describe('SQS worker (ElasticMQ)', () => {
       });
       const total = groups.length * perGroup;
       await waitFor(
-        async () => (await store.effectCounts(consumer)).size === total,
-        30_000,
         'every message to take effect',
+        async () => (await store.effectCounts(consumer)).size === total,
+        { timeoutMs: 30_000, intervalMs: 100 },
       );
 
       const effects = await store.effects(consumer);
@@ -370,7 +393,10 @@ describe('SQS worker (ElasticMQ)', () => {
         expect(order).toEqual(Array.from({ length: perGroup }, (_, i) => `${g}-${i}`));
       }
       expect(settled.some((e) => e.outcome?.status === 'failed')).toBe(true);
-      await waitFor(async () => (await queues.depth(queueUrl)) === 0, 10_000, 'an empty queue');
+      await waitFor('an empty queue', async () => (await queues.depth(queueUrl)) === 0, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
     },
   );
 
