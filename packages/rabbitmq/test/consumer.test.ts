@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Options } from 'amqplib';
 import { createInbox, hasErrorCode } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
-import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
+import {
+  createRabbitConsumer,
+  DEAD_LETTER_HEADERS,
+  type RabbitConsumer,
+  type RabbitConsumerOptions,
+} from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
 import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
@@ -47,24 +52,43 @@ describe('createRabbitConsumer on a real broker', () => {
     return consumer;
   }
 
-  it.each([
-    ['a classic queue', {}],
-    ['a quorum queue', { 'x-queue-type': 'quorum' }],
-  ])('applies duplicates once on %s, with handlers running concurrently', async (_, args) => {
-    const queue = uniqueName('dup');
+  /** The handler most tests use: one effect row per message. */
+  const effect: RabbitConsumerOptions['handler'] = async (ctx) =>
+    writeEffect(ctx.trx, store, ctx.messageId);
+
+  /**
+   * A consumer of a fresh queue named after `label`, on the suite's store, writing one effect
+   * per message and logging its events, stopped and cleaned up after the test; `options`
+   * adds to or replaces any of that.
+   */
+  function testConsumer(
+    label: string,
+    options: Partial<RabbitConsumerOptions> = {},
+  ): { queue: string; log: EventLog; consumer: RabbitConsumer } {
+    const queue = uniqueName(label);
     const log = new EventLog();
     const consumer = track(
       createRabbitConsumer({
         url: amqpUrl(),
         queue,
-        queueArguments: args,
         store,
-        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
-        prefetch: 8,
-        concurrency: 4,
+        handler: effect,
         onEvent: log.onEvent,
+        ...options,
       }),
     );
+    return { queue, log, consumer };
+  }
+
+  it.each([
+    ['a classic queue', {}],
+    ['a quorum queue', { 'x-queue-type': 'quorum' }],
+  ])('applies duplicates once on %s, with handlers running concurrently', async (_, args) => {
+    const { queue, log, consumer } = testConsumer('dup', {
+      queueArguments: args,
+      prefetch: 8,
+      concurrency: 4,
+    });
     await consumer.start();
     const [a, b, c] = [id('a'), id('b'), id('c')];
     for (const messageId of [a, a, b, a, c, b, a]) publish(queue, 'x', { messageId });
@@ -78,31 +102,23 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('survives the broker closing its connection while a handler runs: reconnects, the delivery comes back, one effect each, nothing lost', async () => {
-    const queue = uniqueName('cut');
     const connectionName = uniqueName('consumer-conn');
-    const log = new EventLog();
     const ids = [id('m0'), id('m1'), id('m2'), id('m3'), id('m4')];
     const held = gate();
     const reached = gate();
     let handlerRuns = 0;
-    const consumer = track(
-      createRabbitConsumer({
-        url: amqpUrl(),
-        connectionName,
-        queue,
-        store,
-        handler: async (ctx) => {
-          handlerRuns++;
-          await writeEffect(ctx.trx, store, ctx.messageId);
-          if (ctx.messageId === ids[1] && ctx.attempt === 1 && !ctx.message.delivery.redelivered) {
-            reached.open();
-            await held.promise;
-          }
-        },
-        reconnect: { baseMs: 50, capMs: 500 },
-        onEvent: log.onEvent,
-      }),
-    );
+    const { queue, log, consumer } = testConsumer('cut', {
+      connectionName,
+      handler: async (ctx) => {
+        handlerRuns++;
+        await writeEffect(ctx.trx, store, ctx.messageId);
+        if (ctx.messageId === ids[1] && ctx.attempt === 1 && !ctx.message.delivery.redelivered) {
+          reached.open();
+          await held.promise;
+        }
+      },
+      reconnect: { baseMs: 50, capMs: 500 },
+    });
     await consumer.start();
     for (const messageId of ids) publish(queue, 'x', { messageId });
 
@@ -127,22 +143,14 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('dead-letters a poison message with the reason after retries delayed by the retry queues', async () => {
-    const queue = uniqueName('poison');
-    const log = new EventLog();
     const runs: number[] = [];
-    const consumer = track(
-      createRabbitConsumer({
-        url: amqpUrl(),
-        queue,
-        store,
-        retry: { delaysMs: [300, 600], maxAttempts: 3 },
-        handler: async () => {
-          runs.push(Date.now());
-          throw new Error('downstream said no');
-        },
-        onEvent: log.onEvent,
-      }),
-    );
+    const { queue, log, consumer } = testConsumer('poison', {
+      retry: { delaysMs: [300, 600], maxAttempts: 3 },
+      handler: async () => {
+        runs.push(Date.now());
+        throw new Error('downstream said no');
+      },
+    });
     await consumer.start();
     const poison = id('poison');
     publish(queue, '{"order":1}', { messageId: poison, correlationId: 'corr-9' });
@@ -180,18 +188,9 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('dead-letters bad input (no id and no extractor, an undecodable body) and keeps going', async () => {
-    const queue = uniqueName('bad');
-    const log = new EventLog();
-    const consumer = track(
-      createRabbitConsumer({
-        url: amqpUrl(),
-        queue,
-        store,
-        decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
-        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
-        onEvent: log.onEvent,
-      }),
-    );
+    const { queue, log, consumer } = testConsumer('bad', {
+      decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
+    });
     await consumer.start();
     const [undecodable, good] = [id('undecodable'), id('good')];
     publish(queue, '{"no":"id"}');
@@ -219,19 +218,10 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('takes the id from messageIdExtractor when the message carries none', async () => {
-    const queue = uniqueName('extract');
-    const log = new EventLog();
-    const consumer = track(
-      createRabbitConsumer({
-        url: amqpUrl(),
-        queue,
-        store,
-        messageIdExtractor: (message) =>
-          (JSON.parse(message.content.toString()) as { orderId?: string }).orderId,
-        handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
-        onEvent: log.onEvent,
-      }),
-    );
+    const { queue, log, consumer } = testConsumer('extract', {
+      messageIdExtractor: (message) =>
+        (JSON.parse(message.content.toString()) as { orderId?: string }).orderId,
+    });
     await consumer.start();
     const orderId = id('order');
     publish(queue, JSON.stringify({ orderId }));
@@ -246,24 +236,16 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('stops gracefully: waits for the running handler, acknowledges it, and returns the rest to the queue', async () => {
-    const queue = uniqueName('stop');
     const held = gate();
     const reached = gate();
-    const log = new EventLog();
-    const consumer = track(
-      createRabbitConsumer({
-        url: amqpUrl(),
-        queue,
-        store,
-        prefetch: 5,
-        handler: async (ctx) => {
-          reached.open();
-          await held.promise;
-          await writeEffect(ctx.trx, store, ctx.messageId);
-        },
-        onEvent: log.onEvent,
-      }),
-    );
+    const { queue, log, consumer } = testConsumer('stop', {
+      prefetch: 5,
+      handler: async (ctx) => {
+        reached.open();
+        await held.promise;
+        await writeEffect(ctx.trx, store, ctx.messageId);
+      },
+    });
     await consumer.start();
     const ids = [id('s0'), id('s1'), id('s2')];
     for (const messageId of ids) publish(queue, 'x', { messageId });
