@@ -5,6 +5,7 @@ import {
   checkPublisherContract,
   type ContractCheck,
   type ContractDelivery,
+  type PublisherContractOptions,
 } from '../src/testing';
 
 const DESTINATION = 'contract-topic';
@@ -60,18 +61,27 @@ function tampered(
   };
 }
 
+/** Runs the contract on `publisher`, reading back what `memory` accepted. */
+function check(
+  publisher: Publisher,
+  memory: MemoryPublisher,
+  extra: Partial<PublisherContractOptions> = {},
+): Promise<ContractCheck[]> {
+  return checkPublisherContract({
+    publisher,
+    destination: DESTINATION,
+    receive: receiveFrom(memory),
+    ...extra,
+  });
+}
+
 const failed = (checks: readonly ContractCheck[]): string[] =>
   checks.filter((c) => !c.ok).map((c) => c.clause);
 
 describe('checkPublisherContract', () => {
   it('passes the in-memory publisher on every clause', async () => {
     const memory = memoryPublisher();
-    const checks = await checkPublisherContract({
-      publisher: memory,
-      destination: DESTINATION,
-      receive: receiveFrom(memory),
-      invalidDestination: REFUSED,
-    });
+    const checks = await check(memory, memory, { invalidDestination: REFUSED });
     expect(checks.map((c) => c.clause)).toEqual(Object.values(CONTRACT_CLAUSES));
     expect(checks.filter((c) => !c.ok)).toEqual([]);
     expect(memory.closed).toBe(true);
@@ -80,12 +90,7 @@ describe('checkPublisherContract', () => {
   it('fails a publisher that returns its results out of order, or throws for a bad destination', async () => {
     const memory = memoryPublisher();
     const reversed = tampered(memory, { results: (r) => [...r].reverse() });
-    const checks = await checkPublisherContract({
-      publisher: reversed,
-      destination: DESTINATION,
-      receive: receiveFrom(memory),
-      invalidDestination: REFUSED,
-    });
+    const checks = await check(reversed, memory, { invalidDestination: REFUSED });
     expect(failed(checks)).toEqual([CONTRACT_CLAUSES.results, CONTRACT_CLAUSES.refused]);
     expect(checks.find((c) => !c.ok)?.problem).toMatch(/result 0 is for/);
 
@@ -96,12 +101,7 @@ describe('checkPublisherContract', () => {
         return [...messages];
       },
     });
-    const second = await checkPublisherContract({
-      publisher: strict,
-      destination: DESTINATION,
-      receive: receiveFrom(throwing),
-      invalidDestination: REFUSED,
-    });
+    const second = await check(strict, throwing, { invalidDestination: REFUSED });
     // The valid message of that call was never sent either: it is missing downstream.
     expect(failed(second)).toEqual([CONTRACT_CLAUSES.refused, CONTRACT_CLAUSES.delivered]);
     expect(second.find((c) => c.clause === CONTRACT_CLAUSES.refused)?.problem).toMatch(
@@ -116,11 +116,8 @@ describe('checkPublisherContract', () => {
       (m: OutgoingMessage): OutgoingMessage => ({ ...m, key: null }),
     ]) {
       const memory = memoryPublisher();
-      const checks = await checkPublisherContract({
-        publisher: tampered(memory, { messages: (messages) => messages.map(rewrite) }),
-        destination: DESTINATION,
-        receive: receiveFrom(memory),
-      });
+      const tamperedPublisher = tampered(memory, { messages: (ms) => ms.map(rewrite) });
+      const checks = await check(tamperedPublisher, memory);
       expect(failed(checks)).toContain(CONTRACT_CLAUSES.delivered);
     }
   });
@@ -144,12 +141,7 @@ describe('checkPublisherContract', () => {
         },
         close: () => memory.close(),
       };
-      return checkPublisherContract({
-        publisher: swapping,
-        destination: DESTINATION,
-        receive: receiveFrom(memory),
-        ordersByKey,
-      });
+      return check(swapping, memory, { ordersByKey });
     };
     const ordered = await run(true);
     expect(failed(ordered)).toEqual([CONTRACT_CLAUSES.order]);
@@ -159,11 +151,7 @@ describe('checkPublisherContract', () => {
 
   it('fails a publisher that still publishes after close', async () => {
     const memory = memoryPublisher();
-    const checks = await checkPublisherContract({
-      publisher: tampered(memory, { afterClose: true }),
-      destination: DESTINATION,
-      receive: receiveFrom(memory),
-    });
+    const checks = await check(tampered(memory, { afterClose: true }), memory);
     expect(failed(checks)).toEqual([CONTRACT_CLAUSES.close]);
   });
 });
