@@ -293,7 +293,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     for (const h of batch) {
       const group = h.message.Attributes?.MessageGroupId ?? '';
       const task = r.info.fifo
-        ? r.lanes.enqueue(group, (behind) => settle(r, h, behind))
+        ? r.lanes.enqueue(group, h.seq, (behind) => settle(r, h, behind))
         : settle(r, h, false);
       track(r, [h], task);
     }
@@ -323,6 +323,9 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   /** Makes `h` visible again at once, unhandled. Resolves `true` (held back). */
   async function release(r: Running, h: HeldMessage): Promise<boolean> {
     r.heartbeat?.unwatch(h);
+    // As for a retry: an extension on its way must not land after the release and hide the
+    // message (and on a FIFO queue its whole group) for a visibility timeout.
+    await r.heartbeat?.settled(h);
     const error = await changeVisibility(h, 0);
     emit({
       message: h.message,
@@ -340,6 +343,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     error: unknown,
   ): Promise<boolean> {
     r.heartbeat?.unwatch(h);
+    await r.heartbeat?.settled(h);
     const { message } = h;
     const delay = toSeconds(fullJitterBackoff(receiveCountOf(message), o.retry));
     logger.error('sqs worker: the inbox failed (store unreachable?); retrying the message', {
