@@ -46,6 +46,15 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** A new one-partition topic named after `label`, its `.dlq` topic, and new group and consumer names. */
+async function freshNames(
+  label: string,
+): Promise<{ topic: string; groupId: string; name: string }> {
+  const topic = unique(label);
+  await createTopics(admin, [topic, `${topic}.dlq`], 1);
+  return { topic, groupId: unique('g'), name: unique('c') };
+}
+
 interface PoisonRun {
   readonly schema: string;
   readonly topic: string;
@@ -98,10 +107,7 @@ describe('a record whose handler kills the process on every delivery', () => {
     async (mode) => {
       const store = await openEffectsStore();
       try {
-        const topic = unique('crash-poison');
-        const groupId = unique('g');
-        const name = unique('c');
-        await createTopics(admin, [topic, `${topic}.dlq`], 1);
+        const { topic, groupId, name } = await freshNames('crash-poison');
         // Two full chunks before the poison: the first is counted (the first chunk after an
         // assignment always is), the second is committed, so the poison arrives declared as
         // a first delivery, alone in its chunk.
@@ -162,10 +168,7 @@ describe('a record whose handler kills the process on every delivery', () => {
   it('in batch mode, in the middle of a counted chunk, takes only itself to the dead letters', async () => {
     const store = await openEffectsStore();
     try {
-      const topic = unique('crash-poison-mid');
-      const groupId = unique('g');
-      const name = unique('c');
-      await createTopics(admin, [topic, `${topic}.dlq`], 1);
+      const { topic, groupId, name } = await freshNames('crash-poison-mid');
       // One chunk, the first after the assignment (so every record in it is counted), with
       // the poison between two records on each side.
       const record = (label: string) => ({

@@ -196,7 +196,12 @@ function deliveryProblem(
   deliveries: readonly ContractDelivery[],
 ): string | undefined {
   const byId = new Map<string, ContractDelivery[]>();
-  for (const d of deliveries) byId.set(d.messageId, [...(byId.get(d.messageId) ?? []), d]);
+  for (const d of deliveries) {
+    const copies = byId.get(d.messageId);
+    if (copies) copies.push(d);
+    else byId.set(d.messageId, [d]);
+  }
+  const expectedIds = new Set(expected.map((m) => m.messageId));
   for (const m of expected) {
     const got = byId.get(m.messageId) ?? [];
     if (got.length !== 1) return `${m.messageId} arrived ${got.length} times`;
@@ -211,7 +216,7 @@ function deliveryProblem(
     }
     if (!sameBytes(d.payload, m.payload)) return `${m.messageId}: the payload bytes differ`;
   }
-  const unexpected = deliveries.find((d) => !expected.some((m) => m.messageId === d.messageId));
+  const unexpected = deliveries.find((d) => !expectedIds.has(d.messageId));
   return unexpected ? `an unexpected message arrived: ${unexpected.messageId}` : undefined;
 }
 

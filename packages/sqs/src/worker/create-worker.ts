@@ -299,8 +299,19 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     }
   }
 
-  /** Makes `h` visible again after `seconds`; false when SQS refused. */
-  async function changeVisibility(h: HeldMessage, seconds: number): Promise<Error | undefined> {
+  /**
+   * Makes `h` visible again after `seconds`; the error when SQS refused. The heartbeat stops
+   * extending `h` first, and an extension already on its way is waited for: landing after
+   * this change it would undo it and hide the message (on a FIFO queue, its whole group) for
+   * a visibility timeout.
+   */
+  async function changeVisibility(
+    r: Running,
+    h: HeldMessage,
+    seconds: number,
+  ): Promise<Error | undefined> {
+    r.heartbeat?.unwatch(h);
+    await r.heartbeat?.settled(h);
     try {
       await client.send(
         new ChangeMessageVisibilityCommand({
@@ -322,11 +333,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
 
   /** Makes `h` visible again at once, unhandled. Resolves `true` (held back). */
   async function release(r: Running, h: HeldMessage): Promise<boolean> {
-    r.heartbeat?.unwatch(h);
-    // As for a retry: an extension on its way must not land after the release and hide the
-    // message (and on a FIFO queue its whole group) for a visibility timeout.
-    await r.heartbeat?.settled(h);
-    const error = await changeVisibility(h, 0);
+    const error = await changeVisibility(r, h, 0);
     emit({
       message: h.message,
       outcome: undefined,
@@ -342,8 +349,6 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     h: HeldMessage,
     error: unknown,
   ): Promise<boolean> {
-    r.heartbeat?.unwatch(h);
-    await r.heartbeat?.settled(h);
     const { message } = h;
     const delay = toSeconds(fullJitterBackoff(receiveCountOf(message), o.retry));
     logger.error('sqs worker: the inbox failed (store unreachable?); retrying the message', {
@@ -353,7 +358,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       message: error instanceof Error ? error.message : String(error),
       retryInSeconds: delay,
     });
-    await changeVisibility(h, delay);
+    await changeVisibility(r, h, delay);
     emit({
       message,
       outcome: undefined,
@@ -460,9 +465,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
         deleteAndReport(r, h, outcome);
         return false;
       case 'failed': {
-        // An extension already on its way must land before the retry delay, not after it.
-        await r.heartbeat?.settled(h);
-        const error = await changeVisibility(h, toSeconds(outcome.retryDelayMs));
+        const error = await changeVisibility(r, h, toSeconds(outcome.retryDelayMs));
         emit({ message, outcome, action: 'retry-scheduled', error: error ?? outcome.error });
         return true;
       }

@@ -21,8 +21,9 @@ export class GroupLanes {
 
   /**
    * Queues `task` behind the earlier tasks of `group`; `seq` is the message's place in the
-   * order of receipt (increasing). `task` gets whether an earlier message of the group, held
-   * back, was received with or after it, and resolves whether it held its own message back.
+   * order of receipt, so it increases from call to call. `task` gets whether its message was
+   * already received when an earlier message of the group was held back, and resolves
+   * whether it held its own message back.
    */
   enqueue(
     group: string,
@@ -30,12 +31,12 @@ export class GroupLanes {
     task: (behindHeldBack: boolean) => Promise<boolean>,
   ): Promise<void> {
     const previous = this.tails.get(group) ?? Promise.resolve();
-    this.latest.set(group, Math.max(seq, this.latest.get(group) ?? seq));
+    this.latest.set(group, seq);
     const next = previous.then(async () => {
       const behind = seq <= (this.heldBackUpTo.get(group) ?? Number.NEGATIVE_INFINITY);
       const heldBack = await task(behind).catch(() => true);
       // A message released because it was behind moves nothing: the boundary covers it.
-      if (heldBack && !behind) this.heldBackUpTo.set(group, this.latest.get(group) ?? seq);
+      if (heldBack && !behind) this.heldBackUpTo.set(group, this.latest.get(group)!);
     });
     this.tails.set(group, next);
     void next.then(() => {
