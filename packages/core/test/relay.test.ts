@@ -100,6 +100,50 @@ describe.each(STORE_KINDS)('relay on %s', (kind) => {
     expect(payloadsOf(publisher.published)).toEqual([1, 2, 3]);
   });
 
+  it.each([
+    ['one batch', 100],
+    ['held claims read ahead', 4],
+  ])(
+    'publishes every payload size and byte, and odd keys and headers, intact and in key order (%s)',
+    async (_label, batchSize) => {
+      // Small payloads travel packed with the claimed rows, larger ones are read apart: sizes
+      // on both sides of that line, every byte value, keys and headers that need escaping.
+      const sizes = [0, 1, 511, 512, 513, 4_096, 70_000];
+      const keys = ['plain', 'ключ "2" \\ 🎉', null];
+      const events: OutboxEvent[] = [];
+      for (const size of sizes) {
+        for (const key of keys) {
+          const payload = new Uint8Array(size);
+          for (let i = 0; i < size; i += 1) payload[i] = (i * 7 + events.length) % 256;
+          events.push({
+            destination: 'odd "dest" \u0001',
+            key,
+            payload,
+            headers: { 'x-note': `quote " slash \\ tab \t ${'é'.repeat(events.length)}` },
+            messageId: `m-${events.length}-\u00e9`,
+          });
+        }
+      }
+      await add(events);
+      const publisher = createMemoryPublisher();
+      await runUntilIdle(make({ publisher, batchSize }));
+      expect(publisher.published).toHaveLength(events.length);
+      const sent = new Map(publisher.published.map((m) => [m.messageId, m]));
+      for (const event of events) {
+        const message = sent.get(event.messageId!)!;
+        expect(message.destination).toBe(event.destination);
+        expect(message.key).toBe(event.key);
+        expect(message.headers['x-note']).toBe(event.headers!['x-note']);
+        expect(Buffer.from(message.payload).equals(event.payload as Uint8Array)).toBe(true);
+      }
+      for (const key of keys) {
+        expect(publisher.byKey(key).map((m) => m.messageId)).toEqual(
+          events.filter((e) => e.key === key).map((e) => e.messageId),
+        );
+      }
+    },
+  );
+
   it('keeps other keys flowing while one fails, then resumes that key in order', async () => {
     const publisher = createMemoryPublisher();
     const relay = make({ publisher, backoff: { baseMs: 1, capMs: 5 }, batchSize: 7 });

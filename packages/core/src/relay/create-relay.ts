@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { outboxChannel } from '../outbox/channel';
 import { fullJitterBackoff } from '../retry/backoff';
 import { runCycle, type CycleReport, type SiblingHint } from './cycle';
-import { idAfter } from './lane';
+import { idAfter } from './row-order';
 import { createPublishGate } from './publish-gate';
 import type { KeyCursor } from './sql/scan-keys';
 import { listen, type Listener } from './listener';

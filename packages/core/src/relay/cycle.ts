@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { ascendingId, idAfter, runLane, type LaneShared } from './lane';
+import { runLane, type LaneShared } from './lane';
+import { ascendingId, idAfter } from './row-order';
 import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
 import { claimBatch, type ClaimedRow } from './sql/claim';

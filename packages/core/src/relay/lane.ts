@@ -3,22 +3,13 @@ import type { PublishResult } from '../transport/publisher';
 import { decide, describe, toMessage, type Decisions } from './decide';
 import type { ResolvedRelayOptions } from './options';
 import type { PublishGate } from './publish-gate';
+import { ascendingId } from './row-order';
 import type { ClaimedRow } from './sql/claim';
 import { readFollowers } from './sql/followers';
 import { markFailed, markPublished, type FailureMark } from './sql/mark';
 
 /** Batches' worth of rows a lane reads ahead in one statement. */
 const READ_AHEAD_BATCHES = 4;
-
-/** True if row id `a` is greater than row id `b` (both decimal, without leading zeros). */
-export function idAfter(a: string, b: string): boolean {
-  return a.length !== b.length ? a.length > b.length : a > b;
-}
-
-/** Orders rows by ascending row id. @internal */
-export function ascendingId(a: ClaimedRow, b: ClaimedRow): number {
-  return a.id === b.id ? 0 : idAfter(a.id, b.id) ? 1 : -1;
-}
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { ascendingId, idsAscending } from '../row-order';
+import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 import { statementCache } from './statement-cache';
 
 /** One claimed outbox row as the relay reads it. @internal */
@@ -192,9 +194,12 @@ export function claimBindings(request: ClaimRequest): Knex.RawBinding[] {
   return bindings;
 }
 
-/** The claim statement per variant: bit 1 with the lease, bit 2 with `after`. */
+/** The claim statement per variant (bit 1 with the lease, bit 2 with `after`), packed. */
 const statement = statementCache((names, variant: number) =>
-  claimSql(names, { lease: (variant & 1) !== 0, after: (variant & 2) !== 0 }),
+  packedSql(
+    claimSql(names, { lease: (variant & 1) !== 0, after: (variant & 2) !== 0 }),
+    'max(z.window_rows) as window_rows',
+  ),
 );
 
 /** Claimed rows with row ids as text (pg returns bigint as text; other drivers may not). */
@@ -222,7 +227,7 @@ export interface Claim {
  * With `leaseMs`, the same statement sets `idle_in_transaction_session_timeout` for the rest
  * of the transaction (PostgreSQL only). With `after`, only heads with a greater row id are
  * considered (a hint that skips keys a sibling cycle of this relay holds; it narrows what may
- * be claimed, never what is verified).
+ * be claimed, never what is verified). The rows travel packed (see `packed-rows.ts`).
  */
 export async function claimBatch(
   trx: Knex.Transaction,
@@ -233,7 +238,8 @@ export async function claimBatch(
     statement(names, (request.leaseMs !== null ? 1 : 0) + (request.after !== null ? 2 : 0)),
     claimBindings(request),
   );
-  const raw = rowsOf<Record<string, unknown> & { window_rows: unknown }>(result);
-  const seen = Number(raw[0]?.window_rows ?? 0);
-  return { rows: claimedRows(raw), windowFull: seen >= request.window };
+  const [packed] = rowsOf<PackedRow & { window_rows: unknown }>(result);
+  const rows = await unpackRows(trx, names, packed);
+  if (!idsAscending(rows)) rows.sort(ascendingId);
+  return { rows, windowFull: Number(packed?.window_rows ?? 0) >= request.window };
 }

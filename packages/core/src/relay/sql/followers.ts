@@ -2,7 +2,9 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import { statementCache } from './statement-cache';
-import { claimedRows, columns, nextOfKey, type ClaimedRow } from './claim';
+import { ascendingId, keysAscending } from '../row-order';
+import { columns, nextOfKey, type ClaimedRow } from './claim';
+import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 
 /**
  * The statement that continues a claim: the next pending events of keys this transaction
@@ -38,7 +40,7 @@ export function followersSql(names: MigrationNames): string {
     order by c.rank, c.id`;
 }
 
-const statement = statementCache((names, _variant: null) => followersSql(names));
+const statement = statementCache((names, _variant: null) => packedSql(followersSql(names)));
 
 /**
  * Reads, in the claiming transaction, up to `limit` further events of the held keys: for
@@ -59,5 +61,8 @@ export async function readFollowers(
     limit,
     limit,
   ]);
-  return claimedRows(rowsOf<Record<string, unknown>>(result));
+  const rows = await unpackRows(trx, names, rowsOf<PackedRow>(result)[0]);
+  // Any prefix of id order is also a prefix of each key's events.
+  if (!keysAscending(rows)) rows.sort(ascendingId);
+  return rows;
 }

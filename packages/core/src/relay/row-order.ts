@@ -1,0 +1,32 @@
+import type { ClaimedRow } from './sql/claim';
+
+/** True if row id `a` is greater than row id `b` (both decimal, without leading zeros). */
+export function idAfter(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
+}
+
+/** Orders rows by ascending row id. @internal */
+export function ascendingId(a: ClaimedRow, b: ClaimedRow): number {
+  return a.id === b.id ? 0 : idAfter(a.id, b.id) ? 1 : -1;
+}
+
+/** True if the rows come in strictly ascending id order. */
+export function idsAscending(rows: readonly ClaimedRow[]): boolean {
+  for (let i = 1; i < rows.length; i += 1) {
+    if (!idAfter(rows[i]!.id, rows[i - 1]!.id)) return false;
+  }
+  return true;
+}
+
+/** True if every key's rows come in ascending id order (rows without a key are independent). */
+export function keysAscending(rows: readonly ClaimedRow[]): boolean {
+  const last = new Map<string, string>();
+  for (const row of rows) {
+    const key = row.partition_key;
+    if (key === null) continue;
+    const before = last.get(key);
+    if (before !== undefined && !idAfter(row.id, before)) return false;
+    last.set(key, row.id);
+  }
+  return true;
+}
