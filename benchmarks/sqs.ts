@@ -86,6 +86,15 @@ async function createQueue(b: Bench, label: string): Promise<string> {
   return QueueUrl;
 }
 
+/**
+ * Deletes a run's queue once the run is timed: ElasticMQ keeps every message in its JVM heap,
+ * and a backlog left by earlier rounds would make later rounds pay for its garbage collection.
+ */
+async function dropQueue(b: Bench, queueUrl: string): Promise<void> {
+  await b.sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+  b.queues.splice(b.queues.indexOf(queueUrl), 1);
+}
+
 /** A queue holding `count` messages, each with a unique `message-id` attribute. */
 async function filledQueue(b: Bench, count: number): Promise<string> {
   const queueUrl = await createQueue(b, 'in');
@@ -219,12 +228,14 @@ async function relayRun(b: Bench, count: number, onPublished: 'keep' | 'delete')
   const queueUrl = await createQueue(b, 'relay');
   await fillRelayOutbox(b, queueUrl, count);
   // The same warm client as the raw loop, so neither pays for opening connections.
-  return timedRelayRun(
+  const run = await timedRelayRun(
     b.store,
     createSqsPublisher({ client: b.sqs, concurrency: PUBLISHER_CONCURRENCY }),
     count,
     { batchSize: RELAY_BATCH, concurrency: RELAY_CONCURRENCY, onPublished },
   );
+  await dropQueue(b, queueUrl);
+  return run;
 }
 
 async function rawSendRun(b: Bench, count: number): Promise<Run> {
@@ -253,6 +264,7 @@ async function rawSendRun(b: Bench, count: number): Promise<Run> {
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY * PUBLISHER_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
   const used = cpu(count);
+  await dropQueue(b, queueUrl);
   return { perSec: count / (elapsed / 1000), ...used };
 }
 
@@ -300,7 +312,9 @@ async function handRelayRun(b: Bench, count: number): Promise<Run> {
       await Promise.all(Array.from({ length: PUBLISHER_CONCURRENCY }, lane));
     },
   });
-  return { perSec: count / (elapsed / 1000), ...cpu(count) };
+  const used = cpu(count);
+  await dropQueue(b, queueUrl);
+  return { perSec: count / (elapsed / 1000), ...used };
 }
 
 /** Runs both cases and prints the JSON line last. */
