@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
-import { statementCache } from './statement-cache';
 import { ascendingId, keysAscending } from '../row-order';
 import { columns, nextOfKey, type ClaimedRow } from './claim';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
+import { statementCache } from './statement-cache';
 
 /**
  * The statement that continues a claim: the next pending events of keys this transaction

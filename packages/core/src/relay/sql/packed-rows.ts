@@ -77,7 +77,7 @@ export async function unpackRows(
   const headers = array<Record<string, string>>(packed.headers);
   const attempts = array<number>(packed.attempts);
   const lengths = array<number | null>(packed.lengths);
-  const payloads = packed.payloads ?? new Uint8Array(0);
+  const payloads = packed.payloads ?? EMPTY;
   const rows: ClaimedRow[] = [];
   const large: number[] = [];
   let at = 0;
