@@ -23,9 +23,12 @@
  * its last commit. A warm-up round first, then BENCH_ROUNDS rounds (default 3) alternating
  * which side goes first; `perSec` and `baselinePerSec` are medians, `ratio` the median of
  * per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per round (default 1 000),
- * BENCH_SQS_RELAY_MESSAGES the relay's (default 5 000); the relay's publisher shares the raw
- * loop's warm client. BENCH_SQS_CASES picks a comma-separated subset
- * of worker-message, worker-batch, relay and relay-vs-hand. The last line printed is the JSON.
+ * BENCH_SQS_RELAY_MESSAGES the relay's (default 20 000: a run of 5 000 lasts a quarter of a
+ * second on a fast machine, and whichever side ran second in a round often came out a quarter
+ * faster or more, so the ratio measured start-up rather than the steady state a relay runs in);
+ * the relay's publisher shares the raw loop's warm client. BENCH_SQS_CASES picks a comma-
+ * separated subset of worker-message, worker-batch, relay and relay-vs-hand. The last line
+ * printed is the JSON.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -322,7 +325,7 @@ export async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { databaseUrl, sqsEndpoint } = await ensureServices(['postgres', 'sqs']);
   const count = Number(process.env.BENCH_SQS_MESSAGES ?? 1000);
-  const relayCount = Number(process.env.BENCH_SQS_RELAY_MESSAGES ?? 5000);
+  const relayCount = Number(process.env.BENCH_SQS_RELAY_MESSAGES ?? 20_000);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const schema = `bench_sqs_${tag()}`;
   const clientConfig = {
