@@ -17,8 +17,43 @@ function header(headers: Readonly<Record<string, string>>, name: string): string
 /**
  * The context a handler runs with. `ctx.outbox` is bound on first use to `trx` and to this
  * message, so emitted events get ids derived from (consumer, message id, index) and carry
- * causation, correlation, trace and tenant headers. @internal
+ * causation, correlation, trace and tenant headers. A class rather than an object literal:
+ * a literal with a getter is built on V8's slow path, once per message.
  */
+class Context implements HandlerContext {
+  readonly message: GoodDelivery['envelope'];
+  readonly messageId: string;
+  readonly scope: string;
+  #outbox: HandlerOutbox | undefined;
+
+  constructor(
+    private readonly options: ResolvedInboxOptions,
+    readonly trx: Knex.Transaction,
+    private readonly good: GoodDelivery,
+    readonly payload: unknown,
+    readonly attempt: number,
+    readonly signal: AbortSignal,
+  ) {
+    this.message = good.envelope;
+    this.messageId = good.messageId;
+    this.scope = good.scope;
+  }
+
+  get outbox(): HandlerOutbox {
+    const { options, good } = this;
+    this.#outbox ??= bindOutbox(options.outbox, this.trx, {
+      consumer: options.consumer,
+      messageId: good.messageId,
+      scope: good.scope,
+      correlationId: header(good.headers, 'correlation-id'),
+      traceparent: header(good.headers, 'traceparent'),
+      tracestate: header(good.headers, 'tracestate'),
+    });
+    return this.#outbox;
+  }
+}
+
+/** The context for one handler run (see {@link Context}). @internal */
 export function handlerContext(
   options: ResolvedInboxOptions,
   trx: Knex.Transaction,
@@ -27,25 +62,5 @@ export function handlerContext(
   attempt: number,
   signal: AbortSignal,
 ): HandlerContext {
-  let outbox: HandlerOutbox | undefined;
-  return {
-    trx,
-    message: good.envelope,
-    messageId: good.messageId,
-    scope: good.scope,
-    attempt,
-    signal,
-    payload,
-    get outbox(): HandlerOutbox {
-      outbox ??= bindOutbox(options.outbox, trx, {
-        consumer: options.consumer,
-        messageId: good.messageId,
-        scope: good.scope,
-        correlationId: header(good.headers, 'correlation-id'),
-        traceparent: header(good.headers, 'traceparent'),
-        tracestate: header(good.headers, 'tracestate'),
-      });
-      return outbox;
-    },
-  };
+  return new Context(options, trx, good, payload, attempt, signal);
 }

@@ -6,6 +6,9 @@ import type { InboxRuntime } from './runtime';
 import type { Inbox, InboxOptions, InboxProcessOptions } from './types';
 import { ConfigurationError } from '../errors/configuration-error';
 
+/** What `step` returns when there is no `onStep` hook: nothing to wait for. */
+const NO_STEP: Promise<void> = Promise.resolve();
+
 /** A signal that never aborts, for calls that pass none. */
 const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
@@ -46,9 +49,12 @@ export function createInbox(options: InboxOptions): Inbox {
   const runtime: InboxRuntime = {
     options: resolved,
     instruments: createInstruments(resolved),
-    step: async (step, messageId) => {
-      if (onStep !== undefined) await onStep(step, messageId);
-    },
+    step:
+      onStep === undefined
+        ? () => NO_STEP
+        : async (step, messageId) => {
+            await onStep(step, messageId);
+          },
   };
   return {
     consumer: resolved.consumer,

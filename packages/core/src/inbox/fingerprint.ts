@@ -1,7 +1,18 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 
 /** Format version mixed into every fingerprint, so the encoding can change safely later. */
-const VERSION = 'justonce-fingerprint-v1';
+const VERSION = Buffer.from('justonce-fingerprint-v1', 'utf8');
+/** The header part when no header is named (the default): `JSON.stringify([])`. */
+const NO_HEADERS = Buffer.from('[]', 'utf8');
+
+/**
+ * SHA-256 in hex, with the one-shot `crypto.hash` where Node.js has it (20.12 and later):
+ * for a message-sized input it takes about half the time of a `Hash` object.
+ */
+const sha256Hex: (data: Uint8Array) => string =
+  typeof crypto.hash === 'function'
+    ? (data) => crypto.hash('sha256', data, 'hex')
+    : (data) => crypto.createHash('sha256').update(data).digest('hex');
 
 /** The body as bytes: strings as UTF-8, bytes unchanged (no copy). */
 export function bodyBytes(body: Uint8Array | string): Uint8Array {
@@ -28,14 +39,33 @@ export function fingerprint(
   headers: Readonly<Record<string, string>>,
   headerNames: readonly string[],
 ): string {
-  const hash = createHash('sha256').update(VERSION);
-  const named = headerNames.map((name) => {
-    const value = headerValue(headers, name);
-    return [name, value === undefined ? null : String(value)];
-  });
-  const encodedHeaders = Buffer.from(JSON.stringify(named), 'utf8');
-  const lengths = Buffer.alloc(16);
-  lengths.writeBigUInt64BE(BigInt(encodedHeaders.byteLength), 0);
-  lengths.writeBigUInt64BE(BigInt(body.byteLength), 8);
-  return hash.update(lengths).update(encodedHeaders).update(body).digest('hex');
+  const encodedHeaders =
+    headerNames.length === 0
+      ? NO_HEADERS
+      : Buffer.from(
+          JSON.stringify(
+            headerNames.map((name) => {
+              const value = headerValue(headers, name);
+              return [name, value === undefined ? null : String(value)];
+            }),
+          ),
+          'utf8',
+        );
+  // VERSION, the two lengths (64-bit big-endian), the headers, the body: one buffer, one hash.
+  const input = Buffer.allocUnsafe(
+    VERSION.byteLength + 16 + encodedHeaders.byteLength + body.byteLength,
+  );
+  let at = VERSION.copy(input, 0);
+  at = writeLength(input, encodedHeaders.byteLength, at);
+  at = writeLength(input, body.byteLength, at);
+  input.set(encodedHeaders, at);
+  input.set(body, at + encodedHeaders.byteLength);
+  return sha256Hex(input);
+}
+
+/** Writes `n` as an unsigned 64-bit big-endian integer at `at`; returns the offset after it. */
+function writeLength(buffer: Buffer, n: number, at: number): number {
+  buffer.writeUInt32BE(Math.floor(n / 2 ** 32), at);
+  buffer.writeUInt32BE(n >>> 0, at + 4);
+  return at + 8;
 }

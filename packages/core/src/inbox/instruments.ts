@@ -55,11 +55,18 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
     unit: 's',
   });
   const { consumer, logger, logPayloads } = options;
+  // The counter's attributes, one object per outcome rather than one per message.
+  const counterAttributes = Object.fromEntries(
+    (['processed', 'duplicate', 'conflict', 'retried', 'dead_lettered'] as const).map((outcome) => [
+      outcome,
+      { consumer, outcome },
+    ]),
+  ) as Record<CountedOutcome, { consumer: string; outcome: CountedOutcome }>;
 
   return {
     outcome(outcome, body) {
       const counted = countedAs(outcome);
-      messages.add(1, { consumer, outcome: counted });
+      messages.add(1, counterAttributes[counted]);
       const fields: Record<string, unknown> = {
         consumer,
         scope: outcome.scope,
@@ -69,7 +76,8 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
       if (logPayloads && body !== undefined) fields.body = printable(body);
       switch (outcome.status) {
         case 'processed':
-          logger.debug('inbox: message processed', { ...fields, attempt: outcome.attempt });
+          fields.attempt = outcome.attempt;
+          logger.debug('inbox: message processed', fields);
           return;
         case 'duplicate':
           logger.debug('inbox: duplicate delivery acknowledged without handling', fields);

@@ -128,7 +128,14 @@ async function processChunk<R>(
         prepared.good.envelope.body,
       );
     } else {
-      runnable.push({ ...prepared, index, attempt, counted: counted.has(index) });
+      runnable.push({
+        good: prepared.good,
+        payload: prepared.payload,
+        ordinal: prepared.ordinal,
+        index,
+        attempt,
+        counted: counted.has(index),
+      });
     }
   }
   // Handlers run in delivery order (per-key order matters to the transports); only the
@@ -254,8 +261,10 @@ async function runTransaction<R>(
           const result = await handler(
             handlerContext(rt.options, trx, r.good, r.payload, r.attempt, signal),
           );
-          await assertUsable(trx, statementFailed);
-          statementFailed = false;
+          if (statementFailed) {
+            await assertUsable(trx);
+            statementFailed = false;
+          }
           results.set(r.index, { kind: 'processed', result });
           if (r.counted) done.push(r.good);
         } catch {
@@ -288,7 +297,7 @@ async function runIsolated<R>(
       const value = await handler(
         handlerContext(rt.options, savepoint, r.good, r.payload, r.attempt, signal),
       );
-      await assertUsable(savepoint, statementFailed);
+      if (statementFailed) await assertUsable(savepoint);
       return value;
     });
     rt.instruments.handlerDuration((performance.now() - started) / 1000, true);

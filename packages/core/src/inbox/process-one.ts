@@ -20,10 +20,9 @@ class HandlerFailure {
 /**
  * After a handler returned normally: if one of its statements failed, PostgreSQL has aborted
  * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. One
- * probe statement tells which; it only runs when an error was seen. @internal
+ * probe statement tells which; callers run it only when a statement failed. @internal
  */
-export async function assertUsable(trx: Knex.Transaction, statementFailed: boolean): Promise<void> {
-  if (!statementFailed) return;
+export async function assertUsable(trx: Knex.Transaction): Promise<void> {
   try {
     await trx.raw('select 1');
   } catch (error) {
@@ -101,7 +100,7 @@ export async function processPrepared<R>(
       let result: R;
       try {
         result = await handler(handlerContext(rt.options, trx, good, payload, attempt, signal));
-        await assertUsable(trx, statementFailed);
+        if (statementFailed) await assertUsable(trx);
       } catch (error) {
         rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
         throw new HandlerFailure(asError(error));
