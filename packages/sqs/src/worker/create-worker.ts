@@ -247,7 +247,11 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     }
   }
 
-  function hold(r: Running, message: Message): HeldMessage | undefined {
+  function hold(
+    r: Running,
+    message: Message,
+    controller: AbortController,
+  ): HeldMessage | undefined {
     if (!message.ReceiptHandle) {
       permits.give(1);
       return undefined;
@@ -256,7 +260,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       seq: ++seq,
       message,
       receiptHandle: message.ReceiptHandle,
-      controller: new AbortController(),
+      controller,
     };
     held.set(h.seq, h);
     r.heartbeat?.watch(h);
@@ -285,11 +289,17 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   }
 
   function dispatch(r: Running, messages: readonly Message[]): void {
-    const batch = messages.map((m) => hold(r, m)).filter((h) => h !== undefined);
     if (o.mode === 'batch') {
-      if (batch.length > 0) track(r, batch, settleBatch(r, batch));
+      // One signal for the batch: its messages are handled together, so one going stale
+      // aborts them all (and no listener per message is needed to pass that on).
+      const controller = new AbortController();
+      const batch = messages.map((m) => hold(r, m, controller)).filter((h) => h !== undefined);
+      if (batch.length > 0) track(r, batch, settleBatch(r, batch, controller.signal));
       return;
     }
+    const batch = messages
+      .map((m) => hold(r, m, new AbortController()))
+      .filter((h) => h !== undefined);
     for (const h of batch) {
       const group = h.message.Attributes?.MessageGroupId ?? '';
       const task = r.info.fifo
@@ -390,11 +400,16 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   }
 
   /**
-   * Handles one receive batch (batch mode) with `processBatch`, one transaction per round.
+   * Handles one receive batch (batch mode) with `processBatch`, one transaction per round,
+   * every round with the batch's `signal`.
    * On a FIFO queue round k holds the k-th message of each group, so a group stays in order;
    * a group with a message held back has its later messages released.
    */
-  async function settleBatch(r: Running, batch: readonly HeldMessage[]): Promise<void> {
+  async function settleBatch(
+    r: Running,
+    batch: readonly HeldMessage[],
+    signal: AbortSignal,
+  ): Promise<void> {
     const rounds: HeldMessage[][] = [];
     if (r.info.fifo) {
       const position = new Map<string, number>();
@@ -427,15 +442,11 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       }
       let heldBack: boolean[];
       try {
-        const controller = new AbortController();
-        const abort = () => controller.abort(new Error('a delivery of the batch went stale'));
-        for (const h of live) h.controller.signal.addEventListener('abort', abort, { once: true });
         const outcomes = await r.inbox.processBatch(
           live.map((h) => toEnvelope(h.message, r.envelopeSettings)),
           o.handler,
-          { signal: controller.signal },
+          { signal },
         );
-        for (const h of live) h.controller.signal.removeEventListener('abort', abort);
         heldBack = await Promise.all(
           live.map((h, i) => {
             const outcome = outcomes[i];

@@ -6,6 +6,10 @@ export interface HeldMessage {
   readonly seq: number;
   readonly message: Message;
   readonly receiptHandle: string;
-  /** Aborted (as the handler's `ctx.signal`) when the delivery went stale or on forced shutdown. */
+  /**
+   * Aborted (as the handler's `ctx.signal`) when the delivery went stale or on forced
+   * shutdown. In batch mode the messages of one receive batch share it, since they are
+   * handled together: one going stale aborts the batch.
+   */
   readonly controller: AbortController;
 }
