@@ -3,12 +3,14 @@
  * written by hand and measured in the same process and run.
  *
  * - worker-message: `createSqsWorker` in message mode (one inbox transaction per message,
- *   concurrency 10), beside a hand-written loop with as many pollers: ReceiveMessage (10 at
- *   a time, short polls), one transaction per message that inserts the dedup row `on
- *   conflict do nothing` and the same business row, then DeleteMessageBatch for the ten.
+ *   concurrency 10), beside a hand-written loop with as many pollers that runs the inbox's
+ *   statements by hand, as the Kafka and RabbitMQ baselines do: ReceiveMessage (10 at a
+ *   time, short polls), one transaction per message with the inbox's dedup insert into the
+ *   idempotency table (`on conflict do nothing`, a SHA-256 of the body as request hash) and
+ *   the same business row, then DeleteMessageBatch for the ten.
  * - worker-batch: the worker in batch mode (one `processBatch` transaction per receive
  *   batch, concurrency 20), beside the same loop writing each receive batch in one
- *   transaction (a multi-row dedup insert, then the business rows of the new ids).
+ *   transaction (the inbox's multi-row dedup insert, then the business rows of the new ids).
  * - relay: the outbox relay publishing through `createSqsPublisher`, beside raw
  *   SendMessageBatch calls of the same messages (ten per request, the same number of
  *   requests in flight as the relay's cycles times the publisher's concurrency).
@@ -30,7 +32,7 @@
  * separated subset of worker-message, worker-batch, relay and relay-vs-hand. The last line
  * printed is the JSON.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -47,6 +49,7 @@ import {
   byDestination,
   timedRelayRun,
   fillOutbox,
+  handClaim,
   handRelayLoops,
   machineCpu,
   reached,
@@ -66,6 +69,8 @@ type Mode = keyof typeof CONCURRENCY;
  */
 const pollers = (mode: Mode): number => Math.ceil(CONCURRENCY[mode] / 10);
 const RELAY_BATCH = 200;
+/** The inbox's default retention of dedup records (7 days), as the hand-written claim sets it. */
+const RETENTION_MS = 7 * 24 * 3_600_000;
 const RELAY_CONCURRENCY = Number(process.env.BENCH_RELAY_CONCURRENCY ?? 2);
 const PUBLISHER_CONCURRENCY = Number(process.env.BENCH_PUBLISHER_CONCURRENCY ?? 4);
 
@@ -74,7 +79,6 @@ interface Bench {
   clientConfig: ConstructorParameters<typeof SQSClient>[0];
   store: Store;
   effects: string;
-  dedup: string;
   queues: string[];
 }
 
@@ -156,25 +160,40 @@ async function workerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
 }
 
 /**
- * The hand-written loop: receive ten; one transaction per message (`message`) or one for
- * the ten with a multi-row dedup insert (`batch`); delete the ten.
+ * The hand-written loop: receive ten; one transaction per message (`message`, the inbox's
+ * single-row dedup insert) or one for the ten (`batch`, its multi-row one); delete the ten.
+ * A first delivery has no attempt counter to clear, so neither side touches one.
  */
 async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   const consumer = `bench-raw-${tag()}`;
+  const idempotency = b.store.names.table('idempotency');
   let deleted = 0;
   const write = (messages: readonly Message[]) =>
     b.store.knex.transaction(async (trx) => {
-      const rows = messages.map((m) => ({
-        id: m.MessageAttributes?.['message-id']?.StringValue ?? m.MessageId!,
-        body: m.Body ?? '',
-      }));
-      const fresh = (await trx.raw(
-        `insert into ${b.dedup} (consumer, message_id)
-         select ?, unnest(?::text[]) on conflict do nothing returning message_id`,
-        [consumer, rows.map((r) => r.id)],
-      )) as { rows: Array<{ message_id: string }> };
-      const isNew = new Set(fresh.rows.map((r) => r.message_id));
+      const rows = messages.map((m) => {
+        const body = m.Body ?? '';
+        return {
+          id: m.MessageAttributes?.['message-id']?.StringValue ?? m.MessageId!,
+          body,
+          hash: createHash('sha256').update(body).digest('hex'),
+        };
+      });
+      let isNew: Set<string>;
+      if (mode === 'batch') {
+        isNew = await handClaim(trx, idempotency, consumer, RETENTION_MS, rows);
+      } else {
+        const [row] = rows as [(typeof rows)[number]];
+        const inserted = (await trx.raw(
+          `insert into ${idempotency}
+             (scope, operation, key, status, request_hash, attempts, expires_at)
+           values ('default', ?, ?, 'SUCCEEDED', ?, 1,
+                   now() + ?::double precision * interval '1 millisecond')
+           on conflict (scope, operation, key) do nothing returning key`,
+          [consumer, row.id, row.hash, RETENTION_MS],
+        )) as { rows: unknown[] };
+        isNew = new Set(inserted.rows.length > 0 ? [row.id] : []);
+      }
       for (const row of rows) {
         if (!isNew.has(row.id)) continue;
         await trx.raw(`insert into ${b.effects} (message_id, body) values (?, ?)`, [
@@ -343,16 +362,12 @@ export async function main(): Promise<void> {
     clientConfig,
     store,
     effects: `"${schema}"."bench_effects"`,
-    dedup: `"${schema}"."bench_dedup"`,
     queues: [],
   };
   try {
     await store.migrate();
     await store.knex.raw(
       `create table ${b.effects} (id bigserial primary key, message_id text not null, body text)`,
-    );
-    await store.knex.raw(
-      `create table ${b.dedup} (consumer text, message_id text, primary key (consumer, message_id))`,
     );
     const results = await measureCases(
       rounds,
