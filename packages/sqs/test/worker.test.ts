@@ -1,3 +1,4 @@
+import { DeleteMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import {
   createDeadLetters,
   createInbox,
@@ -210,6 +211,81 @@ describe('SQS worker (ElasticMQ)', () => {
     expect(settled[0]?.outcome).toMatchObject({ status: 'processed', attempt: 1 });
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'slow-2': 1 });
   });
+
+  it.each(['message', 'batch'] as const)(
+    '%s mode: aborts ctx.signal when a held delivery goes stale (in batch mode, for its whole batch)',
+    async (mode) => {
+      const queueUrl = await queues.create(unique('stale'));
+      const consumer = unique('c');
+      await queues.send(queueUrl, [
+        { body: 'a', attributes: { 'message-id': 'stale-a' } },
+        { body: 'b', attributes: { 'message-id': 'stale-b' } },
+      ]);
+      // The worker's own client, with the receipt handles it receives noted by message id.
+      const client = new SQSClient(sqsClientConfig());
+      const receipts = new Map<string, string>();
+      client.middlewareStack.add(
+        (next, context) => async (args) => {
+          const result = await next(args);
+          if (context.commandName === 'ReceiveMessageCommand') {
+            const { Messages = [] } = result.output as { Messages?: Message[] };
+            for (const m of Messages) {
+              const id = m.MessageAttributes?.['message-id']?.StringValue;
+              if (id !== undefined && m.ReceiptHandle) receipts.set(id, m.ReceiptHandle);
+            }
+          }
+          return result;
+        },
+        { step: 'initialize', name: 'noteReceipts' },
+      );
+      const signals = new Map<string, AbortSignal>();
+      const worker = createSqsWorker({
+        client,
+        queueUrl,
+        mode,
+        concurrency: 10,
+        waitTimeSeconds: 1,
+        heartbeat: { enabled: true, intervalMs: 200 },
+        inbox: createInbox({ store, consumer }),
+        handler: async (ctx) => {
+          if (ctx.messageId === 'stale-a') {
+            // Someone else deleted the message: SQS refuses the next extension of its receipt.
+            await queues.sqs.send(
+              new DeleteMessageCommand({
+                QueueUrl: queueUrl,
+                ReceiptHandle: receipts.get('stale-a'),
+              }),
+            );
+            await waitFor('the signal to abort', () => ctx.signal.aborted, {
+              timeoutMs: 10_000,
+              intervalMs: 20,
+            });
+          }
+          signals.set(ctx.messageId, ctx.signal);
+        },
+      });
+      workers.push(worker);
+      try {
+        await worker.start();
+        await waitFor('both messages handled', () => signals.size === 2, {
+          timeoutMs: 20_000,
+          intervalMs: 50,
+        });
+        expect(signals.get('stale-a')?.aborted).toBe(true);
+        // Message mode: each delivery has its own signal. Batch mode: the two came in one
+        // receive batch, which shares one signal, so the stale one aborted it for both.
+        if (mode === 'message') {
+          expect(signals.get('stale-b')?.aborted).toBe(false);
+        } else {
+          expect(signals.get('stale-b')).toBe(signals.get('stale-a'));
+          expect(signals.get('stale-b')?.aborted).toBe(true);
+        }
+      } finally {
+        await worker.stop({ timeoutMs: 5_000 });
+        client.destroy();
+      }
+    },
+  );
 
   it('retries a failing handler through the visibility timeout', async () => {
     const queueUrl = await queues.create(unique('retry'));
