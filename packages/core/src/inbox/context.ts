@@ -24,23 +24,29 @@ class Context implements HandlerContext {
   readonly message: GoodDelivery['envelope'];
   readonly messageId: string;
   readonly scope: string;
+  // Private fields, so a handler sees only the context's own members.
+  readonly #options: ResolvedInboxOptions;
+  readonly #good: GoodDelivery;
   #outbox: HandlerOutbox | undefined;
 
   constructor(
-    private readonly options: ResolvedInboxOptions,
+    options: ResolvedInboxOptions,
     readonly trx: Knex.Transaction,
-    private readonly good: GoodDelivery,
+    good: GoodDelivery,
     readonly payload: unknown,
     readonly attempt: number,
     readonly signal: AbortSignal,
   ) {
+    this.#options = options;
+    this.#good = good;
     this.message = good.envelope;
     this.messageId = good.messageId;
     this.scope = good.scope;
   }
 
   get outbox(): HandlerOutbox {
-    const { options, good } = this;
+    const options = this.#options;
+    const good = this.#good;
     this.#outbox ??= bindOutbox(options.outbox, this.trx, {
       consumer: options.consumer,
       messageId: good.messageId,
