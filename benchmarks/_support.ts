@@ -106,6 +106,33 @@ export async function fillOutbox(
   await store.knex.raw(`analyze ${store.names.table('outbox')}`);
 }
 
+/** The inbox's default retention of dedup records (7 days), as the hand-written claims set it. */
+export const INBOX_RETENTION_MS = 7 * 24 * 3_600_000;
+
+/**
+ * The inbox's single-row claim written by hand (inbox/sql/claim-messages.ts, claimMessage, for
+ * a first delivery, which has no attempt counter to clear): a SUCCEEDED record in the
+ * idempotency table `idempotency` with its request hash and an expiry `retentionMs` ahead.
+ * Resolves to whether the record is new.
+ */
+export async function handClaimOne(
+  trx: Knex.Transaction,
+  idempotency: string,
+  operation: string,
+  retentionMs: number,
+  message: { readonly id: string; readonly hash: string },
+): Promise<boolean> {
+  const claimed = await trx.raw(
+    `insert into ${idempotency}
+       (scope, operation, key, status, request_hash, attempts, expires_at)
+     values ('default', ?, ?, 'SUCCEEDED', ?, 1,
+             now() + ?::double precision * interval '1 millisecond')
+     on conflict (scope, operation, key) do nothing returning scope, key`,
+    [operation, message.id, message.hash, retentionMs],
+  );
+  return rowsOf(claimed).length === 1;
+}
+
 /**
  * The inbox's multi-row claim written by hand (inbox/sql/claim-messages.ts, claimMessages):
  * a SUCCEEDED record per message in the idempotency table `idempotency`, with its request

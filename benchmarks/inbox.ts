@@ -27,13 +27,12 @@ import {
   type Handler,
   type Store,
 } from '@justonce/core';
-import { handClaim, median } from './_support';
+import { handClaim, handClaimOne, INBOX_RETENTION_MS, median } from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
 const PER_MESSAGE_COUNT = 2_000;
 const BATCH_COUNT = 10_000;
-const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 interface Message {
   readonly envelope: Envelope;
@@ -109,7 +108,7 @@ export async function main(): Promise<void> {
 
     const FRAMEWORK = 'bench-framework';
     const BASELINE = 'bench-baseline';
-    const inbox = createInbox({ store, consumer: FRAMEWORK, retentionMs: RETENTION_MS });
+    const inbox = createInbox({ store, consumer: FRAMEWORK, retentionMs: INBOX_RETENTION_MS });
     const insertEffect = `insert into ${effects} (message_id, body_length) values (?, ?)`;
     const handler: Handler = async ({ trx, messageId, message }) => {
       await trx.raw(insertEffect, [messageId, message.body.length]);
@@ -121,16 +120,11 @@ export async function main(): Promise<void> {
     // The statements of processOne for a first delivery, by hand (inbox/sql/claim-messages.ts,
     // claimMessage): the claim, the handler's insert, commit. A first delivery skips the
     // attempt-counting statement, and so has no counter to clear.
-    const claimOneSql = `insert into ${idempotency}
-         (scope, operation, key, status, request_hash, attempts, expires_at)
-       values (?, ?, ?, 'SUCCEEDED', ?, ?, now() + ?::double precision * interval '1 millisecond')
-       on conflict (scope, operation, key) do nothing returning scope, key`;
     const baselineOne = async (m: Message): Promise<void> => {
       await knex.transaction(async (trx) => {
-        const claimed = rowsOf(
-          await trx.raw(claimOneSql, ['default', BASELINE, m.id, m.hash, 1, RETENTION_MS]),
-        );
-        if (claimed.length === 1) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+        if (await handClaimOne(trx, idempotency, BASELINE, INBOX_RETENTION_MS, m)) {
+          await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+        }
       });
     };
 
@@ -138,7 +132,7 @@ export async function main(): Promise<void> {
     // (handClaim), the handlers' inserts, commit.
     const baselineBatch = async (batch: readonly Message[]): Promise<void> => {
       await knex.transaction(async (trx: Knex.Transaction) => {
-        const claimed = await handClaim(trx, idempotency, BASELINE, RETENTION_MS, batch);
+        const claimed = await handClaim(trx, idempotency, BASELINE, INBOX_RETENTION_MS, batch);
         const done = batch.filter((m) => claimed.has(m.id));
         for (const m of done) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
       });

@@ -39,6 +39,7 @@ import {
   timedRelayRun,
   fillOutbox,
   handClaim,
+  INBOX_RETENTION_MS,
   handRelayLoops,
   machineCpu,
   reached,
@@ -48,8 +49,6 @@ import {
 } from './_support';
 
 const CHUNK = 100;
-/** The inbox's default retention of dedup records (7 days), as the hand-written claim sets it. */
-const RETENTION_MS = 7 * 24 * 3_600_000;
 const RELAY_BATCH = 200;
 const RELAY_CONCURRENCY = Number(process.env.BENCH_RELAY_CONCURRENCY ?? 2);
 const PARTITIONS = 3;
@@ -177,7 +176,7 @@ async function rawRun(
       trx,
       env.idempotency,
       name,
-      RETENTION_MS,
+      INBOX_RETENTION_MS,
       rows.map((r) => ({ id: r.id, hash: createHash('sha256').update(r.body).digest('hex') })),
     );
     for (const row of rows) {

@@ -37,7 +37,14 @@ import {
 } from '@justonce/core';
 import { createRabbitConsumer, createRabbitPublisher } from '@justonce/rabbitmq';
 import { ensureServices } from '../test-support/services';
-import { timedRelayRun, fillOutbox, machineCpu, measureCases, wantedCases } from './_support';
+import {
+  timedRelayRun,
+  fillOutbox,
+  INBOX_RETENTION_MS,
+  machineCpu,
+  measureCases,
+  wantedCases,
+} from './_support';
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const RELAY_MESSAGES = Number(process.env.BENCH_RABBIT_RELAY_MESSAGES ?? 10_000);
@@ -46,7 +53,6 @@ const PREFETCH = 64;
 const CONCURRENCY = 8;
 const RELAY_BATCH = 500;
 const KEYS = 1_000;
-const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 const RELAY_CYCLES = 2;
 const JSON_TYPE = 'application/json';
 
@@ -126,7 +132,7 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
            (scope, operation, key, status, request_hash, attempts, expires_at)
          values (?, ?, ?, 'SUCCEEDED', ?, 1, now() + ?::double precision * interval '1 millisecond')
          on conflict (scope, operation, key) do nothing returning scope, key`,
-        ['default', consumerName, id, 'default', consumerName, id, requestHash, RETENTION_MS],
+        ['default', consumerName, id, 'default', consumerName, id, requestHash, INBOX_RETENTION_MS],
       )) as { rows: unknown[] };
       if (inserted.rows.length > 0) {
         await trx.raw(`insert into ${effects} (message_id, body) values (?, ?)`, [

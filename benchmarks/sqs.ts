@@ -50,6 +50,8 @@ import {
   timedRelayRun,
   fillOutbox,
   handClaim,
+  handClaimOne,
+  INBOX_RETENTION_MS,
   handRelayLoops,
   machineCpu,
   reached,
@@ -69,14 +71,11 @@ type Mode = keyof typeof CONCURRENCY;
  */
 const pollers = (mode: Mode): number => Math.ceil(CONCURRENCY[mode] / 10);
 const RELAY_BATCH = 200;
-/** The inbox's default retention of dedup records (7 days), as the hand-written claim sets it. */
-const RETENTION_MS = 7 * 24 * 3_600_000;
 const RELAY_CONCURRENCY = Number(process.env.BENCH_RELAY_CONCURRENCY ?? 2);
 const PUBLISHER_CONCURRENCY = Number(process.env.BENCH_PUBLISHER_CONCURRENCY ?? 4);
 
 interface Bench {
   sqs: SQSClient;
-  clientConfig: ConstructorParameters<typeof SQSClient>[0];
   store: Store;
   effects: string;
   queues: string[];
@@ -181,18 +180,11 @@ async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
       });
       let isNew: Set<string>;
       if (mode === 'batch') {
-        isNew = await handClaim(trx, idempotency, consumer, RETENTION_MS, rows);
+        isNew = await handClaim(trx, idempotency, consumer, INBOX_RETENTION_MS, rows);
       } else {
         const [row] = rows as [(typeof rows)[number]];
-        const inserted = (await trx.raw(
-          `insert into ${idempotency}
-             (scope, operation, key, status, request_hash, attempts, expires_at)
-           values ('default', ?, ?, 'SUCCEEDED', ?, 1,
-                   now() + ?::double precision * interval '1 millisecond')
-           on conflict (scope, operation, key) do nothing returning key`,
-          [consumer, row.id, row.hash, RETENTION_MS],
-        )) as { rows: unknown[] };
-        isNew = new Set(inserted.rows.length > 0 ? [row.id] : []);
+        const fresh = await handClaimOne(trx, idempotency, consumer, INBOX_RETENTION_MS, row);
+        isNew = new Set(fresh ? [row.id] : []);
       }
       for (const row of rows) {
         if (!isNew.has(row.id)) continue;
@@ -359,7 +351,6 @@ export async function main(): Promise<void> {
   const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 12 } });
   const b: Bench = {
     sqs: new SQSClient(clientConfig),
-    clientConfig,
     store,
     effects: `"${schema}"."bench_effects"`,
     queues: [],

@@ -1,5 +1,6 @@
 import {
   ConfigurationError,
+  messageHeaders,
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
@@ -7,7 +8,6 @@ import {
 import { kafkajsClient, type KafkaClient, type KafkaProducerClient } from './client';
 import { isTopicName } from './consumer';
 import { KafkaPublishError, KafkaStateError } from './errors';
-import { HEADERS } from './headers';
 
 /** Options of {@link createKafkaPublisher}. */
 export interface KafkaPublisherOptions {
@@ -53,20 +53,6 @@ const PERMANENT = new Set([
   'INVALID_REQUIRED_ACKS',
   'UNSUPPORTED_FOR_MESSAGE_FORMAT',
 ]);
-
-/**
- * The message's headers plus its id. Copied key by key: a spread with a computed key takes
- * V8's slow path, about 0.7 µs per message.
- */
-function withMessageId(
-  headers: Readonly<Record<string, string>>,
-  messageId: string,
-): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of Object.keys(headers)) out[name] = headers[name] as string;
-  out[HEADERS.messageId] = messageId;
-  return out;
-}
 
 /**
  * The relay's Kafka publisher: an idempotent producer that waits for acknowledgement from
@@ -133,7 +119,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
         messages: messages.map((m) => ({
           key: m.key,
           value: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength),
-          headers: withMessageId(m.headers, m.messageId),
+          headers: messageHeaders(m),
         })),
       });
       return messages.map((m) => ({ messageId: m.messageId, ok: true }));

@@ -1,6 +1,7 @@
 import { ConfigurationError } from '../errors';
 import type { Handler, Inbox, InboxOutcome, InboxStep } from '../inbox/types';
 import type { Envelope } from '../transport/envelope';
+import { messageHeaders } from '../transport/message-headers';
 import type { OutgoingMessage, Publisher, PublishResult } from '../transport/publisher';
 import {
   BrokerClosedError,
@@ -615,7 +616,7 @@ export function createMemoryBroker(options: MemoryBrokerOptions = {}): MemoryBro
             send(m.destination, {
               id: m.messageId,
               body: m.payload,
-              headers: { ...m.headers, 'message-id': m.messageId },
+              headers: messageHeaders(m),
               key: m.key,
             });
             results.push({ messageId: m.messageId, ok: true });

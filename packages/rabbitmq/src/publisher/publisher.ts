@@ -1,6 +1,7 @@
 import {
   ConfigurationError,
   isJustonceError,
+  messageHeaders,
   silentLogger,
   type Logger,
   type OutgoingMessage,
@@ -262,9 +263,7 @@ function properties(
   timestamp: number,
   persistent: boolean,
 ): Options.Publish {
-  const headers: Record<string, string> = {};
-  for (const name in message.headers) headers[name] = message.headers[name]!;
-  headers['message-id'] = message.messageId;
+  const headers = messageHeaders(message);
   if (message.key !== null) headers[PARTITION_KEY_HEADER] = message.key;
   const publish: Options.Publish = {
     messageId: message.messageId,

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
-import type { JustonceError, OutgoingMessage } from '@justonce/core';
+import {
+  MESSAGE_ID_HEADER,
+  messageHeaders,
+  type JustonceError,
+  type OutgoingMessage,
+} from '@justonce/core';
 import { MAX_MESSAGE_ATTRIBUTES, attributeNameProblem } from '../attributes';
 import { BODY_ENCODING_ATTRIBUTE, encodeBody, type BodyEncoding } from '../body';
 import { SqsInvalidMessageError } from '../errors/invalid-message-error';
@@ -8,7 +13,7 @@ import { SqsMessageTooLargeError } from '../errors/message-too-large-error';
 import { SqsTooManyAttributesError } from '../errors/too-many-attributes-error';
 
 /** The attribute every published message carries its id in. */
-export const MESSAGE_ID_ATTRIBUTE = 'message-id';
+export const MESSAGE_ID_ATTRIBUTE = MESSAGE_ID_HEADER;
 
 /** Bytes SQS counts for the data type of a String attribute. */
 const STRING_TYPE_BYTES = Buffer.byteLength('String');
@@ -62,11 +67,7 @@ export function prepareEntry(
   settings: EntrySettings,
 ): PreparedEntry | JustonceError {
   const { messageId, destination } = message;
-  // Copied key by key: a spread with a computed key takes V8's slow path, once per message.
-  const headers: Record<string, string> = {};
-  const given: Readonly<Record<string, string>> = message.headers ?? {};
-  for (const name of Object.keys(given)) headers[name] = given[name] as string;
-  headers[MESSAGE_ID_ATTRIBUTE] = messageId;
+  const headers = messageHeaders(message);
   if (settings.bodyEncoding === 'base64') headers[BODY_ENCODING_ATTRIBUTE] = 'base64';
   const names = Object.keys(headers);
   if (names.length > MAX_MESSAGE_ATTRIBUTES) {
