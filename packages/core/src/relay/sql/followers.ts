@@ -3,6 +3,7 @@ import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import { ascendingId, keysAscending } from '../row-order';
 import { columns, nextOfKey, type ClaimedRow } from './claim';
+import { idArray } from './id-array';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 import { statementCache } from './statement-cache';
 
@@ -57,7 +58,7 @@ export async function readFollowers(
   if (cursors.size === 0) return [];
   const result = await trx.raw(statement(names, null), [
     [...cursors.keys()],
-    [...cursors.values()],
+    idArray(cursors.values()),
     limit,
     limit,
   ]);

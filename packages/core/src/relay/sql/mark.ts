@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { idArray } from './id-array';
 
 /** One failed publish to record. @internal */
 export interface FailureMark {
@@ -26,13 +27,13 @@ export async function markPublished(
   const t = names.table('outbox');
   const result = remove
     ? await trx.raw(`delete from ${t} where id = any(?::bigint[]) and status = 'pending'`, [
-        ids as string[],
+        idArray(ids),
       ])
     : await trx.raw(
         `update ${t}
          set status = 'published', published_at = statement_timestamp()
          where id = any(?::bigint[]) and status = 'pending'`,
-        [ids as string[]],
+        [idArray(ids)],
       );
   const r = result as { rowCount?: number | null; affectedRows?: number } | null;
   return Number(r?.rowCount ?? r?.affectedRows ?? 0);
@@ -60,7 +61,7 @@ export async function markFailed(
      where o.id = f.id and o.status = 'pending'
      returning o.id, o.status`,
     [
-      failures.map((f) => f.id),
+      idArray(failures.map((f) => f.id)),
       failures.map((f) => f.error),
       failures.map((f) => f.delayMs),
       failures.map((f) => f.dead),

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import type { ClaimedRow } from './claim';
+import { idArray } from './id-array';
 
 /**
  * Payloads up to this many bytes travel packed; larger ones are read in a second statement.
@@ -118,7 +119,7 @@ async function readLargePayloads(
 ): Promise<void> {
   const result = await trx.raw(
     `select id::text as id, payload from ${names.table('outbox')} where id = any(?::bigint[])`,
-    [positions.map((p) => rows[p]!.id)],
+    [idArray(positions.map((p) => rows[p]!.id))],
   );
   const byId = new Map<string, Uint8Array>();
   for (const row of rowsOf<{ id: string; payload: Uint8Array }>(result)) {
