@@ -170,7 +170,8 @@ describe('SQS publisher (ElasticMQ)', () => {
 
   it('sends again an entry SQS failed by a server fault, and delivers each message once', async () => {
     const queueUrl = await queues.create(unique('pub-retry'));
-    // First request: SQS "fails" entry m1 (it is not sent at all, as after a server fault).
+    // First request: SQS "fails" the entry of r-1 (it is not sent at all, as after a server
+    // fault); the retry sends it alone, as the first entry of its request.
     const { client, calls } = tamperedClient((input, call) => {
       if (call !== 1) return;
       const dropped = input.Entries?.find((e) => e.MessageBody === 'body of r-1');

@@ -22,12 +22,20 @@ import { Permits } from '../limiter';
 import { isFifoQueue, isQueueName, isQueueUrl } from '../queue-names';
 import { errorName, isRetriableRequestError } from '../request-errors';
 import { sleep } from '../sleep';
-import { prepareEntry, type PreparedEntry } from './entry';
+import { ENTRY_IDS, prepareEntry, requestEntry, type PreparedEntry } from './entry';
 import { resolvePublisherOptions } from './options';
 import { planBatches, type PlannedBatch } from './plan';
 import type { SqsPublisherOptions } from './types';
 
 type Failure = { readonly error: Error; readonly retriable: boolean };
+
+/** The entry of a request that SQS's result `id` names (see {@link ENTRY_IDS}). */
+function entryOf(
+  entries: readonly PreparedEntry[],
+  id: string | undefined,
+): PreparedEntry | undefined {
+  return id === undefined ? undefined : entries[ENTRY_IDS.indexOf(id)];
+}
 
 /**
  * Creates the relay's SQS publisher: a core {@link Publisher} that sends with
@@ -73,21 +81,19 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
   };
 
   async function sendBatch(
-    batch: PlannedBatch,
+    queueUrl: string,
+    entries: readonly PreparedEntry[],
     fail: (entry: PreparedEntry, failure: Failure) => void,
     succeed: (entry: PreparedEntry) => void,
   ): Promise<void> {
-    let pending = [...batch.entries];
+    let pending = entries;
     for (let attempt = 1; pending.length > 0; attempt++) {
       const last = attempt >= settings.maxAttempts;
       let successful: SendMessageBatchResultEntry[];
       let failed: BatchResultErrorEntry[];
       try {
         const response = await client.send(
-          new SendMessageBatchCommand({
-            QueueUrl: batch.queueUrl,
-            Entries: pending.map((p) => ({ Id: `m${p.index}`, ...p.entry })),
-          }),
+          new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending.map(requestEntry) }),
         );
         successful = response.Successful ?? [];
         failed = response.Failed ?? [];
@@ -97,7 +103,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
           for (const p of pending) {
             fail(p, {
               error: new SqsPublishError(
-                `SendMessageBatch to ${batch.queueUrl} failed (${errorName(error)})`,
+                `SendMessageBatch to ${queueUrl} failed (${errorName(error)})`,
                 { messageId: p.message.messageId, destination: p.message.destination },
                 { retriable: true, cause: error },
               ),
@@ -109,14 +115,13 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
         await sleep(fullJitterBackoff(attempt, settings.backoff));
         continue;
       }
-      const byId = new Map(pending.map((p) => [`m${p.index}`, p]));
       for (const ok of successful) {
-        const p = ok.Id === undefined ? undefined : byId.get(ok.Id);
+        const p = entryOf(pending, ok.Id);
         if (p) succeed(p);
       }
       const again: PreparedEntry[] = [];
       for (const bad of failed) {
-        const p = bad.Id === undefined ? undefined : byId.get(bad.Id);
+        const p = entryOf(pending, bad.Id);
         if (!p) continue;
         if (!bad.SenderFault && !last) {
           again.push(p);
@@ -136,28 +141,28 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
           retriable: !bad.SenderFault,
         });
       }
-      warnIfReordered(batch, failed, successful);
+      warnIfReordered(queueUrl, pending, failed, successful);
       pending = again.sort((a, b) => a.index - b.index);
       if (pending.length > 0) await sleep(fullJitterBackoff(attempt, settings.backoff));
     }
   }
 
   function warnIfReordered(
-    batch: PlannedBatch,
+    queueUrl: string,
+    entries: readonly PreparedEntry[],
     failed: readonly BatchResultErrorEntry[],
     successful: readonly SendMessageBatchResultEntry[],
   ): void {
-    if (failed.length === 0 || !isFifoQueue(batch.queueUrl)) return;
-    const index = new Map(batch.entries.map((p) => [`m${p.index}`, p]));
-    const ok = successful.map((s) => index.get(s.Id ?? '')).filter((p) => p !== undefined);
+    if (failed.length === 0 || !isFifoQueue(queueUrl)) return;
+    const ok = successful.map((s) => entryOf(entries, s.Id)).filter((p) => p !== undefined);
     for (const bad of failed) {
-      const p = index.get(bad.Id ?? '');
+      const p = entryOf(entries, bad.Id);
       if (!p || p.message.key === null) continue;
       if (ok.some((o) => o.message.key === p.message.key && o.index > p.index)) {
         logger.warn(
           'sqs publisher: a later message of the same group was accepted before a failed one',
           {
-            queueUrl: batch.queueUrl,
+            queueUrl,
             key: p.message.key,
             messageId: p.message.messageId,
           },
@@ -238,31 +243,33 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
       const failedKeys = new Set<string>();
       const keyOf = (queueUrl: string, p: PreparedEntry) =>
         p.message.key === null ? undefined : `${queueUrl}\u0000${p.message.key}`;
+      /** Fails `p` when an earlier message of its key failed; says whether it did. */
+      const heldBack = (queueUrl: string, p: PreparedEntry): boolean => {
+        const key = keyOf(queueUrl, p);
+        if (key === undefined || !failedKeys.has(key)) return false;
+        fail(p.index, p.message.messageId, {
+          error: new SqsPublishError(
+            `held back: an earlier message of key ${String(p.message.key)} failed`,
+            { messageId: p.message.messageId, destination: p.message.destination },
+            { retriable: true },
+          ),
+          retriable: true,
+        });
+        return true;
+      };
       const permits = new Permits(settings.concurrency);
       const running = new Map<PlannedBatch, Promise<void>>();
       const run = async (batch: PlannedBatch): Promise<void> => {
         await Promise.all(batch.after.map((b) => running.get(b)));
-        const sendable: PreparedEntry[] = [];
-        for (const p of batch.entries) {
-          const key = failedKeys.size === 0 ? undefined : keyOf(batch.queueUrl, p);
-          if (key !== undefined && failedKeys.has(key)) {
-            fail(p.index, p.message.messageId, {
-              error: new SqsPublishError(
-                `held back: an earlier message of key ${String(p.message.key)} failed`,
-                { messageId: p.message.messageId, destination: p.message.destination },
-                { retriable: true },
-              ),
-              retriable: true,
-            });
-          } else {
-            sendable.push(p);
-          }
-        }
+        // Mostly no key has failed, and the batch goes out as planned.
+        let sendable = batch.entries;
+        if (failedKeys.size > 0) sendable = sendable.filter((p) => !heldBack(batch.queueUrl, p));
         if (sendable.length === 0) return;
         await permits.take(1);
         try {
           await sendBatch(
-            { ...batch, entries: sendable },
+            batch.queueUrl,
+            sendable,
             (p, failure) => {
               const key = keyOf(batch.queueUrl, p);
               if (key !== undefined) failedKeys.add(key);
