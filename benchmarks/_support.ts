@@ -22,6 +22,20 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * Rounds per case: BENCH_ROUNDS, default 6. Keep it even, so that each side goes first in as
+ * many rounds as the other: on a shared machine the side that ran second in a round was often
+ * the faster one (by up to a fifth in the SQS relay case, whichever side it was), and with an
+ * odd number of rounds the median ratio lands on a round of the order that came up more often.
+ */
+export function benchRounds(): number {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    throw new Error('BENCH_ROUNDS must be a positive integer');
+  }
+  return rounds;
+}
+
 /** The `p`-th percentile (nearest rank) of a non-empty list. */
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

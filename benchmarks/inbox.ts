@@ -10,7 +10,7 @@
  *   attempt-counter cleanup, commit).
  * - batch vs per-message: the inbox's batch throughput over its per-message throughput.
  *
- * Each case: a warm-up round, then BENCH_ROUNDS rounds (default 5) alternating which side
+ * Each case: a warm-up round, then BENCH_ROUNDS rounds (default 6) alternating which side
  * runs first; tables are truncated before every round. `perSec` and `baselinePerSec` are
  * medians over the rounds; `ratio` is the median of the per-round ratios (the two sides of a
  * round run back to back, so drift in the machine's load cancels out); the CPU figures are
@@ -27,7 +27,7 @@ import {
   type Handler,
   type Store,
 } from '@justonce/core';
-import { handClaim, handClaimOne, INBOX_RETENTION_MS, median } from './_support';
+import { benchRounds, handClaim, handClaimOne, INBOX_RETENTION_MS, median } from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
@@ -87,9 +87,7 @@ async function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): 
 /** Runs the benchmark and prints its JSON line last. */
 export async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
-  if (!Number.isInteger(rounds) || rounds < 1)
-    throw new Error('BENCH_ROUNDS must be a positive integer');
+  const rounds = benchRounds();
   const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
   const store: Store = await createStore({
     connectionString: url,

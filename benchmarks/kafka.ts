@@ -20,7 +20,7 @@
  * Consumers are timed from the first batch handed to them (group joins are not counted) to
  * the last record's database commit; the relay from its start to the last record
  * acknowledged by the broker. Each case: a warm-up round, then BENCH_ROUNDS rounds (default
- * 5) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
+ * 6) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
  * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay,
@@ -35,6 +35,7 @@ import { createInbox, createStore, type HandlerContext, type Store } from '@just
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
 import {
+  benchRounds,
   byDestination,
   timedRelayRun,
   fillOutbox,
@@ -332,7 +333,7 @@ export async function main(): Promise<void> {
   const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
   const count = Number(process.env.BENCH_KAFKA_MESSAGES ?? 4000);
   const relayCount = Number(process.env.BENCH_KAFKA_RELAY_MESSAGES ?? 20_000);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  const rounds = benchRounds();
   const schema = `bench_kafka_${tag()}`;
   const store = await createStore({ connectionString: databaseUrl, schema, pool: { max: 10 } });
   const kafka = new Kafka({ clientId: 'bench', brokers: kafkaBrokers, logLevel: logLevel.NOTHING });

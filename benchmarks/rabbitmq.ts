@@ -19,7 +19,7 @@
  *   all. For information: the relay's claim and mark round trips are in one column only.
  *
  * BENCH_RABBIT_CASES (a comma-separated subset of the case names) runs only those cases.
- * A warm-up round first, then BENCH_ROUNDS rounds (default 5) alternating which side goes
+ * A warm-up round first, then BENCH_ROUNDS rounds (default 6) alternating which side goes
  * first; `perSec` and `baselinePerSec` are medians, `ratio` the median of per-round ratios.
  * BENCH_RABBIT_MESSAGES sets the consumer's messages per round (default 2 000),
  * BENCH_RABBIT_RELAY_MESSAGES the relay's and publisher's (default 10 000). The relay's
@@ -38,6 +38,7 @@ import {
 import { createRabbitConsumer, createRabbitPublisher } from '@justonce/rabbitmq';
 import { ensureServices } from '../test-support/services';
 import {
+  benchRounds,
   timedRelayRun,
   fillOutbox,
   INBOX_RETENTION_MS,
@@ -48,7 +49,7 @@ import {
 
 const MESSAGES = Number(process.env.BENCH_RABBIT_MESSAGES ?? 2_000);
 const RELAY_MESSAGES = Number(process.env.BENCH_RABBIT_RELAY_MESSAGES ?? 10_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = benchRounds();
 const PREFETCH = 64;
 const CONCURRENCY = 8;
 const RELAY_BATCH = 500;

@@ -22,7 +22,7 @@
  * The worker is timed from `start` resolving (the queue is described) to the last message
  * deleted; the hand loop from its first receive to its last delete; the relay from `start`
  * to the last message acknowledged by SQS; the hand-written relay from its first claim to
- * its last commit. A warm-up round first, then BENCH_ROUNDS rounds (default 5) alternating
+ * its last commit. A warm-up round first, then BENCH_ROUNDS rounds (default 6) alternating
  * which side goes first; `perSec` and `baselinePerSec` are medians, `ratio` the median of
  * per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per round (default 1 000),
  * BENCH_SQS_RELAY_MESSAGES the relay's (default 20 000: a run of 5 000 lasts a quarter of a
@@ -46,6 +46,7 @@ import { createInbox, createStore, type Store } from '@justonce/core';
 import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
 import {
+  benchRounds,
   byDestination,
   timedRelayRun,
   fillOutbox,
@@ -341,7 +342,7 @@ export async function main(): Promise<void> {
   const { databaseUrl, sqsEndpoint } = await ensureServices(['postgres', 'sqs']);
   const count = Number(process.env.BENCH_SQS_MESSAGES ?? 1000);
   const relayCount = Number(process.env.BENCH_SQS_RELAY_MESSAGES ?? 20_000);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  const rounds = benchRounds();
   const schema = `bench_sqs_${tag()}`;
   const clientConfig = {
     endpoint: sqsEndpoint,
