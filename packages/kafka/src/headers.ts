@@ -1,7 +1,9 @@
+import { MESSAGE_ID_HEADER } from '@justonce/core';
+
 /** Header names justonce reads and writes on Kafka records. */
 export const HEADERS = {
   /** The id downstream inboxes dedupe on. */
-  messageId: 'message-id',
+  messageId: MESSAGE_ID_HEADER,
   /** Id of the message whose handling produced this one. */
   causationId: 'causation-id',
   /** Id shared by every message of one business flow. */

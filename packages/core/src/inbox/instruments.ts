@@ -4,8 +4,17 @@ import { resolveMeter } from '../observability/metrics';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxOutcome } from './types';
 
+/** The values of the `outcome` attribute of `justonce.inbox.messages`. */
+const COUNTED_OUTCOMES = [
+  'processed',
+  'duplicate',
+  'conflict',
+  'retried',
+  'dead_lettered',
+] as const;
+
 /** The `outcome` attribute of `justonce.inbox.messages`. */
-export type CountedOutcome = 'processed' | 'duplicate' | 'conflict' | 'retried' | 'dead_lettered';
+export type CountedOutcome = (typeof COUNTED_OUTCOMES)[number];
 
 /** Metrics and log lines of one inbox. @internal */
 export interface Instruments {
@@ -57,10 +66,7 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
   const { consumer, logger, logPayloads } = options;
   // The counter's attributes, one object per outcome rather than one per message.
   const counterAttributes = Object.fromEntries(
-    (['processed', 'duplicate', 'conflict', 'retried', 'dead_lettered'] as const).map((outcome) => [
-      outcome,
-      { consumer, outcome },
-    ]),
+    COUNTED_OUTCOMES.map((outcome) => [outcome, { consumer, outcome }]),
   ) as Record<CountedOutcome, { consumer: string; outcome: CountedOutcome }>;
 
   return {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { MESSAGE_ID_HEADER } from '../transport/message-headers';
 import { InvalidEventError } from './invalid-event-error';
 import { deriveMessageId } from './message-id';
 import type { AddOptions, OutboxEvent } from './types';
@@ -157,7 +158,7 @@ export function encodeEvents(
         headers[name] = value;
       }
     }
-    headers['message-id'] = messageId;
+    headers[MESSAGE_ID_HEADER] = messageId;
     return { destination, key, messageId, headers, payload: bytes };
   });
 }

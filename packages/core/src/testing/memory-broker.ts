@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors';
 import type { Handler, Inbox, InboxOutcome, InboxStep } from '../inbox/types';
 import type { Envelope } from '../transport/envelope';
-import { messageHeaders } from '../transport/message-headers';
+import { MESSAGE_ID_HEADER, messageHeaders } from '../transport/message-headers';
 import type { OutgoingMessage, Publisher, PublishResult } from '../transport/publisher';
 import {
   BrokerClosedError,
@@ -263,7 +263,7 @@ function toError(value: unknown): Error {
 function envelopeOf(stored: StoredMessage): Envelope {
   const { message } = stored;
   const headers: Record<string, string> = { ...message.headers };
-  if (message.id !== undefined) headers['message-id'] = message.id;
+  if (message.id !== undefined) headers[MESSAGE_ID_HEADER] = message.id;
   const scope = message.scope ?? headers.tenant;
   return {
     id: message.id,

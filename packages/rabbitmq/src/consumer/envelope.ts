@@ -1,4 +1,4 @@
-import type { Envelope } from '@justonce/core';
+import { MESSAGE_ID_HEADER, type Envelope } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
 import { headerCount, headerString, headersToStrings } from '../amqp/headers';
 
@@ -34,7 +34,7 @@ export function findMessageId(
 ): { id: string | undefined; source: IdSource; extractorError?: unknown } {
   const property: unknown = message.properties.messageId;
   if (typeof property === 'string' && property !== '') return { id: property, source: 'property' };
-  const header = headerString(message.properties.headers, 'message-id');
+  const header = headerString(message.properties.headers, MESSAGE_ID_HEADER);
   if (header !== undefined) return { id: header, source: 'header' };
   if (extractor === undefined) return { id: undefined, source: 'none' };
   try {

@@ -22,20 +22,12 @@ import { Permits } from '../limiter';
 import { isFifoQueue, isQueueName, isQueueUrl } from '../queue-names';
 import { errorName, isRetriableRequestError } from '../request-errors';
 import { sleep } from '../sleep';
-import { ENTRY_IDS, prepareEntry, requestEntry, type PreparedEntry } from './entry';
+import { entryOf, prepareEntry, requestEntry, type PreparedEntry } from './entry';
 import { resolvePublisherOptions } from './options';
 import { planBatches, type PlannedBatch } from './plan';
 import type { SqsPublisherOptions } from './types';
 
 type Failure = { readonly error: Error; readonly retriable: boolean };
-
-/** The entry of a request that SQS's result `id` names (see {@link ENTRY_IDS}). */
-function entryOf(
-  entries: readonly PreparedEntry[],
-  id: string | undefined,
-): PreparedEntry | undefined {
-  return id === undefined ? undefined : entries[ENTRY_IDS.indexOf(id)];
-}
 
 /**
  * Creates the relay's SQS publisher: a core {@link Publisher} that sends with

@@ -56,11 +56,8 @@ export interface EntrySettings {
   readonly bodyEncoding: BodyEncoding;
 }
 
-/** Batch entry `Id`s by position in a request: every request uses the same ten. @internal */
-export const ENTRY_IDS: readonly string[] = Array.from(
-  { length: MAX_BATCH_ENTRIES },
-  (_, i) => `e${i}`,
-);
+/** Batch entry `Id`s by position in a request: every request uses the same ten. */
+const ENTRY_IDS: readonly string[] = Array.from({ length: MAX_BATCH_ENTRIES }, (_, i) => `e${i}`);
 
 /**
  * `prepared`'s entry with the `Id` of position `position` in its request. Built field by
@@ -77,6 +74,14 @@ export function requestEntry(
   return MessageGroupId === undefined
     ? { Id, MessageBody, MessageAttributes }
     : { Id, MessageBody, MessageAttributes, MessageGroupId, MessageDeduplicationId };
+}
+
+/** The entry of a request (`entries`, in request order) that SQS's result `id` names. @internal */
+export function entryOf(
+  entries: readonly PreparedEntry[],
+  id: string | undefined,
+): PreparedEntry | undefined {
+  return id === undefined ? undefined : entries[ENTRY_IDS.indexOf(id)];
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   ConfigurationError,
   createInbox,
   integerOption,
+  MESSAGE_ID_HEADER,
   silentLogger,
   type Envelope,
   type Handler,
@@ -197,7 +198,11 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
     retry: { baseMs, capMs },
     deadLetterQueueUrl,
     messageId: {
-      attribute: attributeName(messageIdOptions.attribute, 'message-id', 'messageId.attribute'),
+      attribute: attributeName(
+        messageIdOptions.attribute,
+        MESSAGE_ID_HEADER,
+        'messageId.attribute',
+      ),
       extract: optionalFunction(messageIdOptions.extract, 'messageId.extract'),
       fallbackToSqsMessageId: fallback,
     },
