@@ -25,8 +25,9 @@ export function median(values: readonly number[]): number {
 /**
  * Rounds per case: BENCH_ROUNDS, default 6. Keep it even, so that each side goes first in as
  * many rounds as the other: on a shared machine the side that ran second in a round was often
- * the faster one (by up to a fifth in the SQS relay case, whichever side it was), and with an
- * odd number of rounds the median ratio lands on a round of the order that came up more often.
+ * the faster one (by up to a fifth in the SQS relay case, whichever side it was; runs of one
+ * side alone showed the same, every other run the faster), and with an odd number of rounds
+ * the median ratio lands on a round of the order that came up more often.
  */
 export function benchRounds(): number {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
