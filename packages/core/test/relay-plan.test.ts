@@ -26,6 +26,49 @@ async function plan(
   return nodes(row!['QUERY PLAN'][0]!.Plan);
 }
 
+/** `value` as an SQL literal of unknown type, for `execute` arguments. */
+function literal(value: Knex.RawBinding): string {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return String(value);
+  const quote = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+  if (Array.isArray(value)) {
+    const items = (value as unknown[]).map(
+      (item) => `"${String(item).replace(/[\\"]/g, (c) => `\\${c}`)}"`,
+    );
+    return quote(`{${items.join(',')}}`);
+  }
+  return quote(String(value));
+}
+
+/**
+ * The plan PostgreSQL uses for `sql` run as a prepared statement once it has switched to a
+ * generic plan (one planned without the bindings' values), as the relay's statements may
+ * after a few runs (see `store/prepared.ts`).
+ */
+async function genericPlan(
+  store: Store,
+  sql: string,
+  bindings: readonly Knex.RawBinding[],
+): Promise<PlanNode[]> {
+  return store.knex.transaction(async (trx) => {
+    await trx.raw('set local plan_cache_mode = force_generic_plan');
+    const native = trx
+      .raw(sql, bindings as Knex.RawBinding[])
+      .toSQL()
+      .toNative();
+    await trx.raw(`prepare justonce_plan_test as ${native.sql}`);
+    try {
+      const result = await trx.raw(
+        `explain (format json) execute justonce_plan_test(${bindings.map(literal).join(', ')})`,
+      );
+      const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(result);
+      return nodes(row!['QUERY PLAN'][0]!.Plan);
+    } finally {
+      await trx.raw('deallocate justonce_plan_test');
+    }
+  });
+}
+
 describe('outbox poll query plan with a million rows (postgres)', () => {
   let store: Store & { dispose(): Promise<void> };
   beforeAll(async () => {
@@ -58,13 +101,39 @@ describe('outbox poll query plan with a million rows (postgres)', () => {
     expect(indexes).toContain(store.names.raw('outbox_pending_keyless_idx'));
   });
 
+  it.each([
+    ['without', false, false],
+    ['with the lease', true, false],
+    ['with a sibling hint', false, true],
+    ['with both', true, true],
+  ])('keeps to them in the generic plan of a prepared claim, %s', async (_label, lease, after) => {
+    const steps = await genericPlan(
+      store,
+      claimSql(store.names, { lease, after }),
+      claimBindings({
+        limit: 200,
+        window: 1_000,
+        after: after ? '990000' : null,
+        leaseMs: lease ? 30_000 : null,
+      }),
+    );
+    const outboxScans = steps.filter((n) => n['Relation Name'] === store.names.raw('outbox'));
+    expect(outboxScans.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+    const indexes = new Set(outboxScans.map((n) => n['Index Name']));
+    expect(indexes).toContain(store.names.raw('outbox_pending_idx'));
+    expect(indexes).toContain(store.names.raw('outbox_pending_key_idx'));
+  });
+
   it('claims a full batch with the million rows present', async () => {
     const result = await store.knex.transaction((trx) => trx.raw(claimSql(store.names), request));
     expect(rowsOf(result)).toHaveLength(200);
   });
 
-  it('walks keys through the pending key index', async () => {
-    const steps = await plan(store, scanKeysSql(store.names, { cursor: true }), [
+  it.each([
+    ['planned per call', plan],
+    ['in a generic plan', genericPlan],
+  ])('walks keys through the pending key index, %s', async (_label, planOf) => {
+    const steps = await planOf(store, scanKeysSql(store.names, { cursor: true }), [
       'key-5',
       1_000,
       [],
@@ -211,6 +280,20 @@ describe("reading a key's next events among many interleaved keys (postgres)", (
         .filter((n) => n['Relation Name'] === store.names.raw('outbox'))
         .map((n) => n['Index Name']),
     ).toEqual([store.names.raw('outbox_pending_key_idx')]);
+  });
+
+  it('reads followers through the pending key index alone in a generic plan', async () => {
+    const keys = Array.from({ length: KEYS }, (_, k) => `key-${k}`);
+    const steps = await genericPlan(store, followersSql(store.names), [
+      keys,
+      keys.map(() => '0'),
+      800,
+      800,
+    ]);
+    const outboxScans = steps.filter((n) => n['Relation Name'] === store.names.raw('outbox'));
+    expect(outboxScans.map((n) => n['Index Name'])).toEqual([
+      store.names.raw('outbox_pending_key_idx'),
+    ]);
   });
 
   it("seeks each head's followers in the pending key index when it claims", async () => {

@@ -141,7 +141,7 @@ export async function runCycle(
     // On PostgreSQL the claim statement itself also sets
     // idle_in_transaction_session_timeout = leaseMs for the rest of the transaction.
     const window = Math.max(MIN_WINDOW, o.batchSize * WINDOW_BATCHES);
-    const claim = await claimBatch(trx, store.names, {
+    const claim = await claimBatch(trx, store, {
       limit: o.batchSize,
       window,
       after: siblings?.after() ?? null,
@@ -154,7 +154,7 @@ export async function runCycle(
       for (const row of rows) if (row.partition_key !== null) taken.add(row.partition_key);
       const more = await claimByKeys(
         trx,
-        store.names,
+        store,
         keyCursor,
         window,
         [...taken],

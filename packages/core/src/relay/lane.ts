@@ -52,9 +52,8 @@ async function markBatch(
   trx: Knex.Transaction,
   d: Decisions,
 ): Promise<{ published: number; dead: number }> {
-  const { names } = o.store;
-  const published = await markPublished(trx, names, d.published, o.onPublished === 'delete');
-  const dead = (await markFailed(trx, names, d.failures)).length;
+  const published = await markPublished(trx, o.store, d.published, o.onPublished === 'delete');
+  const dead = (await markFailed(trx, o.store, d.failures)).length;
   return { published, dead };
 }
 
@@ -98,7 +97,6 @@ export async function runLane(
   mayHaveMore: boolean,
 ): Promise<boolean> {
   const { o, trx, totals } = shared;
-  const { names } = o.store;
   const cursors = new Map<string, string>();
   advance(cursors, first);
   /** Keys with a failure in this cycle: they go no further until it commits. */
@@ -123,7 +121,7 @@ export async function runLane(
     // Read ahead while a batch is still in reserve, so the read has a publish to finish in.
     if (holding && more && reading === null && ready.length < o.batchSize * 2) {
       const from = new Map(cursors);
-      reading = shared.onConnection(() => readFollowers(trx, names, from, readLimit));
+      reading = shared.onConnection(() => readFollowers(trx, o.store, from, readLimit));
     }
     if (marking !== null) tally(await marking);
     const d = decide(batch, await publishing, o);

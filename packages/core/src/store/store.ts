@@ -32,6 +32,14 @@ export interface StoreOptions {
   schema?: string;
   /** Prefix for every table name. Default empty. Validated like `schema`. */
   tablePrefix?: string;
+  /**
+   * Run the relay's hot statements as named prepared statements on PostgreSQL, so each
+   * connection parses them once and PostgreSQL can reuse their plans. Default `true`. Set
+   * `false` when the connections go through a pooler that hands a session's statements to
+   * other clients (PgBouncer in transaction mode before 1.21, or without
+   * `max_prepared_statements`). Ignored on PGlite.
+   */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -48,6 +56,8 @@ export interface Store {
   readonly tablePrefix: string;
   /** Quoted, qualified, prefixed names for SQL. */
   readonly names: MigrationNames;
+  /** Whether hot statements run as named prepared statements (PostgreSQL only). */
+  readonly preparedStatements: boolean;
   /** Creates or upgrades justonce's tables; safe to call from several processes at once. */
   migrate(): Promise<MigrationResult>;
   /** Releases connections the store opened itself; a knex you passed in is left alone. */
@@ -99,6 +109,12 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const schema = options.schema ?? 'justonce';
   const tablePrefix = options.tablePrefix ?? '';
   const names = createNames(schema, tablePrefix);
+  const prepared = options.preparedStatements ?? true;
+  if (typeof prepared !== 'boolean') {
+    throw new ConfigurationError('preparedStatements must be a boolean', {
+      preparedStatements: prepared,
+    });
+  }
   const pool = options.pool ?? {};
   if (pool.max !== undefined && (!Number.isInteger(pool.max) || pool.max < 1)) {
     throw new ConfigurationError('pool.max must be a positive integer', { max: pool.max });
@@ -129,6 +145,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     schema,
     tablePrefix,
     names,
+    preparedStatements: prepared && dialect === 'postgres',
     migrate: () => migrate(knex, names),
     close: async () => {
       if (owned) await knex.destroy();

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
+import { prepared, type StatementStore } from '../../store/prepared';
 import type { MigrationNames } from '../../store/migration';
 import { ascendingId, idsAscending } from '../row-order';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
@@ -237,15 +238,17 @@ export interface Claim {
  */
 export async function claimBatch(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   request: ClaimRequest,
 ): Promise<Claim> {
-  const result = await trx.raw(
-    statement(names, (request.leaseMs !== null ? 1 : 0) + (request.after !== null ? 2 : 0)),
+  const result = await prepared(
+    store,
+    trx,
+    statement(store.names, (request.leaseMs !== null ? 1 : 0) + (request.after !== null ? 2 : 0)),
     claimBindings(request),
   );
   const [packed] = rowsOf<PackedRow & { window_rows: unknown }>(result);
-  const rows = await unpackRows(trx, names, packed);
+  const rows = await unpackRows(trx, store, packed);
   if (!idsAscending(rows)) rows.sort(ascendingId);
   return { rows, windowFull: Number(packed?.window_rows ?? 0) >= request.window };
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import { ascendingId, keysAscending } from '../row-order';
 import { columns, nextOfKey, type ClaimedRow } from './claim';
 import { idArray } from './id-array';
@@ -51,18 +52,18 @@ const statement = statementCache((names, _variant: null) => packedSql(followersS
  */
 export async function readFollowers(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   cursors: ReadonlyMap<string, string>,
   limit: number,
 ): Promise<ClaimedRow[]> {
   if (cursors.size === 0) return [];
-  const result = await trx.raw(statement(names, null), [
+  const result = await prepared(store, trx, statement(store.names, null), [
     [...cursors.keys()],
     idArray(cursors.values()),
     limit,
     limit,
   ]);
-  const rows = await unpackRows(trx, names, rowsOf<PackedRow>(result)[0]);
+  const rows = await unpackRows(trx, store, rowsOf<PackedRow>(result)[0]);
   // Any prefix of id order is also a prefix of each key's events.
   if (!keysAscending(rows)) rows.sort(ascendingId);
   return rows;

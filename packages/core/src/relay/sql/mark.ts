@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
-import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import { idArray } from './id-array';
+import { statementCache } from './statement-cache';
 
 /** One failed publish to record. @internal */
 export interface FailureMark {
@@ -13,28 +14,41 @@ export interface FailureMark {
   readonly dead: boolean;
 }
 
+/** Deletes published events (`remove`) or marks them published. */
+const published = statementCache((names, remove: boolean) => {
+  const t = names.table('outbox');
+  return remove
+    ? `delete from ${t} where id = any(?::bigint[]) and status = 'pending'`
+    : `update ${t}
+         set status = 'published', published_at = statement_timestamp()
+         where id = any(?::bigint[]) and status = 'pending'`;
+});
+
+/** Records failed attempts, each with its error and backoff, or as dead. */
+const failed = statementCache(
+  (names, _variant: null) => `update ${names.table('outbox')} o
+     set attempts = o.attempts + 1,
+         last_error = f.error,
+         available_at = statement_timestamp() + f.delay_ms * interval '1 millisecond',
+         status = case when f.dead then 'dead' else 'pending' end
+     from unnest(?::bigint[], ?::text[], ?::double precision[], ?::boolean[])
+       as f(id, error, delay_ms, dead)
+     where o.id = f.id and o.status = 'pending'
+     returning o.id, o.status`,
+);
+
 /**
  * Marks claimed events published, or deletes them when `remove` is set; runs in the claiming
  * transaction. Returns how many rows it changed.
  */
 export async function markPublished(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   ids: readonly string[],
   remove: boolean,
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  const t = names.table('outbox');
-  const result = remove
-    ? await trx.raw(`delete from ${t} where id = any(?::bigint[]) and status = 'pending'`, [
-        idArray(ids),
-      ])
-    : await trx.raw(
-        `update ${t}
-         set status = 'published', published_at = statement_timestamp()
-         where id = any(?::bigint[]) and status = 'pending'`,
-        [idArray(ids)],
-      );
+  const result = await prepared(store, trx, published(store.names, remove), [idArray(ids)]);
   const r = result as { rowCount?: number | null; affectedRows?: number } | null;
   return Number(r?.rowCount ?? r?.affectedRows ?? 0);
 }
@@ -46,27 +60,16 @@ export async function markPublished(
  */
 export async function markFailed(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   failures: readonly FailureMark[],
 ): Promise<string[]> {
   if (failures.length === 0) return [];
-  const result = await trx.raw(
-    `update ${names.table('outbox')} o
-     set attempts = o.attempts + 1,
-         last_error = f.error,
-         available_at = statement_timestamp() + f.delay_ms * interval '1 millisecond',
-         status = case when f.dead then 'dead' else 'pending' end
-     from unnest(?::bigint[], ?::text[], ?::double precision[], ?::boolean[])
-       as f(id, error, delay_ms, dead)
-     where o.id = f.id and o.status = 'pending'
-     returning o.id, o.status`,
-    [
-      idArray(failures.map((f) => f.id)),
-      failures.map((f) => f.error),
-      failures.map((f) => f.delayMs),
-      failures.map((f) => f.dead),
-    ],
-  );
+  const result = await prepared(store, trx, failed(store.names, null), [
+    idArray(failures.map((f) => f.id)),
+    failures.map((f) => f.error),
+    failures.map((f) => f.delayMs),
+    failures.map((f) => f.dead),
+  ]);
   return rowsOf<{ id: string | number; status: string }>(result)
     .filter((row) => row.status === 'dead')
     .map((row) => String(row.id));

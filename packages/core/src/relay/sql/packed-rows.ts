@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
-import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import type { ClaimedRow } from './claim';
 import { idArray } from './id-array';
+import { statementCache } from './statement-cache';
 
 /**
  * Payloads up to this many bytes travel packed; larger ones are read in a second statement.
@@ -67,7 +68,7 @@ function array<T>(text: string | null): T[] {
  */
 export async function unpackRows(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   packed: PackedRow | undefined,
 ): Promise<ClaimedRow[]> {
   if (packed === undefined) return [];
@@ -107,20 +108,24 @@ export async function unpackRows(
       `packed outbox rows: ${payloads.byteLength} payload bytes, ${at} accounted for`,
     );
   }
-  if (large.length > 0) await readLargePayloads(trx, names, rows, large);
+  if (large.length > 0) await readLargePayloads(trx, store, rows, large);
   return rows;
 }
 
+const largePayloads = statementCache(
+  (names, _variant: null) =>
+    `select id::text as id, payload from ${names.table('outbox')} where id = any(?::bigint[])`,
+);
+
 async function readLargePayloads(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   rows: ClaimedRow[],
   positions: readonly number[],
 ): Promise<void> {
-  const result = await trx.raw(
-    `select id::text as id, payload from ${names.table('outbox')} where id = any(?::bigint[])`,
-    [idArray(positions.map((p) => rows[p]!.id))],
-  );
+  const result = await prepared(store, trx, largePayloads(store.names, null), [
+    idArray(positions.map((p) => rows[p]!.id)),
+  ]);
   const byId = new Map<string, Uint8Array>();
   for (const row of rowsOf<{ id: string; payload: Uint8Array }>(result)) {
     byId.set(row.id, row.payload);

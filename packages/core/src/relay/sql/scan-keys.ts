@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import { statementCache } from './statement-cache';
 import { claimedRows, columns, keyAfter, type ClaimedRow } from './claim';
 
@@ -86,7 +87,7 @@ const statement = statementCache((names, cursor: boolean) => scanKeysSql(names, 
  */
 export async function claimByKeys(
   trx: Knex.Transaction,
-  names: MigrationNames,
+  store: StatementStore,
   cursor: KeyCursor,
   keys: number,
   exclude: readonly string[],
@@ -96,7 +97,7 @@ export async function claimByKeys(
   const bindings: Knex.RawBinding[] = [keys, [...exclude], limit];
   if (from !== null) bindings.unshift(from);
   const raw = rowsOf<Record<string, unknown> & { last_key: string | null; keys_walked: unknown }>(
-    await trx.raw(statement(names, from !== null), bindings),
+    await prepared(store, trx, statement(store.names, from !== null), bindings),
   );
   const walked = Number(raw[0]?.keys_walked ?? 0);
   cursor.key = walked < keys ? null : (raw[0]?.last_key ?? null);

@@ -1,0 +1,117 @@
+import {
+  createMemoryPublisher,
+  createOutbox,
+  createRelay,
+  createStore,
+  rowsOf,
+  type OutboxEvent,
+  type Store,
+} from '../src';
+import { databaseUrl, openTestStore } from './db';
+
+interface PreparedRow {
+  name: string;
+  statement: string;
+  runs: number;
+}
+
+/** The named statements of the connection this query runs on. */
+async function preparedStatements(store: Store): Promise<PreparedRow[]> {
+  return rowsOf<PreparedRow>(
+    await store.knex.raw(
+      `select name, statement, (generic_plans + custom_plans)::int as runs
+       from pg_prepared_statements order by name`,
+    ),
+  );
+}
+
+/**
+ * Outbox work that runs each kind of relay statement: a held claim over a key with more
+ * events than a batch (claim, followers, marks), a payload too large to travel packed, and a
+ * key whose publish fails (the failure mark).
+ */
+async function relayWork(store: Store): Promise<void> {
+  const events: OutboxEvent[] = [
+    ...Array.from({ length: 6 }, (_, n) => ({ destination: 'd', key: 'many', payload: { n } })),
+    { destination: 'd', key: 'large', payload: { text: 'x'.repeat(2_000) } },
+    { destination: 'd', key: 'bad', payload: { n: 0 } },
+  ];
+  await store.knex.transaction((trx) => createOutbox({ store }).add(trx, events));
+  const publisher = createMemoryPublisher();
+  publisher.failKey('bad');
+  const relay = createRelay({ store, publisher, batchSize: 4, backoff: { baseMs: 0, capMs: 0 } });
+  for (let i = 0; i < 10 && publisher.published.length < 7; i += 1) await relay.runOnce();
+  expect(publisher.published.map((m) => m.key).sort()).toEqual([
+    'large',
+    ...Array.from({ length: 6 }, () => 'many'),
+  ]);
+}
+
+describe('prepared statements on postgres', () => {
+  it("parses each of the relay's statements once per connection and reuses it", async () => {
+    // One connection, so every statement below runs on the session that is inspected.
+    const store = await openTestStore('postgres', { pool: { min: 1, max: 1 } });
+    try {
+      expect(store.preparedStatements).toBe(true);
+      await relayWork(store);
+      const first = await preparedStatements(store);
+      expect(first.length).toBeGreaterThan(0);
+      for (const { name } of first) expect(name).toMatch(/^justonce_[0-9a-f]{32}$/);
+      const t = store.names.table('outbox');
+      const kinds = {
+        claim: (s: string) => s.includes('window_rows'),
+        followers: (s: string) => s.includes('with held as materialized'),
+        delete: (s: string) => s.startsWith(`delete from ${t}`),
+        failed: (s: string) => s.includes('last_error = f.error'),
+        large: (s: string) => s.startsWith('select id::text as id, payload'),
+      };
+      for (const [kind, is] of Object.entries(kinds)) {
+        expect([kind, first.filter((row) => is(row.statement)).length]).toEqual([kind, 1]);
+      }
+
+      await relayWork(store);
+      const second = await preparedStatements(store);
+      // The same statements again, not new ones, each run more times.
+      expect(second.map((row) => row.name)).toEqual(first.map((row) => row.name));
+      const deletes = second.find((row) => kinds.delete(row.statement))!;
+      const before = first.find((row) => row.name === deletes.name)!;
+      expect(deletes.runs).toBeGreaterThan(before.runs);
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it('sends plain statements when told not to prepare them', async () => {
+    const store = await openTestStore('postgres', {
+      pool: { min: 1, max: 1 },
+      preparedStatements: false,
+    });
+    try {
+      expect(store.preparedStatements).toBe(false);
+      await relayWork(store);
+      expect(await preparedStatements(store)).toEqual([]);
+    } finally {
+      await store.dispose();
+    }
+  });
+});
+
+describe('preparedStatements option', () => {
+  it('is ignored on PGlite', async () => {
+    const store = await createStore({ pglite: {}, preparedStatements: true });
+    try {
+      expect(store.preparedStatements).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a value that is not a boolean', async () => {
+    await expect(
+      createStore({
+        connectionString: databaseUrl(),
+        preparedStatements: 'yes' as unknown as boolean,
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+});
