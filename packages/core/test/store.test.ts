@@ -49,6 +49,15 @@ describe('store configuration', () => {
     await expect(createStore(options)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 
+  it('refuses an option it does not know, rather than opening an in-memory database', async () => {
+    await expect(
+      createStore({ connection: databaseUrl() } as unknown as Parameters<typeof createStore>[0]),
+    ).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('"connection"'),
+    });
+  });
+
   it('refuses two connection options at once', async () => {
     await expect(
       createStore({ connectionString: databaseUrl(), pglite: {} }),

@@ -93,11 +93,35 @@ function pgliteKnex(dataDir: string | undefined): Knex {
   } as Knex.Config);
 }
 
+/** Every option {@link createStore} knows. */
+const STORE_OPTIONS: ReadonlySet<string> = new Set<keyof StoreOptions>([
+  'knex',
+  'connectionString',
+  'pglite',
+  'pool',
+  'schema',
+  'tablePrefix',
+  'preparedStatements',
+]);
+
 /**
  * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
  * library works with no server at all.
  */
 export async function createStore(options: StoreOptions = {}): Promise<Store> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('createStore takes an options object');
+  }
+  // A misspelt connection option would otherwise leave none given, and the store would
+  // quietly open an empty in-memory database instead of the one meant.
+  const unknown = Object.keys(options).filter((key) => !STORE_OPTIONS.has(key));
+  if (unknown.length > 0) {
+    throw new ConfigurationError(
+      `createStore: unknown option ${unknown.map((key) => `"${key}"`).join(', ')}; ` +
+        `expected some of ${[...STORE_OPTIONS].join(', ')}`,
+      { unknown },
+    );
+  }
   const given = ['knex', 'connectionString', 'pglite'].filter(
     (k) => options[k as keyof StoreOptions] !== undefined,
   );
