@@ -58,6 +58,12 @@ describe('store configuration', () => {
     });
   });
 
+  it('closes an embedded database that was never queried', async () => {
+    const store = await createStore();
+    await store.close();
+    expect((store.knex.client as { pglite: { closed: boolean } }).pglite.closed).toBe(true);
+  });
+
   it('refuses two connection options at once', async () => {
     await expect(
       createStore({ connectionString: databaseUrl(), pglite: {} }),

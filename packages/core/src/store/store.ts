@@ -93,6 +93,22 @@ function pgliteKnex(dataDir: string | undefined): Knex {
   } as Knex.Config);
 }
 
+/**
+ * Closes the embedded database of a PGlite knex the store created. The dialect starts PGlite
+ * when knex is created and closes it only with a pooled connection, so a store closed before
+ * its first query would leave it starting in the background, keeping the process alive.
+ */
+async function closeEmbedded(knex: Knex): Promise<void> {
+  const pglite = (
+    knex.client as {
+      pglite?: { waitReady: Promise<void>; closed: boolean; close(): Promise<void> };
+    }
+  ).pglite;
+  if (pglite === undefined) return;
+  await pglite.waitReady;
+  if (!pglite.closed) await pglite.close();
+}
+
 /** Every option {@link createStore} knows. */
 const STORE_OPTIONS: ReadonlySet<string> = new Set<keyof StoreOptions>([
   'knex',
@@ -172,7 +188,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     preparedStatements: prepared && dialect === 'postgres',
     migrate: () => migrate(knex, names),
     close: async () => {
-      if (owned) await knex.destroy();
+      if (!owned) return;
+      await knex.destroy();
+      if (dialect === 'pglite') await closeEmbedded(knex);
     },
   };
 }
