@@ -269,7 +269,6 @@ describe("reading a key's next events among many interleaved keys (postgres)", (
       keys,
       keys.map(() => '0'),
       limit,
-      limit,
     ]);
     const returned = steps[0]!['Actual Rows'];
     expect(returned).toBe(KEYS * 16 + 1);
@@ -287,7 +286,6 @@ describe("reading a key's next events among many interleaved keys (postgres)", (
     const steps = await genericPlan(store, followersSql(store.names), [
       keys,
       keys.map(() => '0'),
-      800,
       800,
     ]);
     const outboxScans = steps.filter((n) => n['Relation Name'] === store.names.raw('outbox'));

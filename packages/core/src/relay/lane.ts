@@ -84,8 +84,8 @@ export interface LaneShared {
 /**
  * One lane of a cycle: a sequence of publish calls over its own keys, one in flight at a
  * time. It publishes `first`, then — while the hold lasts and its batches come back full —
- * the next events of its keys: while a batch is at the broker it reads ahead (four batches'
- * worth, each key after the last event read of it) and marks the batch before, on the
+ * the next events of its keys, oldest first: while a batch is at the broker it reads ahead
+ * (about four batches' worth, each key after the last event read of it) and marks the batch before, on the
  * cycle's transaction, so the database's round trips overlap the broker's. A batch goes out
  * only after the one before it has its results, and a key with a failure takes no further
  * part, so per-key order holds as with one batch per claim. Resolves to whether its last
@@ -147,7 +147,8 @@ export async function runLane(
     }
     if (blocked.size > 0) ready = ready.filter((row) => !blocked.has(row.partition_key!));
     if (ready.length === 0 || shared.stopped()) break;
-    // The read order is (rank within key, id): any prefix of it takes a prefix of each key.
+    // Each read is in id order, and a key's rows in a later read follow its rows in earlier
+    // ones: any prefix of what is ready takes a prefix of each key.
     batch = ready.splice(0, o.batchSize).sort(ascendingId);
   }
   tally(await marking);

@@ -1,4 +1,4 @@
-import { ascendingId, idAfter, idsAscending, keysAscending } from './row-order';
+import { ascendingId, idAfter, idsAscending } from './row-order';
 import type { ClaimedRow } from './sql/claim';
 
 const row = (id: string, key: string | null): ClaimedRow => ({
@@ -26,14 +26,5 @@ describe('row order', () => {
     expect(idsAscending([row('9', 'a'), row('10', 'b'), row('11', null)])).toBe(true);
     expect(idsAscending([row('10', 'a'), row('9', 'b')])).toBe(false);
     expect(idsAscending([row('9', 'a'), row('9', 'b')])).toBe(false);
-  });
-
-  it('accepts keys interleaved in any way as long as each key is in id order', () => {
-    // (rank, id) order: each key's first row, then each key's second.
-    expect(keysAscending([row('1', 'a'), row('2', 'b'), row('3', 'a'), row('4', 'b')])).toBe(true);
-    expect(keysAscending([row('2', 'b'), row('1', 'a'), row('10', 'b'), row('3', 'a')])).toBe(true);
-    expect(keysAscending([row('3', 'a'), row('2', 'b'), row('1', 'a')])).toBe(false);
-    // Rows without a key are independent of each other.
-    expect(keysAscending([row('5', null), row('4', null)])).toBe(true);
   });
 });

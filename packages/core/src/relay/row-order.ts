@@ -17,16 +17,3 @@ export function idsAscending(rows: readonly ClaimedRow[]): boolean {
   }
   return true;
 }
-
-/** True if every key's rows come in ascending id order (rows without a key are independent). */
-export function keysAscending(rows: readonly ClaimedRow[]): boolean {
-  const last = new Map<string, string>();
-  for (const row of rows) {
-    const key = row.partition_key;
-    if (key === null) continue;
-    const before = last.get(key);
-    if (before !== undefined && !idAfter(row.id, before)) return false;
-    last.set(key, row.id);
-  }
-  return true;
-}
