@@ -8,8 +8,25 @@ export function isQueueName(name: string): boolean {
   return name.length >= 1 && name.length <= MAX_QUEUE_NAME_LENGTH && NAME.test(name);
 }
 
+/**
+ * Queue names by URL (null for a value that is not a queue URL). A publisher asks about the
+ * same few destinations on every call, and parsing a URL costs microseconds each time; the
+ * cache is cleared when full so that values made up per message cannot grow it without end.
+ */
+const namesByUrl = new Map<string, string | null>();
+const NAMES_BY_URL_LIMIT = 1_000;
+
 /** The queue name at the end of a queue URL, or `undefined` when `value` is not a queue URL. */
 export function queueNameOfUrl(value: string): string | undefined {
+  const known = namesByUrl.get(value);
+  if (known !== undefined) return known ?? undefined;
+  const name = parseQueueNameOfUrl(value);
+  if (namesByUrl.size >= NAMES_BY_URL_LIMIT) namesByUrl.clear();
+  namesByUrl.set(value, name ?? null);
+  return name;
+}
+
+function parseQueueNameOfUrl(value: string): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
