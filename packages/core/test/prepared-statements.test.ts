@@ -56,7 +56,7 @@ describe('prepared statements on postgres', () => {
       await relayWork(store);
       const first = await preparedStatements(store);
       expect(first.length).toBeGreaterThan(0);
-      for (const { name } of first) expect(name).toMatch(/^justonce_[0-9a-f]{32}$/);
+      for (const { name } of first) expect(name).toMatch(/^justonce_[0-9a-f]{32}(_\d+)?$/);
       const t = store.names.table('outbox');
       const kinds = {
         claim: (s: string) => s.includes('window_rows'),
@@ -76,6 +76,29 @@ describe('prepared statements on postgres', () => {
       const deletes = second.find((row) => kinds.delete(row.statement))!;
       const before = first.find((row) => row.name === deletes.name)!;
       expect(deletes.runs).toBeGreaterThan(before.runs);
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it('prepares its statements afresh after the server lost them, one failed cycle later', async () => {
+    const store = await openTestStore('postgres', { pool: { min: 1, max: 1 } });
+    try {
+      const add = (key: string) =>
+        store.knex.transaction((trx) =>
+          createOutbox({ store }).add(trx, { destination: 'd', key, payload: { key } }),
+        );
+      const publisher = createMemoryPublisher();
+      const relay = createRelay({ store, publisher });
+      await add('first');
+      expect(await relay.runOnce()).toMatchObject({ published: 1 });
+      // What a pooler's DISCARD ALL does: the driver still believes them prepared.
+      await store.knex.raw('deallocate all');
+      await add('after');
+      await expect(relay.runOnce()).rejects.toMatchObject({ code: '26000' });
+      expect(await relay.runOnce()).toMatchObject({ published: 1 });
+      expect(publisher.published.map((m) => m.key)).toEqual(['first', 'after']);
+      expect((await preparedStatements(store)).length).toBeGreaterThan(0);
     } finally {
       await store.dispose();
     }

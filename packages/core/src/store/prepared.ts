@@ -10,6 +10,13 @@ const names = new Map<string, string>();
 const NAMES_LIMIT = 1_000;
 
 /**
+ * Bumped when PostgreSQL no longer has, or can no longer run, a statement the driver believes
+ * prepared (see {@link isStaleStatement}): every name changes, so the next run of each
+ * statement parses it afresh on whatever connection it gets.
+ */
+let generation = 0;
+
+/**
  * The name a statement is prepared under: derived from its text, because the `pg` driver
  * keeps a connection's prepared statements by name and refuses a name reused for another
  * text. @internal
@@ -17,11 +24,27 @@ const NAMES_LIMIT = 1_000;
 export function statementName(sql: string): string {
   let name = names.get(sql);
   if (name === undefined) {
-    name = `justonce_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`;
+    const hash = createHash('sha256').update(sql).digest('hex').slice(0, 32);
+    name = generation === 0 ? `justonce_${hash}` : `justonce_${hash}_${generation}`;
     if (names.size >= NAMES_LIMIT) names.clear();
     names.set(sql, name);
   }
   return name;
+}
+
+/**
+ * True for the errors of a prepared statement that its connection will repeat on every run:
+ * the server lost it (`DISCARD ALL`, a pooler that moved the session) or a migration changed
+ * the type of a column it returns.
+ */
+function isStaleStatement(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    code === '26000' ||
+    (code === '0A000' &&
+      typeof message === 'string' &&
+      message.includes('cached plan must not change result type'))
+  );
 }
 
 /** What a statement run through {@link prepared} needs of the store. @internal */
@@ -32,14 +55,25 @@ export type StatementStore = Pick<Store, 'names' | 'preparedStatements'>;
  * the store allows it: each connection then parses it once, and PostgreSQL may switch to a
  * generic plan after a few runs instead of planning every call. Only for statements whose
  * text does not vary with the data, or each connection would keep one per variant.
- * @internal
+ *
+ * A prepared statement the server lost or can no longer run fails its transaction; the names
+ * then change, so the caller's next transaction prepares every statement again. @internal
  */
-export function prepared(
+export async function prepared(
   store: StatementStore,
   trx: Knex.Transaction,
   sql: string,
   bindings: readonly Knex.RawBinding[],
-): Knex.Raw {
+): Promise<unknown> {
   const statement = trx.raw(sql, bindings as Knex.RawBinding[]);
-  return store.preparedStatements ? statement.options({ name: statementName(sql) }) : statement;
+  if (!store.preparedStatements) return statement;
+  try {
+    return await statement.options({ name: statementName(sql) });
+  } catch (error) {
+    if (isStaleStatement(error)) {
+      generation += 1;
+      names.clear();
+    }
+    throw error;
+  }
 }
