@@ -85,11 +85,11 @@ export interface LaneShared {
  * One lane of a cycle: a sequence of publish calls over its own keys, one in flight at a
  * time. It publishes `first`, then — while the hold lasts and its batches come back full —
  * the next events of its keys, oldest first: while a batch is at the broker it reads ahead
- * (about four batches' worth, each key after the last event read of it) and marks the batch before, on the
- * cycle's transaction, so the database's round trips overlap the broker's. A batch goes out
- * only after the one before it has its results, and a key with a failure takes no further
- * part, so per-key order holds as with one batch per claim. Resolves to whether its last
- * batch was full. @internal
+ * (about four batches' worth, each key after the last event read of it) and marks the batch
+ * before, on the cycle's transaction, so the database's round trips overlap the broker's. A
+ * batch goes out only after the one before it has its results, and a key with a failure
+ * takes no further part, so per-key order holds as with one batch per claim. Resolves to
+ * whether its last batch was full. @internal
  */
 export async function runLane(
   shared: LaneShared,

@@ -41,18 +41,14 @@ export function keyAfter(alias: string, key: string, after: string): string {
 }
 
 /**
- * The pending events of one key after a row id, in id order and ranked from `firstRank`, at
- * most `limit` (SQL expressions, of the statement's own aliases): the subquery a `lateral`
- * join runs per key, an index range scan on the pending key index (see {@link keyAfter}).
- * @internal
+ * The pending events of one key after its head, in id order and ranked from 2 (the head is
+ * 1), at most `limit` (SQL expressions, of the statement's own aliases): the subquery a
+ * `lateral` join runs per head, an index range scan on the pending key index (see
+ * {@link keyAfter}).
  */
-export function nextOfKey(
-  table: string,
-  at: { key: string; after: string; firstRank: 1 | 2; limit: string },
-): string {
-  const rank = at.firstRank === 1 ? '' : `${at.firstRank - 1} + `;
+function followersOfHead(table: string, at: { key: string; after: string; limit: string }): string {
   return `
-        select ${rank}row_number() over (order by r.partition_key, r.id) as rank, ${columns('r')}
+        select 1 + row_number() over (order by r.partition_key, r.id) as rank, ${columns('r')}
         from ${table} r
         where ${keyAfter('r', at.key, at.after)}
         order by r.partition_key, r.id
@@ -158,10 +154,9 @@ export function claimSql(
       union all
       select f.rank, ${columns('f')}
       from heads
-      cross join lateral (${nextOfKey(t, {
+      cross join lateral (${followersOfHead(t, {
         key: 'heads.partition_key',
         after: 'heads.id',
-        firstRank: 2,
         limit: '(select followers from share)',
       })}) f
       union all

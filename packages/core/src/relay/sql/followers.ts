@@ -11,9 +11,9 @@ import { statementCache } from './statement-cache';
 /**
  * The statement that continues a claim: the next pending events of keys this transaction
  * already holds (their head rows stay locked by it until it ends, so no other relay can take
- * them), each key after its own cursor, a fair share of `limit` per key (`ceil(limit / keys)`,
- * so a little over `limit` in all when every key has its share), each key's a prefix of what
- * follows its cursor. The rows come back in id order, so any prefix of them is again a
+ * them), each key after its own cursor: a fair share of `limit` per key (`ceil(limit / keys)`,
+ * so a little over `limit` in all when every key has its share), each share a prefix of what
+ * follows the key's cursor. The rows come back in id order, so any prefix of them is again a
  * prefix of each key's events, oldest first. Ranking each key's rows and taking the lowest
  * `(rank, id)` up to `limit` exactly would cost PostgreSQL about twice as much per row (a
  * window function and a sort of whole rows). Bindings: keys, cursors (row ids), limit.
