@@ -12,8 +12,11 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+/** The steps of an `explain (format json)` result, depth first. */
+function planSteps<N extends { Plans?: N[] }>(result: unknown): N[] {
+  const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: N }> }>(result);
+  const flatten = (node: N): N[] => [node, ...(node.Plans ?? []).flatMap(flatten)];
+  return flatten(row!['QUERY PLAN'][0]!.Plan);
 }
 
 async function plan(
@@ -21,9 +24,7 @@ async function plan(
   sql: string,
   bindings: readonly Knex.RawBinding[],
 ): Promise<PlanNode[]> {
-  const result = await store.knex.raw(`explain (format json) ${sql}`, bindings);
-  const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(result);
-  return nodes(row!['QUERY PLAN'][0]!.Plan);
+  return planSteps<PlanNode>(await store.knex.raw(`explain (format json) ${sql}`, bindings));
 }
 
 /** `value` as an SQL literal of unknown type, for `execute` arguments. */
@@ -58,11 +59,11 @@ async function genericPlan(
       .toNative();
     await trx.raw(`prepare justonce_plan_test as ${native.sql}`);
     try {
-      const result = await trx.raw(
-        `explain (format json) execute justonce_plan_test(${bindings.map(literal).join(', ')})`,
+      return planSteps<PlanNode>(
+        await trx.raw(
+          `explain (format json) execute justonce_plan_test(${bindings.map(literal).join(', ')})`,
+        ),
       );
-      const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(result);
-      return nodes(row!['QUERY PLAN'][0]!.Plan);
     } finally {
       await trx.raw('deallocate justonce_plan_test');
     }
@@ -183,8 +184,7 @@ describe('claim work with a deep backlog on few keys (postgres)', () => {
       `explain (analyze, format json) ${claimSql(store.names)}`,
       claimBindings({ limit: 200, window, after: null, leaseMs: null }),
     );
-    const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: AnalyzedNode }> }>(result);
-    const steps = analyzed(row!['QUERY PLAN'][0]!.Plan);
+    const steps = planSteps<AnalyzedNode>(result);
     const byAge = steps.filter((n) => n['Index Name'] === store.names.raw('outbox_pending_idx'));
     expect(byAge.length).toBeGreaterThan(0);
     for (const scan of byAge) {
@@ -220,8 +220,7 @@ async function analyzedSteps(
   const result = await store.knex.transaction((trx) =>
     trx.raw(`explain (analyze, format json) ${sql}`, bindings),
   );
-  const [row] = rowsOf<{ 'QUERY PLAN': Array<{ Plan: AnalyzedNode }> }>(result);
-  return analyzed(row!['QUERY PLAN'][0]!.Plan);
+  return planSteps<AnalyzedNode>(result);
 }
 
 /** Outbox rows the steps on the outbox looked at: the ones they kept and the ones filtered out. */
@@ -232,10 +231,6 @@ function rowsLookedAt(store: Store, steps: readonly AnalyzedNode[]): number {
       (sum, n) => sum + (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'],
       0,
     );
-}
-
-function analyzed(plan: AnalyzedNode): AnalyzedNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(analyzed)];
 }
 
 describe("reading a key's next events among many interleaved keys (postgres)", () => {

@@ -1,4 +1,5 @@
 import knexModule, { type Knex } from 'knex';
+import { PGlite } from '@electric-sql/pglite';
 import ClientPgLite from 'knex-pglite';
 
 // knex is CommonJS whose named exports Node's ESM loader cannot see; its default export
@@ -84,29 +85,14 @@ function detectDialect(k: Knex): StoreDialect {
   return typeof name === 'string' && /pglite/i.test(name) ? 'pglite' : 'postgres';
 }
 
-function pgliteKnex(dataDir: string | undefined): Knex {
+/** A knex on the PGlite dialect over `pglite` (a function, so knex does not copy it). */
+function pgliteKnex(pglite: PGlite): Knex {
   return createKnex({
     client: ClientPgLite as unknown as typeof Knex.Client,
     dialect: 'postgres',
-    connection: dataDir === undefined ? {} : { filename: dataDir },
+    connection: () => ({ pglite }),
     useNullAsDefault: true,
-  } as Knex.Config);
-}
-
-/**
- * Closes the embedded database of a PGlite knex the store created. The dialect starts PGlite
- * when knex is created and closes it only with a pooled connection, so a store closed before
- * its first query would leave it starting in the background, keeping the process alive.
- */
-async function closeEmbedded(knex: Knex): Promise<void> {
-  const pglite = (
-    knex.client as {
-      pglite?: { waitReady: Promise<void>; closed: boolean; close(): Promise<void> };
-    }
-  ).pglite;
-  if (pglite === undefined) return;
-  await pglite.waitReady;
-  if (!pglite.closed) await pglite.close();
+  } as unknown as Knex.Config);
 }
 
 /** Every option {@link createStore} knows. */
@@ -162,6 +148,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
 
   let knex: Knex;
   let owned = true;
+  /** The embedded database this store created, if it did. */
+  let embedded: PGlite | undefined;
   if (options.knex) {
     knex = options.knex;
     owned = false;
@@ -175,7 +163,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
       pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
     });
   } else {
-    knex = pgliteKnex(options.pglite?.dataDir);
+    embedded = new PGlite(options.pglite?.dataDir);
+    knex = pgliteKnex(embedded);
   }
   const dialect = detectDialect(knex);
 
@@ -190,7 +179,12 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     close: async () => {
       if (!owned) return;
       await knex.destroy();
-      if (dialect === 'pglite') await closeEmbedded(knex);
+      // The dialect closes PGlite only with a pooled connection: a store closed before its
+      // first query would leave it starting in the background, keeping the process alive.
+      if (embedded !== undefined) {
+        await embedded.waitReady;
+        if (!embedded.closed) await embedded.close();
+      }
     },
   };
 }
