@@ -3,9 +3,14 @@ import type { DeliveryFacts, Envelope } from '../transport/envelope';
 /**
  * Why a message was dead-lettered:
  * - `MISSING_MESSAGE_ID` — the delivery had no id, so it cannot be deduplicated;
- * - `INVALID_MESSAGE_ID` — the id is not a string, is empty, or is longer than `maxIdLength`;
- * - `INVALID_SCOPE` — the scope is not a non-empty string of at most 255 bytes;
- * - `INVALID_BODY` — the body is neither bytes nor a string;
+ * - `INVALID_MESSAGE_ID` — the id is not a string, is empty, is longer than `maxIdLength`,
+ *   or holds text the store cannot keep exactly (U+0000, a lone UTF-16 surrogate);
+ * - `INVALID_SCOPE` — the scope is not a non-empty string of at most 255 bytes, or holds
+ *   such text;
+ * - `INVALID_HEADERS` — the headers are not an object of strings, or a name or value holds
+ *   such text;
+ * - `INVALID_BODY` — the body is neither bytes nor a string, or is a string with a lone
+ *   surrogate;
  * - `UNDECODABLE_BODY` — the inbox's `decode` option threw;
  * - `PAYLOAD_CONFLICT` — the id was seen before with a different payload fingerprint;
  * - `MAX_ATTEMPTS` — failed (or crashed the process) `maxAttempts` times;
@@ -15,6 +20,7 @@ export type DeadLetterReason =
   | 'MISSING_MESSAGE_ID'
   | 'INVALID_MESSAGE_ID'
   | 'INVALID_SCOPE'
+  | 'INVALID_HEADERS'
   | 'INVALID_BODY'
   | 'UNDECODABLE_BODY'
   | 'PAYLOAD_CONFLICT'
@@ -27,7 +33,11 @@ export interface DeadLetter {
   readonly id: string;
   readonly scope: string;
   readonly consumer: string;
-  /** The message id as delivered; `null` when the delivery had none. */
+  /**
+   * The message id as delivered; `null` when the delivery had none. Like `scope`, `key`,
+   * `headers` and `body`, it is given back exactly, even where it held U+0000 or a lone
+   * surrogate (kept aside as JSON; the table's text columns show an escaped form).
+   */
   readonly messageId: string | null;
   /** See {@link DeadLetterReason}. */
   readonly reason: DeadLetterReason;

@@ -10,8 +10,17 @@ export interface DeliveryOrdinal {
   readonly transportAttempt: number;
 }
 
+/**
+ * Ceiling for a delivery count taken from the transport: far above any `maxAttempts` (at most
+ * 1000), and far below the store's integer columns, which a broker's (or a caller's) count of
+ * 2^31 would overflow on every delivery.
+ */
+const MAX_COUNT = 1_000_000;
+
 function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0
+    ? Math.min(Math.floor(value), MAX_COUNT)
+    : 0;
 }
 
 /**

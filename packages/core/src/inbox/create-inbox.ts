@@ -5,12 +5,32 @@ import { processOne } from './process-one';
 import type { InboxRuntime } from './runtime';
 import type { Inbox, InboxOptions, InboxProcessOptions } from './types';
 import { ConfigurationError } from '../errors/configuration-error';
+import type { Envelope } from '../transport/envelope';
+import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
 const NO_STEP: Promise<void> = Promise.resolve();
 
 /** A signal that never aborts, for calls that pass none. */
 const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
+/** Refuses what is not an envelope object: a caller's bug, with nothing to dead-letter. */
+function checkEnvelope(envelope: unknown, index?: number): asserts envelope is Envelope {
+  if (typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope)) return;
+  const at = index === undefined ? '' : ` (#${index})`;
+  throw new InvalidEnvelopeError(
+    `an envelope must be an object with id, headers, body and delivery${at}, got ${
+      envelope === null ? 'null' : Array.isArray(envelope) ? 'an array' : typeof envelope
+    }`,
+    index === undefined ? {} : { index },
+  );
+}
+
+function checkHandler(handler: unknown): void {
+  if (typeof handler !== 'function') {
+    throw new ConfigurationError('the handler must be a function', { type: typeof handler });
+  }
+}
 
 function signalOf(options: InboxProcessOptions | undefined): AbortSignal {
   const signal = options?.signal;
@@ -58,12 +78,19 @@ export function createInbox(options: InboxOptions): Inbox {
   };
   return {
     consumer: resolved.consumer,
-    process: (envelope, handler, processOptions) =>
-      processOne(runtime, envelope, handler, signalOf(processOptions)),
+    process: async (envelope, handler, processOptions) => {
+      checkEnvelope(envelope);
+      checkHandler(handler);
+      return processOne(runtime, envelope, handler, signalOf(processOptions));
+    },
     processBatch: async (envelopes, handler, processOptions) => {
       if (!Array.isArray(envelopes)) {
-        throw new ConfigurationError('processBatch takes an array of envelopes');
+        throw new InvalidEnvelopeError('processBatch takes an array of envelopes', {
+          type: envelopes === null ? 'null' : typeof envelopes,
+        });
       }
+      envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
+      checkHandler(handler);
       return processBatch(runtime, envelopes, handler, signalOf(processOptions));
     },
   };

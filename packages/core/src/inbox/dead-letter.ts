@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
 import { findDeadLetter } from '../dead-letters/sql/find-dead-letter';
-import type { DeliveryFacts } from '../transport/envelope';
+import { storableDiagnostic } from '../store/text';
+import type { DeliveryFacts, Envelope } from '../transport/envelope';
 import { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 import { PayloadConflictError } from './errors/payload-conflict-error';
 import type { BadDelivery, GoodDelivery } from './inspect-envelope';
@@ -20,8 +21,35 @@ function errorCode(error: Error): string | null {
   return typeof code === 'string' ? code : code === undefined ? null : String(code);
 }
 
-function deliveryOf(value: unknown): DeliveryFacts {
-  return typeof value === 'object' && value !== null ? (value as DeliveryFacts) : {};
+/**
+ * The delivery facts worth keeping, each of its own type; a transport's (or a caller's)
+ * anything-goes object never reaches the store's JSON column as given. @internal
+ */
+export function deliveryOf(value: unknown): DeliveryFacts {
+  if (typeof value !== 'object' || value === null) return {};
+  const d = value as Record<keyof DeliveryFacts, unknown>;
+  const count = (n: unknown): number | undefined =>
+    typeof n === 'number' && Number.isFinite(n) ? n : undefined;
+  const text = (t: unknown): string | undefined =>
+    typeof t === 'string' ? storableDiagnostic(t) : undefined;
+  const facts: Record<string, unknown> = {
+    attempt: count(d.attempt),
+    receiveCount: count(d.receiveCount),
+    redelivered: typeof d.redelivered === 'boolean' ? d.redelivered : undefined,
+    source: text(d.source),
+    partition: count(d.partition),
+    offset: text(d.offset),
+    receivedAt:
+      d.receivedAt instanceof Date && !Number.isNaN(d.receivedAt.getTime())
+        ? d.receivedAt
+        : undefined,
+  };
+  for (const name of Object.keys(facts)) if (facts[name] === undefined) delete facts[name];
+  return facts as DeliveryFacts;
+}
+
+function keyOfEnvelope(envelope: Envelope): string | null {
+  return typeof envelope.key === 'string' ? envelope.key : null;
 }
 
 /**
@@ -40,11 +68,12 @@ export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Pr
     errorCode: bad.error.code,
     errorMessage: bad.error.message,
     attempts: 0,
-    key: typeof bad.envelope?.key === 'string' ? bad.envelope.key : null,
+    key: keyOfEnvelope(bad.envelope),
     headers: bad.headers,
     body: bad.body,
     bodyIsText: bad.bodyIsText,
-    delivery: deliveryOf(bad.envelope?.delivery),
+    exactBody: bad.inexactBody,
+    delivery: deliveryOf(bad.envelope.delivery),
     firstAttemptAt: null,
   });
   return {
@@ -142,10 +171,11 @@ async function writeLetter(
     errorCode: errorCode(error),
     errorMessage: error.message,
     attempts: attempt,
-    key: typeof good.envelope.key === 'string' ? good.envelope.key : null,
+    key: keyOfEnvelope(good.envelope),
     headers: good.headers,
     body: good.body,
     bodyIsText: good.bodyIsText,
+    exactBody: good.inexactBody,
     delivery: deliveryOf(good.envelope.delivery),
     firstAttemptAt: taken?.firstAttemptAt ?? null,
   });

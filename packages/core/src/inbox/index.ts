@@ -6,6 +6,8 @@ export { MissingMessageIdError } from './errors/missing-message-id-error';
 export { InvalidMessageIdError } from './errors/invalid-message-id-error';
 export { InvalidScopeError } from './errors/invalid-scope-error';
 export { InvalidBodyError } from './errors/invalid-body-error';
+export { InvalidHeadersError } from './errors/invalid-headers-error';
+export { InvalidEnvelopeError } from './errors/invalid-envelope-error';
 export { UndecodableBodyError } from './errors/undecodable-body-error';
 export { PayloadConflictError } from './errors/payload-conflict-error';
 export { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';

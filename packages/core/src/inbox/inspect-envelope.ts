@@ -1,86 +1,146 @@
 import type { JustonceError } from '../errors/justonce-error';
 import type { DeadLetterReason } from '../dead-letters/types';
+import { hasLoneSurrogate, unstorableText, unwritableText } from '../store/text';
 import type { Envelope } from '../transport/envelope';
 import { InvalidBodyError } from './errors/invalid-body-error';
+import { InvalidHeadersError } from './errors/invalid-headers-error';
 import { InvalidMessageIdError } from './errors/invalid-message-id-error';
 import { InvalidScopeError } from './errors/invalid-scope-error';
 import { MissingMessageIdError } from './errors/missing-message-id-error';
 import { bodyBytes, fingerprint } from './fingerprint';
 import { MAX_SCOPE_BYTES, type ResolvedInboxOptions } from './options';
 
-/** An envelope the inbox can work with. @internal */
-export interface GoodDelivery {
-  readonly ok: true;
+/** What a delivery carries, read defensively from whatever the caller passed. @internal */
+interface Carried {
   readonly envelope: Envelope;
-  readonly messageId: string;
   readonly scope: string;
+  /** The headers as given when they are an object of strings; otherwise the raw value. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
   readonly bodyIsText: boolean;
+  /** The body string itself when its UTF-8 bytes would not give it back (lone surrogates). */
+  readonly inexactBody: string | undefined;
   readonly fingerprint: string;
-  /** Set when the body is neither bytes nor a string (it is kept as JSON text). */
-  readonly bodyError: JustonceError | undefined;
 }
 
-/** An envelope that is bad input, with everything needed to dead-letter it. @internal */
-export interface BadDelivery {
+/** An envelope the inbox can work with. @internal */
+export interface GoodDelivery extends Carried {
+  readonly ok: true;
+  readonly messageId: string;
+  /**
+   * Set when the id and scope are usable but the headers or body are not: the message is
+   * dead-lettered under its id (so a redelivery is acknowledged as already dead-lettered).
+   */
+  readonly inputError:
+    { readonly reason: DeadLetterReason; readonly error: JustonceError } | undefined;
+}
+
+/** An envelope without a usable id or scope, with everything needed to dead-letter it. @internal */
+export interface BadDelivery extends Carried {
   readonly ok: false;
-  readonly envelope: Envelope;
   /** The id as delivered, as text; `null` when there was none. */
   readonly rawId: string | null;
-  readonly scope: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Uint8Array;
-  readonly bodyIsText: boolean;
-  readonly fingerprint: string;
   readonly reason: DeadLetterReason;
   readonly error: JustonceError;
 }
 
-function stringHeaders(value: unknown): Readonly<Record<string, string>> {
-  if (typeof value !== 'object' || value === null) return {};
-  return value as Readonly<Record<string, string>>;
-}
-
-function bodyOf(value: unknown): { body: Uint8Array; bodyIsText: boolean; valid: boolean } {
-  if (typeof value === 'string') return { body: bodyBytes(value), bodyIsText: true, valid: true };
-  if (value instanceof Uint8Array) return { body: value, bodyIsText: false, valid: true };
+function bodyOf(value: unknown): Pick<Carried, 'body' | 'bodyIsText' | 'inexactBody'> & {
+  readonly problem: string | undefined;
+} {
+  if (typeof value === 'string') {
+    const inexact = hasLoneSurrogate(value);
+    return {
+      body: bodyBytes(value),
+      bodyIsText: true,
+      inexactBody: inexact ? value : undefined,
+      problem: inexact
+        ? 'the body string has a lone UTF-16 surrogate, so it has no exact UTF-8 bytes'
+        : undefined,
+    };
+  }
+  if (value instanceof Uint8Array) {
+    return { body: value, bodyIsText: false, inexactBody: undefined, problem: undefined };
+  }
   let text: string;
   try {
     text = JSON.stringify(value) ?? String(value);
   } catch {
-    text = String(value);
+    text = Object.prototype.toString.call(value);
   }
-  return { body: bodyBytes(text), bodyIsText: true, valid: false };
+  return {
+    body: bodyBytes(text),
+    bodyIsText: true,
+    inexactBody: undefined,
+    problem: `the body is a ${value === null ? 'null' : typeof value}, neither a Uint8Array nor a string`,
+  };
+}
+
+/** Why `headers` is not an object of storable strings, or `undefined` when it is. */
+function headersProblem(headers: unknown): string | undefined {
+  if (headers === undefined || headers === null) return undefined;
+  if (typeof headers !== 'object' || Array.isArray(headers) || headers instanceof Uint8Array) {
+    return `headers must be an object of strings, got ${Array.isArray(headers) ? 'an array' : typeof headers}`;
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value !== 'string') {
+      return `header ${JSON.stringify(name)} has a ${value === null ? 'null' : typeof value} value, not a string`;
+    }
+    const problem = unwritableText(name) ?? unwritableText(value);
+    if (problem !== undefined) return `header ${JSON.stringify(name)} ${problem}`;
+  }
+  return undefined;
+}
+
+/** Why `id` cannot be deduplicated on, or `undefined` when it can. */
+function idProblem(id: string, maxIdLength: number): string | undefined {
+  if (id === '') return 'the message id is empty';
+  const bytes = Buffer.byteLength(id);
+  if (bytes > maxIdLength) {
+    return `the message id is ${bytes} bytes long; the limit is ${maxIdLength}`;
+  }
+  const problem = unstorableText(id);
+  return problem === undefined ? undefined : `the message id ${problem}`;
+}
+
+function scopeProblem(scope: unknown): string | undefined {
+  if (typeof scope !== 'string' || scope === '' || Buffer.byteLength(scope) > MAX_SCOPE_BYTES) {
+    return `the scope must be a non-empty string of at most ${MAX_SCOPE_BYTES} bytes`;
+  }
+  const problem = unstorableText(scope);
+  return problem === undefined ? undefined : `the scope ${problem}`;
 }
 
 /**
  * Checks what a transport handed over. Never throws: anything unusable comes back as a
- * {@link BadDelivery} that keeps the body and headers for the dead letter. @internal
+ * {@link BadDelivery} (no usable id or scope) or a {@link GoodDelivery} with an
+ * `inputError` (unusable headers or body), keeping everything for the dead letter. Text the
+ * store cannot hold exactly (U+0000, lone surrogates) is refused here rather than reaching
+ * SQL, where it would fail every delivery. @internal
  */
 export function inspectEnvelope(
   envelope: Envelope,
   options: ResolvedInboxOptions,
 ): GoodDelivery | BadDelivery {
-  const input = (typeof envelope === 'object' && envelope !== null ? envelope : {}) as Partial<
-    Record<keyof Envelope, unknown>
-  >;
-  const headers = stringHeaders(input.headers);
-  const { body, bodyIsText, valid: bodyValid } = bodyOf(input.body);
-  const print = fingerprint(body, headers, options.fingerprintHeaders);
-  const rawScope = input.scope ?? options.defaultScope;
-  const scope = typeof rawScope === 'string' ? rawScope : String(rawScope);
-  const id = input.id;
-  const rawId = id === undefined || id === null ? null : String(id);
-  const bad = (reason: DeadLetterReason, error: JustonceError): BadDelivery => ({
-    ok: false,
+  const headersError = headersProblem(envelope.headers);
+  const headers = (envelope.headers ?? {}) as Readonly<Record<string, string>>;
+  const { problem: bodyError, ...body } = bodyOf(envelope.body);
+  const rawScope: unknown = envelope.scope ?? options.defaultScope;
+  const carried: Carried = {
     envelope,
-    rawId,
-    scope,
+    scope: typeof rawScope === 'string' ? rawScope : String(rawScope),
     headers,
-    body,
-    bodyIsText,
-    fingerprint: print,
+    ...body,
+    fingerprint: fingerprint(
+      body.body,
+      typeof headers === 'object' ? headers : {},
+      options.fingerprintHeaders,
+    ),
+  };
+  const id: unknown = envelope.id;
+  const bad = (reason: DeadLetterReason, error: JustonceError): BadDelivery => ({
+    ...carried,
+    ok: false,
+    rawId: id === undefined || id === null ? null : String(id),
     reason,
     error,
   });
@@ -88,46 +148,31 @@ export function inspectEnvelope(
   if (id === undefined || id === null) {
     return bad('MISSING_MESSAGE_ID', new MissingMessageIdError({ consumer: options.consumer }));
   }
-  if (typeof id !== 'string' || id === '') {
+  if (typeof id !== 'string') {
     return bad(
       'INVALID_MESSAGE_ID',
-      new InvalidMessageIdError('the message id must be a non-empty string', {
-        type: typeof id,
+      new InvalidMessageIdError('the message id must be a non-empty string', { type: typeof id }),
+    );
+  }
+  const badId = idProblem(id, options.maxIdLength);
+  if (badId !== undefined) {
+    return bad(
+      'INVALID_MESSAGE_ID',
+      new InvalidMessageIdError(badId, {
+        bytes: Buffer.byteLength(id),
+        maxIdLength: options.maxIdLength,
       }),
     );
   }
-  const idBytes = Buffer.byteLength(id);
-  if (idBytes > options.maxIdLength) {
-    return bad(
-      'INVALID_MESSAGE_ID',
-      new InvalidMessageIdError(
-        `the message id is ${idBytes} bytes long; the limit is ${options.maxIdLength}`,
-        { length: idBytes, maxIdLength: options.maxIdLength },
-      ),
-    );
+  const badScope = scopeProblem(rawScope);
+  if (badScope !== undefined) {
+    return bad('INVALID_SCOPE', new InvalidScopeError(badScope, { type: typeof rawScope }));
   }
-  if (
-    typeof rawScope !== 'string' ||
-    rawScope === '' ||
-    Buffer.byteLength(rawScope) > MAX_SCOPE_BYTES
-  ) {
-    return bad(
-      'INVALID_SCOPE',
-      new InvalidScopeError(
-        `the scope must be a non-empty string of at most ${MAX_SCOPE_BYTES} bytes`,
-        { type: typeof rawScope },
-      ),
-    );
-  }
-  return {
-    ok: true,
-    envelope,
-    messageId: id,
-    scope,
-    headers,
-    body,
-    bodyIsText,
-    fingerprint: print,
-    bodyError: bodyValid ? undefined : new InvalidBodyError({ type: typeof input.body }),
-  };
+  const inputError =
+    headersError !== undefined
+      ? { reason: 'INVALID_HEADERS' as const, error: new InvalidHeadersError(headersError) }
+      : bodyError !== undefined
+        ? { reason: 'INVALID_BODY' as const, error: new InvalidBodyError(bodyError) }
+        : undefined;
+  return { ...carried, ok: true, messageId: id, inputError };
 }

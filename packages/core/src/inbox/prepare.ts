@@ -30,11 +30,9 @@ export async function prepare(
   await rt.step('received', good.messageId);
   const ordinal = deliveryOrdinal(envelope.delivery);
   const attempt = Math.max(1, ordinal.transportAttempt);
-  if (good.bodyError !== undefined) {
-    const error = good.bodyError;
-    return {
-      settled: await deadLetterMessage(rt, good, 'INVALID_BODY', attempt, () => error),
-    };
+  if (good.inputError !== undefined) {
+    const { reason, error } = good.inputError;
+    return { settled: await deadLetterMessage(rt, good, reason, attempt, () => error) };
   }
   let payload: unknown = envelope.body;
   const { decode } = rt.options;

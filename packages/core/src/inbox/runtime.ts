@@ -1,3 +1,4 @@
+import { storableDiagnostic } from '../store/text';
 import type { Instruments } from './instruments';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxStep } from './types';
@@ -16,12 +17,17 @@ export function asError(value: unknown): Error {
   return new Error(typeof value === 'string' ? value : 'non-Error value thrown', { cause: value });
 }
 
-/** The error as stored in attempt counters: name, message and code, never a payload. @internal */
+/**
+ * The error as stored in attempt counters: name, message and code, never a payload, made
+ * storable (an error message may quote the bad input itself). @internal
+ */
 export function storedError(error: Error): { name: string; message: string; code?: string } {
   const code = (error as { code?: unknown }).code;
   return {
-    name: error.name,
-    message: error.message.slice(0, 2000),
-    ...(typeof code === 'string' || typeof code === 'number' ? { code: String(code) } : {}),
+    name: storableDiagnostic(String(error.name)),
+    message: storableDiagnostic(String(error.message).slice(0, 2000)),
+    ...(typeof code === 'string' || typeof code === 'number'
+      ? { code: storableDiagnostic(String(code)) }
+      : {}),
   };
 }

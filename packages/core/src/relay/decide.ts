@@ -1,3 +1,4 @@
+import { storableDiagnostic } from '../store/text';
 import { fullJitterBackoff } from '../retry/backoff';
 import type { OutgoingMessage, PublishResult } from '../transport/publisher';
 import type { ResolvedRelayOptions } from './options';
@@ -33,10 +34,15 @@ export function toMessage(row: ClaimedRow): OutgoingMessage {
   };
 }
 
-/** An error as `last_error` keeps it. @internal */
+/**
+ * An error as `last_error` keeps it: storable, since a broker's message may quote the
+ * event itself, and a U+0000 in it would fail the whole claiming transaction. @internal
+ */
 export function describe(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text;
+  return storableDiagnostic(
+    text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text,
+  );
 }
 
 /**

@@ -4,7 +4,7 @@ import type { DeadLetter, DeadLetterReason } from '../types';
 /** The columns every dead-letter query selects, with the id as text. @internal */
 export const LETTER_COLUMNS = `id::text as id, scope, consumer, message_id, reason, error_code,
   error_message, attempts, partition_key, headers, body, body_is_text, delivery, fingerprint,
-  first_attempt_at, dead_at, requeued_at, dedupe`;
+  first_attempt_at, dead_at, requeued_at, dedupe, raw`;
 
 /** A `dead_letters` row as pg or PGlite returns it. @internal */
 export interface LetterRow {
@@ -26,6 +26,17 @@ export interface LetterRow {
   dead_at: Date | string;
   requeued_at: Date | string | null;
   dedupe: boolean;
+  /** JSON of the exact id, scope, key, headers (and body) when the columns hold escapes. */
+  raw: string | null;
+}
+
+/** The exact values a letter was given, where its text columns could not hold them. */
+interface ExactText {
+  readonly messageId: string | null;
+  readonly scope: string;
+  readonly key: string | null;
+  readonly headers: Record<string, string>;
+  readonly body?: string;
 }
 
 function json<T>(value: T | string): T {
@@ -47,18 +58,25 @@ export function reviveDelivery(stored: Record<string, unknown>): DeliveryFacts {
 /** Converts a row to the public shape. @internal */
 export function toDeadLetter(row: LetterRow): DeadLetter {
   const bytes = Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength);
+  const exact: ExactText | null = row.raw === null ? null : (JSON.parse(row.raw) as ExactText);
+  const text = exact ?? {
+    messageId: row.message_id,
+    scope: row.scope,
+    key: row.partition_key,
+    headers: json(row.headers),
+  };
   return {
     id: row.id,
-    scope: row.scope,
+    scope: text.scope,
     consumer: row.consumer,
-    messageId: row.message_id,
+    messageId: text.messageId,
     reason: row.reason as DeadLetterReason,
     errorCode: row.error_code,
     errorMessage: row.error_message,
     attempts: Number(row.attempts),
-    key: row.partition_key,
-    headers: json(row.headers),
-    body: row.body_is_text ? bytes.toString('utf8') : new Uint8Array(bytes),
+    key: text.key,
+    headers: text.headers,
+    body: exact?.body ?? (row.body_is_text ? bytes.toString('utf8') : new Uint8Array(bytes)),
     delivery: reviveDelivery(json(row.delivery)),
     fingerprint: row.fingerprint,
     firstAttemptAt: row.first_attempt_at === null ? null : date(row.first_attempt_at),

@@ -4,6 +4,7 @@ import { m002Idempotency } from './002_idempotency';
 import { m003Inbox } from './003_inbox';
 import { m004Outbox } from './004_outbox';
 import { m005Operations } from './005_operations';
+import { m006ExactText } from './006_exact_text';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -15,4 +16,5 @@ export const migrations: readonly Migration[] = [
   m003Inbox,
   m004Outbox,
   m005Operations,
+  m006ExactText,
 ];

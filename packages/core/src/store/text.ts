@@ -1,0 +1,52 @@
+/**
+ * What PostgreSQL can hold in a `text` or `jsonb` value. Its text types refuse U+0000
+ * (22021, or 22P05 inside jsonb), the driver encodes a lone UTF-16 surrogate as U+FFFD, so
+ * two different strings would be stored as one, and PGlite drops a leading U+FEFF on read. Keys (message ids, scopes, destinations)
+ * that are not storable exactly are bad input; diagnostic text is made storable instead.
+ */
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** Why `value` cannot be stored as text exactly, or `undefined` when it can. @internal */
+export function unstorableText(value: string): string | undefined {
+  if (value.includes('\u0000')) return 'contains U+0000';
+  if (LONE_SURROGATE.test(value)) return 'contains a lone UTF-16 surrogate';
+  if (value.charCodeAt(0) === 0xfeff) {
+    // Stored as given, but the embedded PGlite decodes every text value it returns with a
+    // BOM-stripping decoder, so a key read back would no longer match the key written.
+    return 'starts with U+FEFF (a byte-order mark), which PGlite drops when it reads text back';
+  }
+  return undefined;
+}
+
+/**
+ * Why `value` cannot be written as text at all (U+0000) or not unchanged (a lone
+ * surrogate), or `undefined`. Laxer than {@link unstorableText}: for values that are never
+ * read back as text on their own, such as header values kept in JSON. @internal
+ */
+export function unwritableText(value: string): string | undefined {
+  if (value.includes('\u0000')) return 'contains U+0000';
+  if (LONE_SURROGATE.test(value)) return 'contains a lone UTF-16 surrogate';
+  return undefined;
+}
+
+/** True when `value` has a UTF-16 surrogate without its pair (it has no exact UTF-8 bytes). @internal */
+export function hasLoneSurrogate(value: string): boolean {
+  return LONE_SURROGATE.test(value);
+}
+
+/** True when PostgreSQL (and PGlite) store `value` as text and give it back exactly. @internal */
+export function isStorableText(value: string): boolean {
+  return unstorableText(value) === undefined;
+}
+
+/**
+ * A storable form of diagnostic text (an error message, a reason): U+0000 is written as the
+ * six characters `\u0000` and a lone surrogate becomes U+FFFD. Lossy by design, never for
+ * keys. @internal
+ */
+export function storableDiagnostic(value: string): string {
+  if (unwritableText(value) === undefined) return value;
+  return value.replaceAll('\u0000', '\\u0000').replace(LONE_SURROGATES, '\uFFFD');
+}
