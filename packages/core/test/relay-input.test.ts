@@ -1,0 +1,64 @@
+/**
+ * The relay's side of the input boundary: a broker error that quotes the event (and so may
+ * hold U+0000 or a lone surrogate) is recorded as the event's last error, never a raw
+ * database error that fails the claiming transaction and stalls the relay.
+ */
+import {
+  createOutbox,
+  createRelay,
+  rowsOf,
+  type OutgoingMessage,
+  type PublishResult,
+  type Publisher,
+} from '../src';
+import { STORE_KINDS, openTestStore } from './db';
+
+describe.each(STORE_KINDS)('relay input boundary on %s', (kind) => {
+  let store: Awaited<ReturnType<typeof openTestStore>>;
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it.each([
+    ['a per-message failure', false],
+    ['a failed publish call', true],
+  ])('%s whose error quotes U+0000 is recorded and retried', async (_label, throws) => {
+    let calls = 0;
+    const publisher: Publisher = {
+      async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+        calls += 1;
+        if (calls > 1) return messages.map((m) => ({ messageId: m.messageId, ok: true }));
+        const error = new Error('broker refused "\u0000\ud800" in the payload');
+        if (throws) throw error;
+        return messages.map((m) => ({ messageId: m.messageId, ok: false, error, retriable: true }));
+      },
+      close: async () => undefined,
+    };
+    const relay = createRelay({ store, publisher, onPublished: 'keep', backoff: { baseMs: 1 } });
+    const [id] = await store.knex.transaction((trx) =>
+      createOutbox({ store }).add(trx, { destination: 'd', payload: { n: 1 } }),
+    );
+    await relay.runOnce();
+    const failed = await store.knex.raw(
+      `select status, attempts, last_error from ${store.names.table('outbox')} where message_id = ?`,
+      [id],
+    );
+    const row = rowsOf<{ status: string; attempts: number; last_error: string }>(failed)[0];
+    expect(row?.status).toBe('pending');
+    expect(row?.last_error).toContain('broker refused "\\u0000\ufffd"');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 20 && calls < 2; i += 1) {
+      await relay.runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const done = await store.knex.raw(
+      `select status from ${store.names.table('outbox')} where message_id = ?`,
+      [id],
+    );
+    expect(rowsOf<{ status: string }>(done)[0]?.status).toBe('published');
+    await relay.stop();
+  });
+});
