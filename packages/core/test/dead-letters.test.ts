@@ -39,6 +39,23 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
     throw new Error('always fails');
   };
 
+  it('pages in numeric id order past id 9 (ids are not sorted as text)', async () => {
+    const inbox = inboxFor();
+    for (let i = 0; i < 12; i += 1) await inbox.process(envelope(undefined, `b${i}`), effect);
+    const letters = createDeadLetters(store);
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page += 1) {
+      const batch = await letters.list({ consumer: inbox.consumer, limit: 5, after });
+      if (batch.length === 0) break;
+      seen.push(...batch.map((l) => l.id));
+      after = batch.at(-1)?.id;
+    }
+    expect(seen).toHaveLength(12);
+    expect(new Set(seen).size).toBe(12);
+    expect(seen.map(Number)).toEqual([...seen.map(Number)].sort((a, b) => a - b));
+  });
+
   it('lists, filters and pages letters, and gets one with everything that was delivered', async () => {
     const inbox = inboxFor({ maxAttempts: 1 });
     const other = inboxFor({ maxAttempts: 1 });

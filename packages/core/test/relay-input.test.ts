@@ -3,6 +3,7 @@
  * hold U+0000 or a lone surrogate) is recorded as the event's last error, never a raw
  * database error that fails the claiming transaction and stalls the relay.
  */
+import { randomUUID } from 'node:crypto';
 import {
   createOutbox,
   createRelay,
@@ -38,8 +39,9 @@ describe.each(STORE_KINDS)('relay input boundary on %s', (kind) => {
       close: async () => undefined,
     };
     const relay = createRelay({ store, publisher, onPublished: 'keep', backoff: { baseMs: 1 } });
-    const [id] = await store.knex.transaction((trx) =>
-      createOutbox({ store }).add(trx, { destination: 'd', payload: { n: 1 } }),
+    const id = randomUUID();
+    await store.knex.transaction((trx) =>
+      createOutbox({ store }).add(trx, { destination: 'd', messageId: id, payload: { n: 1 } }),
     );
     await relay.runOnce();
     const failed = await store.knex.raw(

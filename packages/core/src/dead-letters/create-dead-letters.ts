@@ -84,7 +84,7 @@ export function createDeadLetters(store: Store): DeadLetters {
       const result = await knex.raw(
         `select ${LETTER_COLUMNS} from ${letters}
           ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
-          order by id limit ?`,
+          order by ${letters}.id limit ?`,
         [...bindings, limit],
       );
       return rowsOf<LetterRow>(result).map(toDeadLetter);
