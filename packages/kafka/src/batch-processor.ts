@@ -10,6 +10,7 @@ import type { KafkaBatchContext, KafkaConsumerClient, KafkaRecord } from './clie
 import { toEnvelope, type EnvelopeSettings } from './envelope';
 import type { DeadLetterReason } from './dead-letter';
 import { createFirstDeliveryTracker } from './first-delivery';
+import { narrowAfterFailure, nextChunk, type Narrowing } from './narrowing';
 
 /** Where a record sits: reported beside every outcome. */
 export interface RecordPosition {
@@ -50,6 +51,8 @@ interface ChunkResult {
   readonly retry?: { readonly offset: string; readonly delayMs: number };
   /** True when the batch must not go on (stopping, stale, revoked). */
   readonly stopped?: boolean;
+  /** True when the inbox call failed for the chunk as a whole: nothing in it was settled. */
+  readonly wholeChunkFailed?: boolean;
 }
 
 const INFRA_BACKOFF = { baseMs: 250, capMs: 30_000 };
@@ -61,6 +64,10 @@ const MIN_INFRA_DELAY_MS = 100;
  * transaction (`processBatch`); in `message` mode each record of the chunk is its own
  * transaction (`process`). After each chunk the offset after the last finished record is
  * committed — never before the database transaction that finished it has committed.
+ *
+ * A batch-mode chunk whose inbox call fails as a whole is retried in smaller chunks, down to
+ * one record, so that a record that makes every call fail holds back only itself (see
+ * `narrowing.ts`).
  *
  * Records are declared first deliveries (so the inbox skips counting them) by the rule in
  * `first-delivery.ts`: only after a successful offset commit on the partition since it was
@@ -83,6 +90,8 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
   const timers = new Set<ReturnType<typeof setTimeout>>();
   /** Per topic-partition: what decides which records are declared first deliveries. */
   const firstDeliveries = createFirstDeliveryTracker(deps.batchSize);
+  /** Per topic-partition: a stretch taken in smaller chunks after a chunk failed as a whole. */
+  const narrowed = new Map<string, Narrowing>();
 
   const infraDelay = (tp: string): number => {
     const n = (infraFailures.get(tp) ?? 0) + 1;
@@ -258,7 +267,10 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
           offset: chunk[0]?.offset,
           error: errorMessage(error),
         });
-        return { retry: { offset: chunk[0]!.offset, delayMs: infraDelay(tp) } };
+        return {
+          retry: { offset: chunk[0]!.offset, delayMs: infraDelay(tp) },
+          wholeChunkFailed: true,
+        };
       }
       let failedAt: number | undefined;
       let delayMs = 0;
@@ -293,11 +305,13 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
     }
 
     try {
-      for (let i = 0; i < records.length; i += deps.batchSize) {
+      for (let i = 0; i < records.length;) {
         if (mustStop()) break;
-        const chunk = records.slice(i, i + deps.batchSize);
+        const chunk = records.slice(i, i + chunkSize(tp, records, i));
+        i += chunk.length;
         const result = deps.mode === 'batch' ? await together(chunk) : await oneByOne(chunk);
         await commit(result.done);
+        if (result.wholeChunkFailed && !revoked()) narrow(ctx, tp, chunk);
         if (result.retry) {
           if (!revoked()) retryLater(ctx, tp, result.retry.offset, result.retry.delayMs);
           break;
@@ -309,6 +323,38 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
     }
     // Let the client rejoin the group (or handle the eviction) it was told about.
     if (heartbeatError !== undefined) throw heartbeatError;
+  }
+
+  /**
+   * Records in the next chunk from `records[start]`: `batchSize`, fewer within a stretch
+   * narrowed after a whole-chunk failure (batch mode only; in message mode every record is
+   * its own inbox call already).
+   */
+  function chunkSize(tp: string, records: readonly KafkaRecord[], start: number): number {
+    if (deps.mode !== 'batch' || !narrowed.has(tp)) return deps.batchSize;
+    const ahead = records.slice(start, start + deps.batchSize).map((r) => BigInt(r.offset));
+    const next = nextChunk(narrowed.get(tp), ahead, deps.batchSize);
+    if (next.narrowing === undefined) narrowed.delete(tp);
+    return next.size;
+  }
+
+  /** After `chunk` failed as a whole: take its stretch in chunks of half its size. */
+  function narrow(ctx: KafkaBatchContext, tp: string, chunk: readonly KafkaRecord[]): void {
+    const before = narrowed.get(tp);
+    const next = narrowAfterFailure(
+      before,
+      chunk.map((r) => BigInt(r.offset)),
+    );
+    narrowed.set(tp, next);
+    // Down to one record, the failure itself is what the retry logged.
+    if (before?.size === next.size && before.until === next.until) return;
+    deps.logger.warn('kafka inbox batch failed as a whole; retrying it in smaller chunks', {
+      topic: ctx.batch.topic,
+      partition: ctx.batch.partition,
+      from: chunk[0]?.offset,
+      until: next.until.toString(),
+      chunkSize: next.size,
+    });
   }
 
   /** Seeks back to `offset` and pauses the partition for `delayMs`; no sleeping in here. */
@@ -331,11 +377,13 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
     eachBatch,
     reset: () => {
       retryFrom.clear();
+      narrowed.clear();
       firstDeliveries.reset();
     },
     dispose: () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      narrowed.clear();
       firstDeliveries.reset();
     },
   };

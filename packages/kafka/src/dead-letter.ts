@@ -33,8 +33,23 @@ export function deadLetterRecord(
 ): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer | string> } {
   const headers: Record<string, Buffer | string> = {};
   for (const [name, value] of Object.entries(record.headers ?? {})) {
-    const last = Array.isArray(value) ? value[value.length - 1] : value;
-    if (last !== undefined && last !== null) headers[name] = last as Buffer | string;
+    const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
+    // The original bytes, exactly: U+0000 or invalid UTF-8 are no obstacle to Kafka.
+    const kept =
+      typeof last === 'string' || Buffer.isBuffer(last)
+        ? last
+        : last instanceof Uint8Array
+          ? Buffer.from(last)
+          : undefined;
+    if (kept !== undefined) {
+      // An own property even for `__proto__`, which a plain assignment would drop.
+      Object.defineProperty(headers, name, {
+        value: kept,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
   }
   Object.assign(headers, {
     [DEAD_LETTER_HEADERS.reason]: why.reason,

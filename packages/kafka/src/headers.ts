@@ -1,4 +1,5 @@
 import { MESSAGE_ID_HEADER } from '@justonce/core';
+import { utf8Text } from './text';
 
 /** Header names justonce reads and writes on Kafka records. */
 export const HEADERS = {
@@ -38,24 +39,48 @@ export const DEAD_LETTER_HEADERS = {
   deadLetteredAt: 'x-dead-lettered-at',
 } as const;
 
-/** Header values as kafkajs delivers them. */
-export type RawHeaderValue = Buffer | string | ReadonlyArray<Buffer | string> | undefined;
+/** Header values as kafkajs delivers them (`null` from clients that mark an absent value so). */
+export type RawHeaderValue =
+  Buffer | string | ReadonlyArray<Buffer | string | null | undefined> | null | undefined;
 
 /** Record headers as kafkajs delivers them. */
 export type RawHeaders = Readonly<Record<string, RawHeaderValue>>;
 
 /**
- * Decodes record headers to strings (UTF-8). A header that occurs more than once keeps its
- * last value, which is the one Kafka clients conventionally treat as current; an absent
- * value is dropped.
+ * Decodes record headers to strings. A header that occurs more than once keeps its last
+ * value, which is the one Kafka clients conventionally treat as current; an absent value
+ * (`undefined`, `null`, an empty list) is dropped. Bytes are decoded by {@link utf8Text}:
+ * invalid UTF-8 is kept, one-to-one, as lone surrogates that the inbox refuses, so such a
+ * header dead-letters the record rather than being read as something it is not. A value
+ * of any other type (from a client that is not kafkajs) is passed on as it is, and the inbox
+ * dead-letters it as `INVALID_HEADERS`. Every name, `__proto__` included, becomes an own
+ * property. Never throws.
  */
 export function decodeHeaders(raw: RawHeaders | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!raw) return out;
+  if (typeof raw !== 'object' || raw === null) return out;
   for (const [name, value] of Object.entries(raw)) {
-    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
     if (last === undefined || last === null) continue;
-    out[name] = typeof last === 'string' ? last : Buffer.from(last as Uint8Array).toString('utf8');
+    const text: unknown =
+      typeof last === 'string' ? last : last instanceof Uint8Array ? utf8Text(last) : last;
+    Object.defineProperty(out, name, {
+      value: text,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
+}
+
+/**
+ * `headers[name]` when the record carries that header, so that a name such as
+ * `constructor` never finds what `Object.prototype` holds. @internal
+ */
+export function headerOf(
+  headers: Readonly<Record<string, string>>,
+  name: string,
+): string | undefined {
+  return Object.hasOwn(headers, name) ? headers[name] : undefined;
 }

@@ -1,4 +1,5 @@
 import type { KafkaRecord } from './client';
+import { headerOf } from './headers';
 
 /** Where the message id of a consumed record is looked up, in order. */
 export interface MessageIdOptions {
@@ -25,7 +26,13 @@ export interface MessageIdOptions {
   readonly fallbackToOffset?: boolean;
 }
 
-/** The id of a record by the rules of {@link MessageIdOptions}, or `undefined`. */
+/**
+ * The id of a record by the rules of {@link MessageIdOptions}, or `undefined`. Never throws
+ * (neither a throwing `extract` nor a throwing `onExtractError`): a throw here would fail
+ * the record's whole chunk on every delivery. A header value that is not usable text is
+ * returned as it is, not replaced by the offset, so that the inbox dead-letters the record
+ * (`INVALID_MESSAGE_ID`) instead of handling it under an id its producer never gave it.
+ */
 export function resolveMessageId(
   record: KafkaRecord,
   headers: Readonly<Record<string, string>>,
@@ -35,16 +42,20 @@ export function resolveMessageId(
     Pick<MessageIdOptions, 'extract'>,
   onExtractError: (error: unknown) => void,
 ): string | undefined {
-  const fromHeader = headers[options.header];
+  const fromHeader = headerOf(headers, options.header);
   if (fromHeader !== undefined && fromHeader !== '') return fromHeader;
   if (options.extract) {
     try {
       const extracted = options.extract(record, topic, partition);
       if (typeof extracted === 'string' && extracted !== '') return extracted;
     } catch (error) {
-      onExtractError(error);
+      try {
+        onExtractError(error);
+      } catch {
+        // Only the report failed; the record still goes on, without an id.
+      }
       return undefined;
     }
   }
-  return options.fallbackToOffset ? `${topic}/${partition}/${record.offset}` : undefined;
+  return options.fallbackToOffset ? `${topic}/${partition}/${String(record.offset)}` : undefined;
 }

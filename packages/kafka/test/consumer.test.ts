@@ -1,5 +1,10 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { createInbox, type HandlerContext, type InboxOutcome } from '@justonce/core';
+import {
+  createDeadLetters,
+  createInbox,
+  type HandlerContext,
+  type InboxOutcome,
+} from '@justonce/core';
 import {
   createKafkaConsumer,
   DEAD_LETTER_HEADERS,
@@ -561,5 +566,119 @@ describe('createKafkaConsumer heartbeats', () => {
     });
     expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(40);
     expect(outcomes.filter((o) => o.status !== 'processed')).toHaveLength(0);
+  });
+});
+
+describe('createKafkaConsumer in batch mode, one bad record in a chunk', () => {
+  /** Eight records in one chunk, the bad one at offset 5, each with an id of its own. */
+  async function chunkWithBadRecord(label: string) {
+    const topic = unique(label);
+    const dlq = `${topic}.dlq`;
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic, dlq], 1);
+    const values = ['0', '1', '2', '3', '4', 'bad', '6', '7'];
+    await produce(
+      producer,
+      topic,
+      values.map((v) => ({ value: v, headers: { 'message-id': `${name}-${v}` } })),
+    );
+    return { topic, dlq, groupId, name, values, badId: `${name}-bad` };
+  }
+
+  /**
+   * After the loop: exactly the bad record is dead-lettered, in the dead-letter topic and in
+   * the store; every other record took effect once; no attempt counter is left.
+   */
+  async function expectOnlyBadDeadLettered(run: {
+    topic: string;
+    dlq: string;
+    groupId: string;
+    name: string;
+    values: string[];
+    badId: string;
+  }): Promise<void> {
+    const [letter] = await readTopic(kafka, run.dlq, 1);
+    expect(letter?.value).toBe('bad');
+    expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+    await waitFor('all offsets committed', () => fullyCommitted(run.groupId, run.topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    const [end] = await admin.fetchTopicOffsets(run.dlq);
+    expect(end!.high).toBe('1');
+    const letters = await createDeadLetters(store).list({ consumer: run.name });
+    expect(letters.map((l) => [l.messageId, l.reason])).toEqual([[run.badId, 'MAX_ATTEMPTS']]);
+    const counts = await store.effectCounts();
+    const mine = [...counts].filter(([id]) => id.startsWith(`${run.name}-`));
+    expect(mine.map(([id]) => id).sort()).toEqual(
+      run.values
+        .filter((v) => v !== 'bad')
+        .map((v) => `${run.name}-${v}`)
+        .sort(),
+    );
+    expect(mine.every(([, n]) => n === 1)).toBe(true);
+    const left = (await store.knex.raw(
+      `select count(*)::int as n from ${store.names.table('inbox_attempts')} where consumer = ?`,
+      [run.name],
+    )) as { rows: Array<{ n: number }> };
+    expect(left.rows[0]!.n).toBe(0);
+  }
+
+  it('whose handler throws every time: only that record is dead-lettered', async () => {
+    const run = await chunkWithBadRecord('chunk-throw');
+    const effect = recordEffect(run.name);
+    await start(
+      testConsumer(run.topic, run.groupId, {
+        mode: 'batch',
+        batchSize: 8,
+        inbox: poisonInbox(run.name),
+        handler: async (ctx) => {
+          if (ctx.payload === 'bad') throw new Error('cannot digest this');
+          await effect(ctx);
+        },
+      }),
+    );
+    await expectOnlyBadDeadLettered(run);
+  });
+
+  it('that fails the inbox call as a whole every time: the chunk is narrowed down to it', async () => {
+    const run = await chunkWithBadRecord('chunk-whole');
+    const effect = recordEffect(run.name);
+    const narrowed: unknown[] = [];
+    await start(
+      testConsumer(run.topic, run.groupId, {
+        mode: 'batch',
+        batchSize: 8,
+        inbox: createInbox({
+          store,
+          consumer: run.name,
+          maxAttempts: 3,
+          backoff: { baseMs: 50, capMs: 100 },
+          decode: (body) => Buffer.from(body).toString(),
+          // A fault past the handler, inside the transaction: the whole call throws (as when
+          // a record breaks the connection or a statement the inbox itself runs).
+          onStep: (step, messageId) => {
+            if (step === 'handler-done' && messageId === run.badId) {
+              throw new Error('the transaction broke');
+            }
+          },
+        }),
+        handler: effect,
+        logger: {
+          debug: () => undefined,
+          info: () => undefined,
+          warn: (message, fields) => {
+            if (message.includes('smaller chunks')) narrowed.push(fields?.chunkSize);
+          },
+          error: () => undefined,
+        },
+      }),
+    );
+    await expectOnlyBadDeadLettered(run);
+    // Halved down to the bad record alone (8 → 4 → 2 → 1 when the chunk came as one fetch):
+    // the records before it committed in smaller chunks.
+    expect(narrowed.at(-1)).toBe(1);
+    expect(narrowed).toEqual([...narrowed].sort((a, b) => Number(b) - Number(a)));
   });
 });
