@@ -54,7 +54,7 @@ describe('store configuration', () => {
       createStore({ connection: databaseUrl() } as unknown as Parameters<typeof createStore>[0]),
     ).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
-      message: expect.stringContaining('"connection"'),
+      message: expect.stringContaining('unknown option `connection`'),
     });
   });
 

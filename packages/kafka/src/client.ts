@@ -1,3 +1,4 @@
+import { ConfigurationError, optionKeys, rejectUnknownOptions } from '@justonce/core';
 import { Kafka, logLevel } from 'kafkajs';
 import type { RawHeaders } from './headers';
 
@@ -185,11 +186,29 @@ export interface KafkajsClientOptions {
   readonly clientId?: string;
 }
 
+const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()(['brokers', 'clientId']);
+
+function isBroker(value: unknown): boolean {
+  return typeof value === 'string' && value !== '';
+}
+
 /**
  * The default client: a kafkajs `Kafka` instance with its own logging silenced except for
  * errors (justonce reports what matters through its own logger).
  */
 export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
+  rejectUnknownOptions(options, CLIENT_KEYS, 'kafkajsClient');
+  const { brokers, clientId } = options;
+  if (!Array.isArray(brokers) || brokers.length === 0 || !brokers.every(isBroker)) {
+    throw new ConfigurationError('kafkajsClient: brokers must list at least one host:port', {
+      brokers,
+    });
+  }
+  if (clientId !== undefined && (typeof clientId !== 'string' || clientId === '')) {
+    throw new ConfigurationError('kafkajsClient: clientId must be a non-empty string', {
+      clientId,
+    });
+  }
   return new Kafka({
     clientId: options.clientId ?? 'justonce',
     brokers: [...options.brokers],

@@ -1,5 +1,7 @@
 import {
   ConfigurationError,
+  optionKeys,
+  rejectUnknownOptions,
   silentLogger,
   type Handler,
   type Inbox,
@@ -278,11 +280,60 @@ interface Settings {
   partitionsConsumedConcurrently: number;
 }
 
+const CONSUMER_KEYS = optionKeys<KafkaConsumerOptions>()([
+  'inbox',
+  'handler',
+  'groupId',
+  'topics',
+  'kafka',
+  'brokers',
+  'clientId',
+  'mode',
+  'batchSize',
+  'fromBeginning',
+  'partitionsConsumedConcurrently',
+  'messageId',
+  'scopeHeader',
+  'deadLetterTopic',
+  'deadLetterProducer',
+  'consumerConfig',
+  'onOutcome',
+  'logger',
+]);
+const MESSAGE_ID_KEYS = optionKeys<MessageIdOptions>()(['header', 'extract', 'fallbackToOffset']);
+/** `groupId` is left out: the consumer sets it from its own option. */
+const CONSUMER_CONFIG_KEYS = optionKeys<Omit<KafkaConsumerConfig, 'groupId'>>()([
+  'sessionTimeout',
+  'rebalanceTimeout',
+  'heartbeatInterval',
+  'maxWaitTimeInMs',
+  'maxBytesPerPartition',
+  'maxBytes',
+  'allowAutoTopicCreation',
+  'retry',
+]);
+const CLIENT_RETRY_KEYS = optionKeys<NonNullable<KafkaConsumerConfig['retry']>>()([
+  'retries',
+  'initialRetryTime',
+  'maxRetryTime',
+]);
+
+/** Refuses keys the options (or their nested objects) do not declare, e.g. a misspelling. */
+function rejectUnknownKeys<R>(options: KafkaConsumerOptions<R>): void {
+  const context = 'createKafkaConsumer';
+  rejectUnknownOptions(options, CONSUMER_KEYS, context);
+  rejectUnknownOptions(options.messageId, MESSAGE_ID_KEYS, context, 'messageId');
+  rejectUnknownOptions(options.consumerConfig, CONSUMER_CONFIG_KEYS, context, 'consumerConfig');
+  const retry: unknown = options.consumerConfig?.retry;
+  rejectUnknownOptions(retry, CLIENT_RETRY_KEYS, context, 'consumerConfig.retry');
+}
+
 function validate<R>(options: KafkaConsumerOptions<R>): Settings {
   const fail = (message: string, details: Record<string, unknown> = {}): never => {
     throw new ConfigurationError(`createKafkaConsumer: ${message}`, details);
   };
   if (typeof options !== 'object' || options === null) fail('options are required');
+  rejectUnknownKeys(options);
   if (!options.inbox || typeof options.inbox.processBatch !== 'function') fail('inbox is required');
   if (typeof options.handler !== 'function') fail('handler must be a function');
   if (typeof options.groupId !== 'string' || options.groupId === '')

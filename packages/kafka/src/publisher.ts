@@ -1,6 +1,10 @@
 import {
   ConfigurationError,
   messageHeaders,
+  optionKeys,
+  rejectUnknownOptions,
+  silentLogger,
+  type Logger,
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
@@ -8,6 +12,7 @@ import {
 import { kafkajsClient, type KafkaClient, type KafkaProducerClient } from './client';
 import { isTopicName } from './consumer';
 import { KafkaPublishError, KafkaStateError } from './errors';
+import { createProducerSlot, producerStateError } from './producer-recovery';
 
 /** Options of {@link createKafkaPublisher}. */
 export interface KafkaPublisherOptions {
@@ -31,6 +36,8 @@ export interface KafkaPublisherOptions {
   readonly retries?: number;
   /** Milliseconds the broker may take to acknowledge one produce request. Default 30 000. */
   readonly ackTimeoutMs?: number;
+  /** Where producer rebuilds (see {@link createKafkaPublisher}) are reported. Default silent. */
+  readonly logger?: Logger;
 }
 
 /** The relay's Kafka publisher: a core {@link Publisher} that can also connect ahead of time. */
@@ -65,10 +72,17 @@ const PERMANENT = new Set([
  * per message, in input order; when a topic's request fails, every message of that topic
  * in the call is reported failed (some may have been written: the relay publishes them
  * again with the same message id, which downstream inboxes drop as duplicates).
+ *
+ * When the broker refuses the producer's idempotence state (`OUT_OF_ORDER_SEQUENCE_NUMBER`,
+ * `UNKNOWN_PRODUCER_ID`, `INVALID_PRODUCER_EPOCH`, … — e.g. after a topic was re-created or a
+ * broker lost part of its log), the publisher replaces its producer with a new one (new
+ * producer id, sequences from zero), logs a warning and reports the batch as retriable. A
+ * producer passed as `producer` cannot be replaced; the publisher only warns.
  */
 export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
-  const retries = options.retries ?? 5;
-  const timeout = options.ackTimeoutMs ?? 30_000;
+  // `?.`: options that are not an object are refused by `validate`, not met with a TypeError.
+  const retries = options?.retries ?? 5;
+  const timeout = options?.ackTimeoutMs ?? 30_000;
   validate(options, retries, timeout);
   const owns = options.producer === undefined;
   const kafka =
@@ -79,21 +93,14 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
           clientId: options.clientId ?? 'justonce-relay',
         })
       : undefined);
-  const producer =
-    options.producer ??
-    kafka!.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries } });
-  let connecting: Promise<void> | undefined;
+  const given = options.producer;
+  const slot = createProducerSlot({
+    owns,
+    logger: options.logger ?? silentLogger,
+    create: () =>
+      given ?? kafka!.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries } }),
+  });
   let closing: Promise<void> | undefined;
-
-  const connect = (): Promise<void> => {
-    connecting ??= owns
-      ? producer.connect().catch((error: unknown) => {
-          connecting = undefined;
-          throw error;
-        })
-      : Promise.resolve();
-    return connecting;
-  };
 
   async function sendTopic(
     topic: string,
@@ -111,8 +118,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
       return messages.map((m) => ({ messageId: m.messageId, ok: false, error, retriable: false }));
     }
     try {
-      await connect();
-      await producer.send({
+      await slot.send({
         topic,
         acks: -1,
         timeout,
@@ -124,7 +130,8 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
       });
       return messages.map((m) => ({ messageId: m.messageId, ok: true }));
     } catch (cause) {
-      const retriable = isRetriable(cause);
+      // A broken producer was replaced (or cannot be): the batch goes again on the new one.
+      const retriable = producerStateError(cause) !== undefined || isRetriable(cause);
       return messages.map((m) => ({
         messageId: m.messageId,
         ok: false,
@@ -141,7 +148,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
   return {
     connect: () => {
       if (closing) return Promise.reject(new KafkaStateError('the Kafka publisher is closed'));
-      return connect();
+      return slot.connect();
     },
     async publish(messages) {
       if (closing) throw new KafkaStateError('the Kafka publisher is closed');
@@ -162,12 +169,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
       return messages.map((m) => byId.get(m)!);
     },
     close() {
-      closing ??= (async () => {
-        if (owns && connecting) {
-          await connecting.catch(() => undefined);
-          await producer.disconnect();
-        }
-      })();
+      closing ??= slot.close();
       return closing;
     },
   };
@@ -189,11 +191,22 @@ function isRetriable(error: unknown): boolean {
   return true;
 }
 
+const PUBLISHER_KEYS = optionKeys<KafkaPublisherOptions>()([
+  'kafka',
+  'brokers',
+  'clientId',
+  'producer',
+  'retries',
+  'ackTimeoutMs',
+  'logger',
+]);
+
 function validate(options: KafkaPublisherOptions, retries: number, timeout: number): void {
   const fail = (message: string, details: Record<string, unknown> = {}): never => {
     throw new ConfigurationError(`createKafkaPublisher: ${message}`, details);
   };
   if (typeof options !== 'object' || options === null) fail('options are required');
+  rejectUnknownOptions(options, PUBLISHER_KEYS, 'createKafkaPublisher');
   const given = (['kafka', 'brokers', 'producer'] as const).filter((k) => options[k] !== undefined);
   if (given.length !== 1) fail('give exactly one of kafka, brokers and producer', { given });
   if (

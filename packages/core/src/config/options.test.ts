@@ -1,10 +1,14 @@
+import fc from 'fast-check';
 import { ConfigurationError } from '../errors';
 import {
+  closestOption,
   durationOption,
   integerOption,
+  optionKeys,
   optionalBoolean,
   optionalFunction,
   positiveIntegerOption,
+  rejectUnknownOptions,
 } from './options';
 
 /** The error `run` throws, for its message and details. */
@@ -55,6 +59,145 @@ describe('option validators', () => {
     expect(optionalBoolean(undefined, true, 'notify')).toBe(true);
     expect(thrown(() => optionalBoolean('yes', true, 'notify')).message).toBe(
       'notify must be a boolean',
+    );
+  });
+});
+
+interface Sample {
+  readonly batchSize?: number;
+  readonly maxAttempts?: number;
+  readonly leaseMs?: number;
+  readonly notify?: boolean;
+  readonly connectionString?: string;
+  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+}
+const SAMPLE_KEYS = optionKeys<Sample>()([
+  'batchSize',
+  'maxAttempts',
+  'leaseMs',
+  'notify',
+  'connectionString',
+  'backoff',
+]);
+
+describe('optionKeys', () => {
+  it('returns the list as given', () => {
+    expect(optionKeys<{ a?: number; b?: string }>()(['a', 'b'])).toEqual(['a', 'b']);
+  });
+
+  it('does not compile when the list misses a key of the interface, or names another', () => {
+    // The checks are at compile time (`pnpm typecheck`); these lines only run as no-ops.
+    // @ts-expect-error -- `b` is left out of the list
+    optionKeys<{ a?: number; b?: string }>()(['a']);
+    // @ts-expect-error -- `c` is not a key of the interface
+    optionKeys<{ a?: number; b?: string }>()(['a', 'b', 'c']);
+  });
+});
+
+describe('closestOption', () => {
+  it.each([
+    ['batchsize', 'batchSize'],
+    ['maxAttempt', 'maxAttempts'],
+    ['leaseMS', 'leaseMs'],
+    ['notfiy', 'notify'],
+    ['connectionstring', 'connectionString'],
+  ])('suggests the known key closest to %s, without regard to case', (key, expected) => {
+    expect(closestOption(key, SAMPLE_KEYS)).toBe(expected);
+  });
+
+  it('suggests nothing when no known key is close', () => {
+    expect(closestOption('timeout', SAMPLE_KEYS)).toBeUndefined();
+    expect(closestOption('x', SAMPLE_KEYS)).toBeUndefined();
+    expect(closestOption('batchSize', [])).toBeUndefined();
+  });
+});
+
+describe('rejectUnknownOptions', () => {
+  it('names the unknown key and the closest known one', () => {
+    const error = thrown(() => rejectUnknownOptions({ batchsize: 10 }, SAMPLE_KEYS, 'createRelay'));
+    expect(error.code).toBe('INVALID_CONFIG');
+    expect(error.message).toBe(
+      'createRelay: unknown option `batchsize`; did you mean `batchSize`?',
+    );
+    expect(error.details).toEqual({
+      unknown: ['batchsize'],
+      didYouMean: { batchsize: 'batchSize' },
+    });
+  });
+
+  it('makes no suggestion when nothing is close', () => {
+    const error = thrown(() => rejectUnknownOptions({ timeout: 1 }, SAMPLE_KEYS, 'createRelay'));
+    expect(error.message).toBe('createRelay: unknown option `timeout`');
+    expect(error.details).toEqual({ unknown: ['timeout'], didYouMean: {} });
+  });
+
+  it('gives the path of a nested object', () => {
+    const error = thrown(() =>
+      rejectUnknownOptions({ basems: 1 }, ['baseMs', 'capMs'], 'createRelay', 'backoff'),
+    );
+    expect(error.message).toBe(
+      'createRelay: unknown option `backoff.basems`; did you mean `backoff.baseMs`?',
+    );
+  });
+
+  it('names every unknown key at once', () => {
+    const error = thrown(() =>
+      rejectUnknownOptions({ leaseMS: 1, notfiy: true, zzz: 1 }, SAMPLE_KEYS, 'createRelay'),
+    );
+    expect(error.message).toBe(
+      'createRelay: unknown options `leaseMS` (did you mean `leaseMs`?), `notfiy` (did you mean `notify`?), `zzz`',
+    );
+    expect(error.details.unknown).toEqual(['leaseMS', 'notfiy', 'zzz']);
+  });
+
+  it('counts a key as given even when its value is undefined', () => {
+    expect(() => rejectUnknownOptions({ batchsize: undefined }, SAMPLE_KEYS, 'f')).toThrow(
+      ConfigurationError,
+    );
+  });
+
+  it('refuses anything but an object at the top, and leaves a nested one to the caller', () => {
+    for (const value of [undefined, null, 5, 'batchsize', [1, 2], () => undefined]) {
+      const error = thrown(() => rejectUnknownOptions(value, SAMPLE_KEYS, 'createRelay'));
+      expect(error.message).toBe('createRelay takes an options object');
+      expect(() => rejectUnknownOptions(value, SAMPLE_KEYS, 'f', 'backoff')).not.toThrow();
+    }
+  });
+
+  it('treats a key named like an Object.prototype member as unknown, and keeps it a plain entry', () => {
+    const options = JSON.parse('{"__proto__": 1, "toString": 2}') as object;
+    const error = thrown(() => rejectUnknownOptions(options, SAMPLE_KEYS, 'f'));
+    expect(error.details.unknown).toEqual(['__proto__', 'toString']);
+    expect(Object.getPrototypeOf(error.details.didYouMean)).toBe(Object.prototype);
+  });
+
+  it('accepts any object whose keys are all known (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.subarray([...SAMPLE_KEYS]),
+        fc.array(fc.anything(), { minLength: SAMPLE_KEYS.length, maxLength: SAMPLE_KEYS.length }),
+        (keys, values) => {
+          const options = Object.fromEntries(keys.map((key, i) => [key, values[i]]));
+          rejectUnknownOptions(options, SAMPLE_KEYS, 'f');
+        },
+      ),
+    );
+  });
+
+  it('refuses any key not in the list, naming exactly that key (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.subarray([...SAMPLE_KEYS]),
+        fc.string().filter((key) => !(SAMPLE_KEYS as readonly string[]).includes(key)),
+        (keys, extra) => {
+          const options = Object.fromEntries([...keys.map((key) => [key, 1]), [extra, 1]]);
+          const error = thrown(() => rejectUnknownOptions(options, SAMPLE_KEYS, 'f'));
+          expect(error.details.unknown).toEqual([extra]);
+          expect(error.message.startsWith(`f: unknown option \`${extra}\``)).toBe(true);
+          const didYouMean = error.details.didYouMean as Record<string, string>;
+          if (Object.hasOwn(didYouMean, extra)) expect(SAMPLE_KEYS).toContain(didYouMean[extra]);
+        },
+      ),
     );
   });
 });

@@ -8,7 +8,14 @@ import type { ErrorClassifier } from '../retry/error-class';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import type { InboxOptions, InboxStep } from './types';
-import { integerOption, optionalBoolean, optionalFunction } from '../config/options';
+import {
+  integerOption,
+  optionKeys,
+  optionalBoolean,
+  optionalFunction,
+  rejectUnknownOptions,
+} from '../config/options';
+import { assertRetentionCoversRedelivery } from '../retention/retention-too-short-error';
 
 /** Longest consumer name, in characters. */
 export const MAX_CONSUMER_LENGTH = 200;
@@ -17,6 +24,29 @@ export const MAX_SCOPE_BYTES = 255;
 /** Upper bound for `maxIdLength`, so (scope, consumer, id) always fits a btree index entry. */
 export const MAX_ID_LENGTH_LIMIT = 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Every key of {@link InboxOptions}. @internal */
+export const INBOX_OPTION_KEYS = optionKeys<InboxOptions>()([
+  'store',
+  'consumer',
+  'defaultScope',
+  'maxAttempts',
+  'maxIdLength',
+  'fingerprintHeaders',
+  'outbox',
+  'decode',
+  'retentionMs',
+  'redeliveryHorizonMs',
+  'onStep',
+  'logger',
+  'meter',
+  'logPayloads',
+  'alwaysCountAttempts',
+  'backoff',
+  'classify',
+]);
+/** Every key of the inbox's `backoff`. @internal */
+export const INBOX_BACKOFF_KEYS = optionKeys<BackoffOptions>()(['baseMs', 'capMs', 'random']);
 
 /** {@link InboxOptions} validated, with every default applied. @internal */
 export interface ResolvedInboxOptions {
@@ -52,6 +82,8 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('createInbox needs an options object');
   }
+  rejectUnknownOptions(options, INBOX_OPTION_KEYS, 'createInbox');
+  rejectUnknownOptions(options.backoff, INBOX_BACKOFF_KEYS, 'createInbox', 'backoff');
   const { store } = options;
   if (typeof store !== 'object' || store === null || !store.knex || !store.names) {
     throw new ConfigurationError('createInbox needs a store (createStore(...))');
@@ -110,12 +142,7 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
       0,
       Number.MAX_SAFE_INTEGER,
     );
-    if (retentionMs < horizon) {
-      throw new ConfigurationError(
-        `retentionMs (${retentionMs}) is shorter than the transport's redelivery horizon (${horizon}): a late redelivery would find no record and run again`,
-        { retentionMs, redeliveryHorizonMs: horizon },
-      );
-    }
+    assertRetentionCoversRedelivery(retentionMs, horizon);
   }
 
   if (options.outbox !== undefined && typeof options.outbox?.add !== 'function') {

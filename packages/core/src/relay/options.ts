@@ -7,7 +7,7 @@ import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
 import type { RelayOptions } from './types';
-import { integerOption } from '../config/options';
+import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 
 /** {@link RelayOptions} with every default applied and checked. @internal */
 export interface ResolvedRelayOptions {
@@ -29,11 +29,33 @@ export interface ResolvedRelayOptions {
   readonly meter: Meter;
 }
 
+const RELAY_KEYS = optionKeys<RelayOptions>()([
+  'store',
+  'publisher',
+  'batchSize',
+  'concurrency',
+  'maxConcurrentPublishes',
+  'maxAttempts',
+  'backoff',
+  'leaseMs',
+  'claimHoldMs',
+  'publishTimeoutMs',
+  'pollIntervalMs',
+  'notify',
+  'onPublished',
+  'ownerId',
+  'logger',
+  'meter',
+]);
+const BACKOFF_KEYS = optionKeys<NonNullable<RelayOptions['backoff']>>()(['baseMs', 'capMs']);
+
 /** Applies defaults to relay options and refuses anything that cannot work. @internal */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('createRelay needs options with a store and a publisher');
   }
+  rejectUnknownOptions(options, RELAY_KEYS, 'createRelay');
+  rejectUnknownOptions(options.backoff, BACKOFF_KEYS, 'createRelay', 'backoff');
   const { store, publisher } = options;
   if (!store || typeof store.knex !== 'function' || !store.names) {
     throw new ConfigurationError('createRelay needs a store (createStore(...))');

@@ -12,7 +12,13 @@ import type {
   RetentionTable,
   TableCleanup,
 } from './types';
-import { durationOption, integerOption, optionalFunction } from '../config/options';
+import {
+  durationOption,
+  integerOption,
+  optionKeys,
+  optionalFunction,
+  rejectUnknownOptions,
+} from '../config/options';
 import { systemClock } from '../retry/clock';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -21,6 +27,18 @@ const DEFAULT_BATCH_SIZE = 1000;
 const MAX_BATCH_SIZE = 100_000;
 const DEFAULT_MAX_BATCHES = 100;
 const DEFAULT_INTERVAL_MS = 60_000;
+const RETENTION_KEYS = optionKeys<RetentionOptions>()([
+  'store',
+  'retentionMs',
+  'redeliveryHorizonMs',
+  'deadLetterRetentionMs',
+  'batchSize',
+  'maxBatchesPerRun',
+  'pauseBetweenBatchesMs',
+  'onBatch',
+  'logger',
+  'meter',
+]);
 
 /**
  * The retention job (DESIGN guarantee 4): deletes dedup records once they are past their
@@ -41,6 +59,7 @@ export function createRetention(options: RetentionOptions): Retention {
   if (options === null || typeof options !== 'object') {
     throw new ConfigurationError('createRetention needs an options object');
   }
+  rejectUnknownOptions(options, RETENTION_KEYS, 'createRetention');
   const { store } = options;
   if (store === undefined || store === null || typeof store.knex !== 'function') {
     throw new ConfigurationError('createRetention needs a store (see createStore)');

@@ -4,6 +4,7 @@ import { systemClock } from './clock';
 import type { Dispose } from './listeners';
 import { createListenerSet } from './listeners';
 import { createSlidingCounter } from './sliding-window';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { requireNumber } from './validate';
 
 /**
@@ -154,8 +155,31 @@ function tripRule(trip: CircuitTrip): TripRule {
   );
 }
 
+const BREAKER_KEYS = optionKeys<CircuitBreakerOptions>()(['trip', 'openMs', 'clock']);
+const CONSECUTIVE_KEYS = optionKeys<ConsecutiveFailuresTrip>()(['consecutiveFailures']);
+const RATIO_KEYS = optionKeys<FailureRatioTrip>()(['failureRatio', 'minimumCalls', 'windowMs']);
+
+/** Refuses keys {@link CircuitBreakerOptions} (and its `trip`) do not declare. @internal */
+export function rejectUnknownBreakerOptions(value: unknown, context: string, path = ''): void {
+  rejectUnknownOptions(value, BREAKER_KEYS, context, path);
+  const trip: unknown = (value as CircuitBreakerOptions | undefined)?.trip;
+  if (typeof trip !== 'object' || trip === null) return;
+  // The trip's kind decides its keys. With neither kind's key (or both, which tripRule
+  // refuses) any trip key may be meant.
+  const counts = 'consecutiveFailures' in trip;
+  const ratio = 'failureRatio' in trip;
+  const known =
+    counts === ratio
+      ? [...CONSECUTIVE_KEYS, ...RATIO_KEYS]
+      : counts
+        ? CONSECUTIVE_KEYS
+        : RATIO_KEYS;
+  rejectUnknownOptions(trip, known, context, path === '' ? 'trip' : `${path}.trip`);
+}
+
 /** Creates a closed {@link CircuitBreaker}. Throws {@link ConfigurationError} on bad options. */
 export function createCircuitBreaker(options: CircuitBreakerOptions = {}): CircuitBreaker {
+  rejectUnknownBreakerOptions(options, 'createCircuitBreaker');
   const rule = tripRule(
     options.trip ?? { consecutiveFailures: CIRCUIT_BREAKER_DEFAULTS.consecutiveFailures },
   );

@@ -1,6 +1,7 @@
 import type { Clock } from './clock';
 import { systemClock } from './clock';
 import { createSlidingCounter } from './sliding-window';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { requireNumber } from './validate';
 
 /** Options of {@link createRetryBudget}. */
@@ -45,8 +46,21 @@ const RETRIES = 1;
 // Guards floor() against 0.1 * 3 = 0.30000000000000004-style representation error.
 const EPSILON = 1e-9;
 
+const BUDGET_KEYS = optionKeys<RetryBudgetOptions>()([
+  'ratio',
+  'minRetriesPerSecond',
+  'windowMs',
+  'clock',
+]);
+
+/** Refuses keys {@link RetryBudgetOptions} does not declare. @internal */
+export function rejectUnknownBudgetOptions(value: unknown, context: string, path = ''): void {
+  rejectUnknownOptions(value, BUDGET_KEYS, context, path);
+}
+
 /** Creates a {@link RetryBudget}. Throws {@link ConfigurationError} on bad options. */
 export function createRetryBudget(options: RetryBudgetOptions = {}): RetryBudget {
+  rejectUnknownBudgetOptions(options, 'createRetryBudget');
   const ratio = requireNumber('budget.ratio', options.ratio ?? RETRY_BUDGET_DEFAULTS.ratio, {
     min: 0,
     max: 1,

@@ -1,7 +1,11 @@
-import { optionalFunction } from '../config/options';
+import { optionKeys, optionalFunction, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import type { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
-import { createCircuitBreaker, isCircuitBreaker } from './circuit-breaker';
+import {
+  createCircuitBreaker,
+  isCircuitBreaker,
+  rejectUnknownBreakerOptions,
+} from './circuit-breaker';
 import { classifyError } from './classify';
 import type { Clock } from './clock';
 import { systemClock } from './clock';
@@ -14,9 +18,9 @@ import { executeWithRetry } from './execute';
 import type { Dispose } from './listeners';
 import { createListenerSet } from './listeners';
 import type { RetryBudget, RetryBudgetOptions } from './retry-budget';
-import { createRetryBudget, isRetryBudget } from './retry-budget';
+import { createRetryBudget, isRetryBudget, rejectUnknownBudgetOptions } from './retry-budget';
 import type { RetryQuota, RetryQuotaOptions } from './retry-quota';
-import { createRetryQuota, isRetryQuota } from './retry-quota';
+import { createRetryQuota, isRetryQuota, rejectUnknownQuotaOptions } from './retry-quota';
 import type { RetrySettings } from './retry-settings';
 import { RETRY_POLICY_DEFAULTS } from './retry-settings';
 import { requireNumber } from './validate';
@@ -57,6 +61,38 @@ export interface RetryPolicyOptions {
    * together then retry together, in lockstep: only for tests and demonstrations. Default false.
    */
   readonly dangerouslyDisableJitter?: boolean;
+}
+
+const POLICY_KEYS = optionKeys<RetryPolicyOptions>()([
+  'maxAttempts',
+  'baseDelayMs',
+  'throttlingBaseDelayMs',
+  'maxDelayMs',
+  'deadlineMs',
+  'attemptTimeoutMs',
+  'classify',
+  'defaultErrorClass',
+  'quota',
+  'budget',
+  'circuitBreaker',
+  'clock',
+  'random',
+  'dangerouslyDisableJitter',
+]);
+
+/** Refuses unknown keys, in the options and in the quota, budget and breaker given as options. */
+function rejectUnknownPolicyOptions(options: RetryPolicyOptions): void {
+  rejectUnknownOptions(options, POLICY_KEYS, 'retryPolicy');
+  // An instance is used as is; only options objects are the caller's spelling.
+  if (!isRetryQuota(options.quota)) {
+    rejectUnknownQuotaOptions(options.quota, 'retryPolicy', 'quota');
+  }
+  if (!isRetryBudget(options.budget)) {
+    rejectUnknownBudgetOptions(options.budget, 'retryPolicy', 'budget');
+  }
+  if (!isCircuitBreaker(options.circuitBreaker)) {
+    rejectUnknownBreakerOptions(options.circuitBreaker, 'retryPolicy', 'circuitBreaker');
+  }
 }
 
 /**
@@ -112,6 +148,7 @@ export interface RetryPolicy {
  * const body = await policy.execute(({ signal }) => fetch(url, { signal }).then(check));
  */
 export function retryPolicy(options: RetryPolicyOptions = {}): RetryPolicy {
+  rejectUnknownPolicyOptions(options);
   const settings = resolveSettings(options);
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;

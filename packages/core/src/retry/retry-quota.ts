@@ -1,3 +1,4 @@
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { requireNumber } from './validate';
 
 /** Options of {@link createRetryQuota}; the defaults are the SDKs' standard-mode numbers. */
@@ -44,8 +45,21 @@ export const RETRY_QUOTA_DEFAULTS = Object.freeze({
   successIncrement: 1,
 });
 
+const QUOTA_KEYS = optionKeys<RetryQuotaOptions>()([
+  'capacity',
+  'retryCost',
+  'timeoutRetryCost',
+  'successIncrement',
+]);
+
+/** Refuses keys {@link RetryQuotaOptions} does not declare. @internal */
+export function rejectUnknownQuotaOptions(value: unknown, context: string, path = ''): void {
+  rejectUnknownOptions(value, QUOTA_KEYS, context, path);
+}
+
 /** Creates a {@link RetryQuota}, full. Throws {@link ConfigurationError} on bad options. */
 export function createRetryQuota(options: RetryQuotaOptions = {}): RetryQuota {
+  rejectUnknownQuotaOptions(options, 'createRetryQuota');
   const capacity = requireNumber(
     'quota.capacity',
     options.capacity ?? RETRY_QUOTA_DEFAULTS.capacity,

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { createNames } from './store';
 import type { Migration } from './migration';
@@ -11,6 +12,8 @@ export interface KnexMigrationSourceOptions {
   /** Prefix for every table name. Default empty; validated like the store's. */
   readonly tablePrefix?: string;
 }
+
+const KEYS = optionKeys<KnexMigrationSourceOptions>()(['schema', 'tablePrefix']);
 
 /**
  * justonce's migrations as a knex `MigrationSource`, for applications that run their own
@@ -25,6 +28,7 @@ export interface KnexMigrationSourceOptions {
 export function createKnexMigrationSource(
   options: KnexMigrationSourceOptions = {},
 ): Knex.MigrationSource<Migration> {
+  rejectUnknownOptions(options, KEYS, 'createKnexMigrationSource');
   const schema = options.schema ?? 'justonce';
   const tablePrefix = options.tablePrefix ?? '';
   const names = createNames(schema, tablePrefix);

@@ -5,6 +5,7 @@ import ClientPgLite from 'knex-pglite';
 // knex is CommonJS whose named exports Node's ESM loader cannot see; its default export
 // (module.exports, the factory itself) works from both module systems.
 const createKnex = knexModule;
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { migrate, type MigrationResult } from './migrate';
@@ -95,8 +96,8 @@ function pgliteKnex(pglite: PGlite): Knex {
   } as unknown as Knex.Config);
 }
 
-/** Every option {@link createStore} knows. */
-const STORE_OPTIONS: ReadonlySet<string> = new Set<keyof StoreOptions>([
+/** Every option {@link createStore} knows, and those of its nested objects. */
+const STORE_KEYS = optionKeys<StoreOptions>()([
   'knex',
   'connectionString',
   'pglite',
@@ -105,6 +106,8 @@ const STORE_OPTIONS: ReadonlySet<string> = new Set<keyof StoreOptions>([
   'tablePrefix',
   'preparedStatements',
 ]);
+const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir']);
+const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
 
 /**
  * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
@@ -116,14 +119,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   }
   // A misspelt connection option would otherwise leave none given, and the store would
   // quietly open an empty in-memory database instead of the one meant.
-  const unknown = Object.keys(options).filter((key) => !STORE_OPTIONS.has(key));
-  if (unknown.length > 0) {
-    throw new ConfigurationError(
-      `createStore: unknown option ${unknown.map((key) => `"${key}"`).join(', ')}; ` +
-        `expected some of ${[...STORE_OPTIONS].join(', ')}`,
-      { unknown },
-    );
-  }
+  rejectUnknownOptions(options, STORE_KEYS, 'createStore');
+  rejectUnknownOptions(options.pglite, PGLITE_KEYS, 'createStore', 'pglite');
+  rejectUnknownOptions(options.pool, POOL_KEYS, 'createStore', 'pool');
   const given = ['knex', 'connectionString', 'pglite'].filter(
     (k) => options[k as keyof StoreOptions] !== undefined,
   );

@@ -1,11 +1,14 @@
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { createInbox } from '../inbox';
+import { INBOX_BACKOFF_KEYS, INBOX_OPTION_KEYS } from '../inbox/options';
 import type { Handler, Inbox, InboxOptions } from '../inbox/types';
 import { createStore, type Store } from '../store';
 import { checkCount } from './faults';
 import type { FaultInjector } from './faults';
 import {
   createMemoryBroker,
+  rejectUnknownBrokerOptions,
   type DeadLetteredMessage,
   type DeliveryRecord,
   type MemoryBroker,
@@ -114,6 +117,30 @@ export interface TestHarness {
   close(): Promise<void>;
 }
 
+const HARNESS_KEYS = optionKeys<TestHarnessOptions>()([
+  'handler',
+  'consumer',
+  'queue',
+  'store',
+  'setup',
+  'inbox',
+  'concurrency',
+  'broker',
+  'countEffects',
+  'idleTimeoutMs',
+]);
+/** The inbox options the harness takes: all but the two it sets itself. */
+const HARNESS_INBOX_KEYS = INBOX_OPTION_KEYS.filter((key) => key !== 'store' && key !== 'consumer');
+
+/** Refuses unknown keys, in the options and in the inbox and broker options they carry. */
+function rejectUnknownHarnessOptions(options: TestHarnessOptions<unknown>): void {
+  const context = 'createTestHarness';
+  rejectUnknownOptions(options, HARNESS_KEYS, context);
+  rejectUnknownOptions(options.inbox, HARNESS_INBOX_KEYS, context, 'inbox');
+  rejectUnknownOptions(options.inbox?.backoff, INBOX_BACKOFF_KEYS, context, 'inbox.backoff');
+  rejectUnknownBrokerOptions(options.broker, context, 'broker');
+}
+
 function encodeBody(body: unknown): Uint8Array | string {
   if (body === undefined) return '';
   if (typeof body === 'string' || body instanceof Uint8Array) return body;
@@ -139,6 +166,7 @@ function encodeBody(body: unknown): Uint8Array | string {
  * ```
  */
 export async function createTestHarness<R>(options: TestHarnessOptions<R>): Promise<TestHarness> {
+  rejectUnknownHarnessOptions(options as TestHarnessOptions<unknown>);
   if (typeof options?.handler !== 'function') {
     throw new ConfigurationError('createTestHarness needs a handler function');
   }

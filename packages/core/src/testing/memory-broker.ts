@@ -1,3 +1,4 @@
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import type { Handler, Inbox, InboxOutcome, InboxStep } from '../inbox/types';
 import type { Envelope } from '../transport/envelope';
@@ -239,6 +240,22 @@ interface QueueState {
   scheduled: number;
 }
 
+const BROKER_KEYS = optionKeys<MemoryBrokerOptions>()([
+  'seed',
+  'faults',
+  'crashRedeliveryDelayMs',
+  'maxRetryDelayMs',
+  'maxReceiveCount',
+]);
+const FAULT_KEYS = optionKeys<FaultRates>()(['duplicateRate', 'concurrentRate', 'crashRate']);
+
+/** Refuses keys {@link MemoryBrokerOptions} (and its `faults`) do not declare. @internal */
+export function rejectUnknownBrokerOptions(value: unknown, context: string, path = ''): void {
+  rejectUnknownOptions(value, BROKER_KEYS, context, path);
+  const faults: unknown = (value as MemoryBrokerOptions | undefined)?.faults;
+  rejectUnknownOptions(faults, FAULT_KEYS, context, path === '' ? 'faults' : `${path}.faults`);
+}
+
 function checkDelay(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value >= 0)) {
@@ -294,6 +311,7 @@ function envelopeOf(stored: StoredMessage): Envelope {
  * ```
  */
 export function createMemoryBroker(options: MemoryBrokerOptions = {}): MemoryBroker {
+  rejectUnknownBrokerOptions(options, 'createMemoryBroker');
   const crashDelayMs = checkDelay('crashRedeliveryDelayMs', options.crashRedeliveryDelayMs, 5);
   const maxRetryDelayMs = checkDelay('maxRetryDelayMs', options.maxRetryDelayMs, Infinity);
   const maxReceiveCount =
@@ -611,6 +629,8 @@ export function createMemoryBroker(options: MemoryBrokerOptions = {}): MemoryBro
       return {
         async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
           if (publisherClosed) throw new BrokerClosedError('publish on a closed publisher');
+          // Refused even for an empty call, which would not reach `send`'s own check.
+          if (closed) throw new BrokerClosedError('publish');
           const results: PublishResult[] = [];
           for (const m of messages) {
             send(m.destination, {

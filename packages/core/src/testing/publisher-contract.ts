@@ -1,3 +1,5 @@
+import { optionKeys, rejectUnknownOptions } from '../config/options';
+import { ConfigurationError } from '../errors';
 import type { OutgoingMessage, Publisher, PublishResult } from '../transport/publisher';
 
 /** A message as a consumer of the destination receives it, in the transport's own terms. */
@@ -59,6 +61,14 @@ export const CONTRACT_CLAUSES = {
   close: 'close can be called twice, and nothing is published after it',
 } as const;
 
+const KEYS = optionKeys<PublisherContractOptions>()([
+  'publisher',
+  'destination',
+  'receive',
+  'invalidDestination',
+  'ordersByKey',
+]);
+
 /** Messages the contract publishes to the destination in its main call. */
 const MESSAGES = 12;
 
@@ -78,7 +88,17 @@ const MESSAGES = 12;
 export async function checkPublisherContract(
   options: PublisherContractOptions,
 ): Promise<ContractCheck[]> {
+  rejectUnknownOptions(options, KEYS, 'checkPublisherContract');
   const { publisher, destination, receive } = options;
+  if (
+    typeof publisher?.publish !== 'function' ||
+    typeof destination !== 'string' ||
+    typeof receive !== 'function'
+  ) {
+    throw new ConfigurationError(
+      'checkPublisherContract needs a publisher, a destination and a receive function',
+    );
+  }
   const checks: ContractCheck[] = [];
   const record = (clause: string, problem: string | undefined): void => {
     checks.push(problem === undefined ? { clause, ok: true } : { clause, ok: false, problem });

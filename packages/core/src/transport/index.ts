@@ -8,4 +8,8 @@ export type {
   PublishedMessage,
   FailureRule,
 } from './memory-publisher';
-export { integerOption } from '../config/options';
+/**
+ * Option validators shared with the transports, so that their options are checked and reported
+ * the way core's are. @internal
+ */
+export { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';

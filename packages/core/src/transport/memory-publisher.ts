@@ -1,3 +1,4 @@
+import { durationOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import type { OutgoingMessage, Publisher, PublishResult } from './publisher';
 
 /**
@@ -55,12 +56,13 @@ export interface MemoryPublisher extends Publisher {
   readonly closed: boolean;
 }
 
+const KEYS = optionKeys<MemoryPublisherOptions>()(['delayMs']);
+
 /** Creates an in-memory publisher. */
 export function createMemoryPublisher(options: MemoryPublisherOptions = {}): MemoryPublisher {
-  const delayMs = options.delayMs ?? 0;
-  if (!Number.isFinite(delayMs) || delayMs < 0) {
-    throw new RangeError('delayMs must be a non-negative number');
-  }
+  rejectUnknownOptions(options, KEYS, 'createMemoryPublisher');
+  // A ConfigurationError, as the README promises for every factory's options.
+  const delayMs = durationOption(options.delayMs, 'delayMs', 0, 0);
   const published: PublishedMessage[] = [];
   const rules = new Set<FailureRule>();
   const listeners = new Set<(message: PublishedMessage) => void>();

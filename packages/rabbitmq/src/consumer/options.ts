@@ -1,4 +1,12 @@
-import type { Handler, Inbox, InboxOptions, Logger, Store } from '@justonce/core';
+import {
+  optionKeys,
+  rejectUnknownOptions,
+  type Handler,
+  type Inbox,
+  type InboxOptions,
+  type Logger,
+  type Store,
+} from '@justonce/core';
 import type { ConnectionOptions } from '../amqp/connection';
 import type { MessageIdExtractor, ScopeExtractor } from './envelope';
 import type { RabbitConsumerEvent } from './events';
@@ -97,4 +105,53 @@ export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
   readonly meter?: InboxOptions['meter'];
   /** Called synchronously for each {@link RabbitConsumerEvent}; must not throw. */
   readonly onEvent?: (event: RabbitConsumerEvent) => void;
+}
+
+const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
+  'url',
+  'connect',
+  'connectionName',
+  'heartbeatSeconds',
+  'queue',
+  'handler',
+  'inbox',
+  'store',
+  'consumer',
+  'decode',
+  'prefetch',
+  'concurrency',
+  'retry',
+  'deadLetterExchange',
+  'deadLetterExchangeType',
+  'deadLetterQueue',
+  'declareTopology',
+  'durable',
+  'queueArguments',
+  'messageIdExtractor',
+  'scopeExtractor',
+  'confirmTimeoutMs',
+  'reconnect',
+  'shutdownTimeoutMs',
+  'logger',
+  'meter',
+  'onEvent',
+]);
+const RETRY_KEYS = optionKeys<RabbitRetryOptions>()([
+  'delaysMs',
+  'backoff',
+  'ladderMs',
+  'maxAttempts',
+]);
+const RECONNECT_KEYS = optionKeys<RabbitReconnectOptions>()(['baseMs', 'capMs']);
+
+/**
+ * Refuses keys {@link RabbitConsumerOptions} (or its `retry` and `reconnect`) do not declare,
+ * e.g. a misspelling. `url` as an object and `queueArguments` belong to amqplib and the broker,
+ * and are left to them. @internal
+ */
+export function rejectUnknownConsumerOptions(options: RabbitConsumerOptions<unknown>): void {
+  const context = 'createRabbitConsumer';
+  rejectUnknownOptions(options, CONSUMER_KEYS, context);
+  rejectUnknownOptions(options.retry, RETRY_KEYS, context, 'retry');
+  rejectUnknownOptions(options.reconnect, RECONNECT_KEYS, context, 'reconnect');
 }

@@ -2,6 +2,8 @@ import {
   ConfigurationError,
   isJustonceError,
   messageHeaders,
+  optionKeys,
+  rejectUnknownOptions,
   silentLogger,
   type Logger,
   type OutgoingMessage,
@@ -38,6 +40,17 @@ export interface RabbitPublisherOptions extends ConnectionOptions {
   readonly logger?: Logger;
 }
 
+const PUBLISHER_KEYS = optionKeys<RabbitPublisherOptions>()([
+  'url',
+  'connect',
+  'connectionName',
+  'heartbeatSeconds',
+  'confirmTimeoutMs',
+  'persistent',
+  'exchangeCheckTtlMs',
+  'logger',
+]);
+
 interface Connected {
   readonly session: AmqpSession;
   readonly publisher: ConfirmedPublisher;
@@ -64,6 +77,7 @@ interface Connected {
  *   loss. `close` is idempotent.
  */
 export function createRabbitPublisher(options: RabbitPublisherOptions): Publisher {
+  rejectUnknownOptions(options, PUBLISHER_KEYS, 'createRabbitPublisher');
   const connect = resolveConnect(options, 'createRabbitPublisher', 'justonce-publisher');
   const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 30_000, 'confirmTimeoutMs');
   const exchangeCheckTtlMs = positiveInteger(

@@ -1,4 +1,9 @@
-import { ConfigurationError, integerOption } from '@justonce/core';
+import {
+  ConfigurationError,
+  integerOption,
+  optionKeys,
+  rejectUnknownOptions,
+} from '@justonce/core';
 import type { BodyEncoding } from '../body';
 import type { SqsPublisherOptions } from './types';
 
@@ -14,8 +19,22 @@ export interface ResolvedPublisherOptions {
 /** The largest message any SQS queue accepts (1 MiB). */
 const MAX_MESSAGE_BYTES_LIMIT = 1_048_576;
 
+const PUBLISHER_KEYS = optionKeys<SqsPublisherOptions>()([
+  'client',
+  'clientConfig',
+  'maxMessageBytes',
+  'bodyEncoding',
+  'maxAttempts',
+  'backoff',
+  'concurrency',
+  'logger',
+]);
+const BACKOFF_KEYS = optionKeys<NonNullable<SqsPublisherOptions['backoff']>>()(['baseMs', 'capMs']);
+
 /** Validates publisher options; every problem is a {@link ConfigurationError}. @internal */
 export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedPublisherOptions {
+  rejectUnknownOptions(options, PUBLISHER_KEYS, 'createSqsPublisher');
+  rejectUnknownOptions(options.backoff, BACKOFF_KEYS, 'createSqsPublisher', 'backoff');
   const bodyEncoding = options.bodyEncoding ?? 'utf8';
   if (bodyEncoding !== 'utf8' && bodyEncoding !== 'base64') {
     throw new ConfigurationError('bodyEncoding must be utf8 or base64', { bodyEncoding });

@@ -3,6 +3,8 @@ import {
   createInbox,
   integerOption,
   MESSAGE_ID_HEADER,
+  optionKeys,
+  rejectUnknownOptions,
   silentLogger,
   type Envelope,
   type Handler,
@@ -10,9 +12,15 @@ import {
   type Logger,
 } from '@justonce/core';
 import { attributeNameProblem } from '../attributes';
-import type { ResolvedMessageIdOptions } from '../message-id';
+import type { ResolvedMessageIdOptions, SqsMessageIdOptions } from '../message-id';
 import { isQueueUrl } from '../queue-names';
-import type { SqsInboxSettings, SqsMeter, SqsSettledEvent, SqsWorkerOptions } from './types';
+import type {
+  SqsHeartbeatOptions,
+  SqsInboxSettings,
+  SqsMeter,
+  SqsSettledEvent,
+  SqsWorkerOptions,
+} from './types';
 
 /** Longest visibility timeout SQS allows: 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
@@ -39,6 +47,66 @@ export interface ResolvedWorkerOptions<R> {
   readonly onSettled: ((event: SqsSettledEvent<R>) => void) | undefined;
   readonly logger: Logger;
   readonly meter: SqsMeter | undefined;
+}
+
+const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
+  'client',
+  'clientConfig',
+  'queueUrl',
+  'inbox',
+  'handler',
+  'mode',
+  'concurrency',
+  'waitTimeSeconds',
+  'visibilityTimeoutSeconds',
+  'heartbeat',
+  'retry',
+  'deadLetterQueueUrl',
+  'messageId',
+  'scopeAttribute',
+  'decode',
+  'shutdownTimeoutMs',
+  'onSettled',
+  'logger',
+  'meter',
+]);
+const HEARTBEAT_KEYS = optionKeys<SqsHeartbeatOptions>()(['enabled', 'intervalMs']);
+const RETRY_KEYS = optionKeys<NonNullable<SqsWorkerOptions['retry']>>()(['baseMs', 'capMs']);
+const MESSAGE_ID_KEYS = optionKeys<SqsMessageIdOptions>()([
+  'attribute',
+  'extract',
+  'fallbackToSqsMessageId',
+]);
+const INBOX_SETTINGS_KEYS = optionKeys<SqsInboxSettings>()([
+  'store',
+  'consumer',
+  'defaultScope',
+  'maxAttempts',
+  'maxIdLength',
+  'fingerprintHeaders',
+  'outbox',
+  'retentionMs',
+  'onStep',
+  'logPayloads',
+  'alwaysCountAttempts',
+  'classify',
+]);
+
+/**
+ * Refuses keys the options (or their nested objects) do not declare, e.g. a misspelling.
+ * `clientConfig` is the AWS SDK's own and left to it. Inbox settings the worker sets itself
+ * (`decode`, `logger`, `meter`, `backoff`, `redeliveryHorizonMs`) are refused there too:
+ * they would be overridden in silence.
+ */
+function rejectUnknownKeys<R>(options: SqsWorkerOptions<R>): void {
+  const context = 'createSqsWorker';
+  rejectUnknownOptions(options, WORKER_KEYS, context);
+  rejectUnknownOptions(options.heartbeat, HEARTBEAT_KEYS, context, 'heartbeat');
+  rejectUnknownOptions(options.retry, RETRY_KEYS, context, 'retry');
+  rejectUnknownOptions(options.messageId, MESSAGE_ID_KEYS, context, 'messageId');
+  if (!isInbox(options.inbox)) {
+    rejectUnknownOptions(options.inbox, INBOX_SETTINGS_KEYS, context, 'inbox');
+  }
 }
 
 function isInbox(value: unknown): value is Inbox {
@@ -68,6 +136,7 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('createSqsWorker needs options');
   }
+  rejectUnknownKeys(options);
   const { queueUrl } = options;
   if (typeof queueUrl !== 'string' || !isQueueUrl(queueUrl)) {
     throw new ConfigurationError('queueUrl must be an SQS queue URL', { queueUrl });

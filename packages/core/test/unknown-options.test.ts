@@ -1,0 +1,486 @@
+import { metrics } from '@opentelemetry/api';
+import {
+  ConfigurationError,
+  createCircuitBreaker,
+  createInbox,
+  createKnexMigrationSource,
+  createManualClock,
+  createMemoryPublisher,
+  createOperations,
+  createOutbox,
+  createRelay,
+  createRetention,
+  createRetryBudget,
+  createRetryQuota,
+  createStore,
+  retryPolicy,
+  silentLogger,
+  type CircuitBreakerOptions,
+  type InboxOptions,
+  type OperationsOptions,
+  type OutboxOptions,
+  type RelayOptions,
+  type RetentionOptions,
+  type RetryBudgetOptions,
+  type RetryPolicyOptions,
+  type RetryQuotaOptions,
+  type Store,
+} from '../src';
+import {
+  checkPublisherContract,
+  createMemoryBroker,
+  createTestHarness,
+  type MemoryBrokerOptions,
+  type PublisherContractOptions,
+  type TestHarnessOptions,
+} from '../src/testing';
+
+/**
+ * Every public factory refuses an option its interface does not declare, naming it and the
+ * closest known one, and still takes every option it documents. The "every option" objects
+ * are typed `Required<...>`, so an option added to an interface must be added here too.
+ */
+
+/** The configuration error `run` throws (or its promise rejects with). */
+async function refusal(run: () => unknown): Promise<ConfigurationError> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof ConfigurationError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+/** The message part naming `key` and suggesting `suggestion`. */
+const named = (key: string, suggestion: string): string =>
+  `unknown option \`${key}\`; did you mean \`${suggestion}\`?`;
+
+const meter = metrics.getMeter('unknown-options-test');
+
+let store: Store;
+
+beforeAll(async () => {
+  // Construction never touches the database; a lazily connecting store is enough.
+  store = await createStore({ connectionString: 'postgres://127.0.0.1:1/none' });
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+/** Bypasses the option types, as a JavaScript caller (or a cast) would. */
+function loose<T>(options: Record<string, unknown>): T {
+  return options as T;
+}
+
+function allInboxOptions(): Required<InboxOptions> {
+  return {
+    store,
+    consumer: 'c',
+    defaultScope: 'tenant-a',
+    maxAttempts: 3,
+    maxIdLength: 100,
+    fingerprintHeaders: ['content-type'],
+    outbox: createOutbox({ store }),
+    decode: (body) => body,
+    retentionMs: 60_000,
+    redeliveryHorizonMs: 30_000,
+    onStep: () => undefined,
+    logger: silentLogger,
+    meter,
+    logPayloads: false,
+    alwaysCountAttempts: true,
+    backoff: { baseMs: 10, capMs: 100, random: () => 0.5 },
+    classify: () => undefined,
+  };
+}
+
+function allRelayOptions(): Required<RelayOptions> {
+  return {
+    store,
+    publisher: createMemoryPublisher(),
+    batchSize: 10,
+    concurrency: 2,
+    maxConcurrentPublishes: 2,
+    maxAttempts: 3,
+    backoff: { baseMs: 100, capMs: 1_000 },
+    leaseMs: 30_000,
+    claimHoldMs: 1_000,
+    publishTimeoutMs: 5_000,
+    pollIntervalMs: 1_000,
+    notify: false,
+    onPublished: 'keep',
+    ownerId: 'relay-1',
+    logger: silentLogger,
+    meter,
+  };
+}
+
+function allBrokerOptions(): Required<MemoryBrokerOptions> {
+  return {
+    seed: 3,
+    faults: { duplicateRate: 0.1, concurrentRate: 0.1, crashRate: 0.1 },
+    crashRedeliveryDelayMs: 1,
+    maxRetryDelayMs: 10,
+    maxReceiveCount: 20,
+  };
+}
+
+describe('createStore', () => {
+  it('refuses a misspelt option, and one of pool or pglite, with a suggestion', async () => {
+    const top = await refusal(() =>
+      createStore(loose({ connectionstring: 'postgres://127.0.0.1:1/none' })),
+    );
+    expect(top.message).toContain(named('connectionstring', 'connectionString'));
+    const pool = await refusal(() =>
+      createStore({ connectionString: 'postgres://x/y', pool: loose({ mx: 3 }) }),
+    );
+    expect(pool.message).toContain(named('pool.mx', 'pool.max'));
+    const pglite = await refusal(() => createStore({ pglite: loose({ datadir: '/tmp/x' }) }));
+    expect(pglite.message).toContain(named('pglite.datadir', 'pglite.dataDir'));
+  });
+
+  it('takes every option it documents (one connection option at a time)', async () => {
+    const pg = await createStore({
+      connectionString: 'postgres://127.0.0.1:1/none',
+      pool: { min: 0, max: 2 },
+      schema: 'some_schema',
+      tablePrefix: 'p_',
+      preparedStatements: false,
+    });
+    await pg.close();
+    const borrowed = await createStore({ knex: store.knex });
+    await borrowed.close();
+    const embedded = await createStore({ pglite: { dataDir: undefined } });
+    await embedded.close();
+  });
+});
+
+describe('createKnexMigrationSource', () => {
+  it('refuses a misspelt option and takes every documented one', async () => {
+    const error = await refusal(() => createKnexMigrationSource(loose({ tableprefix: 'x_' })));
+    expect(error.message).toContain(named('tableprefix', 'tablePrefix'));
+    expect(() => createKnexMigrationSource({ schema: 's', tablePrefix: 'p_' })).not.toThrow();
+  });
+});
+
+describe('createInbox', () => {
+  it('refuses a misspelt option, naming it and the closest known one', async () => {
+    const error = await refusal(() => createInbox(loose({ store, consumer: 'c', maxAttempt: 3 })));
+    expect(error.message).toBe(`createInbox: ${named('maxAttempt', 'maxAttempts')}`);
+    expect(error.details).toEqual({
+      unknown: ['maxAttempt'],
+      didYouMean: { maxAttempt: 'maxAttempts' },
+    });
+  });
+
+  it('refuses a misspelt backoff option with its path', async () => {
+    const error = await refusal(() =>
+      createInbox({ store, consumer: 'c', backoff: loose({ capms: 10 }) }),
+    );
+    expect(error.message).toContain(named('backoff.capms', 'backoff.capMs'));
+  });
+
+  it('takes every option it documents', () => {
+    expect(createInbox(allInboxOptions()).consumer).toBe('c');
+  });
+});
+
+describe('createOutbox', () => {
+  it('refuses a misspelt option, before it looks for the store', async () => {
+    const error = await refusal(() => createOutbox(loose({ store, notfiy: false })));
+    expect(error.message).toContain(named('notfiy', 'notify'));
+    const noStore = await refusal(() => createOutbox(loose({ stor: store })));
+    expect(noStore.message).toContain(named('stor', 'store'));
+  });
+
+  it('takes every option it documents', () => {
+    const all: Required<OutboxOptions> = {
+      store,
+      notify: false,
+      maxKeyLength: 100,
+      maxDestinationLength: 100,
+      maxMessageIdLength: 100,
+      maxPayloadBytes: 1_000,
+    };
+    expect(typeof createOutbox(all).add).toBe('function');
+  });
+});
+
+describe('createRelay', () => {
+  it('refuses a misspelt option and a misspelt backoff option', async () => {
+    const publisher = createMemoryPublisher();
+    const top = await refusal(() => createRelay(loose({ store, publisher, batchsize: 10 })));
+    expect(top.message).toContain(named('batchsize', 'batchSize'));
+    const nested = await refusal(() =>
+      createRelay({ store, publisher, backoff: loose({ basems: 10 }) }),
+    );
+    expect(nested.message).toBe(`createRelay: ${named('backoff.basems', 'backoff.baseMs')}`);
+  });
+
+  it('takes every option it documents', () => {
+    expect(createRelay(allRelayOptions()).ownerId).toBe('relay-1');
+  });
+});
+
+describe('createOperations', () => {
+  it('refuses a misspelt option', async () => {
+    const error = await refusal(() =>
+      createOperations(loose({ store, operation: 'charge', leaseMS: 1_000 })),
+    );
+    expect(error.message).toContain(named('leaseMS', 'leaseMs'));
+  });
+
+  it('takes every option it documents', () => {
+    const all: Required<OperationsOptions> = {
+      store,
+      operation: 'charge',
+      scope: 'tenant-a',
+      leaseMs: 10_000,
+      waitForInProgressMs: 100,
+      pollIntervalMs: 10,
+      retentionMs: 60_000,
+      maxResponseBytes: 1_000,
+      maxKeyLength: 100,
+      isRetryable: () => true,
+      logger: silentLogger,
+      meter,
+    };
+    expect(typeof createOperations(all).run).toBe('function');
+  });
+});
+
+describe('createRetention', () => {
+  it('refuses a misspelt option', async () => {
+    const error = await refusal(() => createRetention(loose({ store, batchsize: 10 })));
+    expect(error.message).toContain(named('batchsize', 'batchSize'));
+  });
+
+  it('takes every option it documents', () => {
+    const all: Required<RetentionOptions> = {
+      store,
+      retentionMs: 60_000,
+      redeliveryHorizonMs: 30_000,
+      deadLetterRetentionMs: 60_000,
+      batchSize: 10,
+      maxBatchesPerRun: 2,
+      pauseBetweenBatchesMs: 0,
+      onBatch: () => undefined,
+      logger: silentLogger,
+      meter,
+    };
+    expect(createRetention(all).retentionMs).toBe(60_000);
+  });
+});
+
+describe('retry policy factories', () => {
+  it('retryPolicy refuses a misspelt option, and one of a quota, budget or breaker given as options', async () => {
+    const cases: Array<[RetryPolicyOptions, string]> = [
+      [loose({ maxattempts: 3 }), named('maxattempts', 'maxAttempts')],
+      [{ quota: loose({ capacty: 5 }) }, named('quota.capacty', 'quota.capacity')],
+      [{ budget: loose({ ratoi: 0.1 }) }, named('budget.ratoi', 'budget.ratio')],
+      [
+        { circuitBreaker: loose({ openms: 5 }) },
+        named('circuitBreaker.openms', 'circuitBreaker.openMs'),
+      ],
+      [
+        { circuitBreaker: { trip: loose({ failureratio: 0.5 }) } },
+        named('circuitBreaker.trip.failureratio', 'circuitBreaker.trip.failureRatio'),
+      ],
+      [
+        { circuitBreaker: { trip: loose({ failureRatio: 0.5, minimumcalls: 5 }) } },
+        named('circuitBreaker.trip.minimumcalls', 'circuitBreaker.trip.minimumCalls'),
+      ],
+    ];
+    for (const [options, message] of cases) {
+      expect((await refusal(() => retryPolicy(options))).message).toBe(`retryPolicy: ${message}`);
+    }
+    // `with` builds a new policy from the same options: it checks its overrides too.
+    const withError = await refusal(() => retryPolicy().with(loose({ basedelayms: 5 })));
+    expect(withError.message).toContain(named('basedelayms', 'baseDelayMs'));
+  });
+
+  it('the quota, budget and breaker factories refuse misspelt options', async () => {
+    expect((await refusal(() => createRetryQuota(loose({ retrycost: 1 })))).message).toBe(
+      `createRetryQuota: ${named('retrycost', 'retryCost')}`,
+    );
+    expect((await refusal(() => createRetryBudget(loose({ windowMS: 100 })))).message).toBe(
+      `createRetryBudget: ${named('windowMS', 'windowMs')}`,
+    );
+    const trip = await refusal(() =>
+      createCircuitBreaker({ trip: loose({ consecutiveFailures: 2, windowMs: 100 }) }),
+    );
+    // A consecutive-failures trip has no window: the key belongs to the other kind.
+    expect(trip.message).toBe('createCircuitBreaker: unknown option `trip.windowMs`');
+  });
+
+  it('every factory takes every option it documents', () => {
+    const clock = createManualClock();
+    const quota: Required<RetryQuotaOptions> = {
+      capacity: 100,
+      retryCost: 5,
+      timeoutRetryCost: 10,
+      successIncrement: 1,
+    };
+    const budget: Required<RetryBudgetOptions> = {
+      ratio: 0.2,
+      minRetriesPerSecond: 1,
+      windowMs: 1_000,
+      clock,
+    };
+    const breaker: Required<CircuitBreakerOptions> = {
+      trip: { failureRatio: 0.5, minimumCalls: 5, windowMs: 1_000 },
+      openMs: 1_000,
+      clock,
+    };
+    const all: Required<RetryPolicyOptions> = {
+      maxAttempts: 3,
+      baseDelayMs: 10,
+      throttlingBaseDelayMs: 50,
+      maxDelayMs: 1_000,
+      deadlineMs: 10_000,
+      attemptTimeoutMs: 1_000,
+      classify: () => undefined,
+      defaultErrorClass: 'transient',
+      quota,
+      budget,
+      circuitBreaker: breaker,
+      clock,
+      random: () => 0.5,
+      dangerouslyDisableJitter: false,
+    };
+    expect(retryPolicy(all).settings.maxAttempts).toBe(3);
+    expect(createRetryQuota(quota).available).toBe(100);
+    expect(typeof createRetryBudget(budget).available).toBe('function');
+    expect(createCircuitBreaker(breaker).state).toBe('closed');
+    expect(createCircuitBreaker({ trip: { consecutiveFailures: 2 } }).state).toBe('closed');
+  });
+});
+
+describe('createMemoryPublisher', () => {
+  it('refuses a misspelt option and takes its one option', async () => {
+    const error = await refusal(() => createMemoryPublisher(loose({ delayMS: 1 })));
+    expect(error.message).toContain(named('delayMS', 'delayMs'));
+    expect(createMemoryPublisher({ delayMs: 1 }).calls).toBe(0);
+  });
+});
+
+describe('testing kit', () => {
+  it('createMemoryBroker refuses a misspelt option and a misspelt fault rate', async () => {
+    const top = await refusal(() => createMemoryBroker(loose({ maxReceiveCnt: 3 })));
+    expect(top.message).toContain(named('maxReceiveCnt', 'maxReceiveCount'));
+    const faults = await refusal(() => createMemoryBroker({ faults: loose({ crashrate: 0.1 }) }));
+    expect(faults.message).toContain(named('faults.crashrate', 'faults.crashRate'));
+  });
+
+  it('createMemoryBroker takes every option it documents', async () => {
+    const broker = createMemoryBroker(allBrokerOptions());
+    await broker.close();
+  });
+
+  it('createTestHarness refuses misspelt options, in its inbox and broker options too', async () => {
+    const handler = async (): Promise<void> => undefined;
+    const cases: Array<[TestHarnessOptions, string]> = [
+      [loose({ handler, idleTimeout: 5 }), named('idleTimeout', 'idleTimeoutMs')],
+      [
+        { handler, inbox: loose({ maxattempts: 2 }) },
+        named('inbox.maxattempts', 'inbox.maxAttempts'),
+      ],
+      [
+        { handler, inbox: { backoff: loose({ basems: 1 }) } },
+        named('inbox.backoff.basems', 'inbox.backoff.baseMs'),
+      ],
+      [{ handler, inbox: loose({ consumer: 'x' }) }, 'unknown option `inbox.consumer`'],
+      [{ handler, broker: loose({ sed: 1 }) }, named('broker.sed', 'broker.seed')],
+      [
+        { handler, broker: { faults: loose({ duplicaterate: 0.1 }) } },
+        named('broker.faults.duplicaterate', 'broker.faults.duplicateRate'),
+      ],
+    ];
+    for (const [options, message] of cases) {
+      expect((await refusal(() => createTestHarness(options))).message).toContain(message);
+    }
+  });
+
+  it('createTestHarness takes every option it documents', async () => {
+    const all: Required<TestHarnessOptions> = {
+      handler: async () => undefined,
+      consumer: 'harness',
+      queue: 'harness-queue',
+      store,
+      setup: async () => undefined,
+      inbox: { maxAttempts: 2, backoff: { baseMs: 1, capMs: 10 } },
+      concurrency: 2,
+      broker: allBrokerOptions(),
+      countEffects: async () => 0,
+      idleTimeoutMs: 1_000,
+    };
+    const harness = await createTestHarness(all);
+    expect(harness.queue).toBe('harness-queue');
+    await harness.close();
+  });
+
+  it('checkPublisherContract refuses a misspelt option and takes every documented one', async () => {
+    const publisher = createMemoryPublisher();
+    const receive: PublisherContractOptions['receive'] = async (destination, count) =>
+      publisher.published
+        .filter((m) => m.destination === destination)
+        .slice(0, count)
+        .map((m) => ({
+          messageId: m.messageId,
+          key: m.key,
+          headers: m.headers,
+          payload: m.payload,
+        }));
+    const error = await refusal(() =>
+      checkPublisherContract(loose({ publisher, destination: 'q', receive, orderByKey: true })),
+    );
+    expect(error.message).toContain(named('orderByKey', 'ordersByKey'));
+    const all: Required<PublisherContractOptions> = {
+      publisher,
+      destination: 'q',
+      receive,
+      invalidDestination: 'bad',
+      ordersByKey: true,
+    };
+    await expect(checkPublisherContract(all)).resolves.toEqual(expect.any(Array));
+  });
+});
+
+describe('options that are not an object', () => {
+  it('are refused with a ConfigurationError by every factory, never met with a TypeError', async () => {
+    const call = (f: unknown, value: unknown) => () => (f as (options: unknown) => unknown)(value);
+    const needOptions = {
+      createInbox,
+      createOutbox,
+      createRelay,
+      createOperations,
+      createRetention,
+      createTestHarness,
+      checkPublisherContract,
+    };
+    const haveDefaults = {
+      createStore,
+      createKnexMigrationSource,
+      retryPolicy,
+      createRetryQuota,
+      createRetryBudget,
+      createCircuitBreaker,
+      createMemoryPublisher,
+      createMemoryBroker,
+    };
+    for (const [name, factory] of Object.entries(needOptions)) {
+      for (const value of [undefined, null, 42, 'options', []]) {
+        const error = await refusal(call(factory, value));
+        expect(`${name}: ${error.code}`).toBe(`${name}: INVALID_CONFIG`);
+      }
+    }
+    for (const [name, factory] of Object.entries(haveDefaults)) {
+      for (const value of [null, 42, 'options', []]) {
+        const error = await refusal(call(factory, value));
+        expect(error.message).toBe(`${name} takes an options object`);
+      }
+    }
+  });
+});

@@ -1,0 +1,179 @@
+import {
+  ConfigurationError,
+  createInbox,
+  createStore,
+  silentLogger,
+  type Store,
+} from '@justonce/core';
+import {
+  createKafkaConsumer,
+  createKafkaPublisher,
+  kafkajsClient,
+  type KafkaConsumerOptions,
+  type KafkaProducerClient,
+  type KafkaPublisherOptions,
+} from '../src';
+
+/**
+ * Every factory of the package refuses an option its interface does not declare, naming it
+ * and the closest known one, and still takes every option it documents. Nothing here connects.
+ */
+
+/** The configuration error `run` throws. */
+function refusal(run: () => unknown): ConfigurationError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigurationError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+/** The message part naming `key` and suggesting `suggestion`. */
+const named = (key: string, suggestion: string): string =>
+  `unknown option \`${key}\`; did you mean \`${suggestion}\`?`;
+
+/** Bypasses the option types, as a JavaScript caller (or a cast) would. */
+function loose<T>(options: Record<string, unknown>): T {
+  return options as T;
+}
+
+const BROKERS = ['127.0.0.1:1'];
+
+/** A producer that is never used: the consumers and publishers here are never started. */
+const idleProducer: KafkaProducerClient = {
+  connect: async () => undefined,
+  disconnect: async () => undefined,
+  send: async () => [],
+};
+
+let store: Store;
+
+beforeAll(async () => {
+  // Construction never touches the database; a lazily connecting store is enough.
+  store = await createStore({ connectionString: 'postgres://127.0.0.1:1/none' });
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+/** Every option but `brokers` (which excludes `kafka`). */
+function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers'> {
+  return {
+    inbox: createInbox({ store, consumer: 'kafka-options' }),
+    handler: async () => undefined,
+    groupId: 'g',
+    topics: ['t', /^t-.*/],
+    kafka: kafkajsClient({ brokers: BROKERS }),
+    clientId: 'client',
+    mode: 'message',
+    batchSize: 10,
+    fromBeginning: true,
+    partitionsConsumedConcurrently: 2,
+    messageId: { header: 'id', extract: () => undefined, fallbackToOffset: false },
+    scopeHeader: 'tenant',
+    deadLetterTopic: 't.dlq',
+    deadLetterProducer: idleProducer,
+    consumerConfig: {
+      sessionTimeout: 30_000,
+      rebalanceTimeout: 60_000,
+      heartbeatInterval: 3_000,
+      maxWaitTimeInMs: 1_000,
+      maxBytesPerPartition: 1_048_576,
+      maxBytes: 10_485_760,
+      allowAutoTopicCreation: false,
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
+    },
+    onOutcome: () => undefined,
+    logger: silentLogger,
+  };
+}
+
+describe('createKafkaConsumer', () => {
+  it('refuses misspelt options, nested ones with their path', () => {
+    const { kafka: _kafka, ...base } = allConsumerOptions();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ batchsize: 10 }, named('batchsize', 'batchSize')],
+      [
+        { messageId: { fallbacktooffset: false } },
+        named('messageId.fallbacktooffset', 'messageId.fallbackToOffset'),
+      ],
+      [
+        { consumerConfig: { sessiontimeout: 30_000 } },
+        named('consumerConfig.sessiontimeout', 'consumerConfig.sessionTimeout'),
+      ],
+      [
+        { consumerConfig: { retry: { retrys: 3 } } },
+        named('consumerConfig.retry.retrys', 'consumerConfig.retry.retries'),
+      ],
+      // The consumer sets the group id itself; one in consumerConfig would be dropped.
+      [{ consumerConfig: { groupId: 'other' } }, 'unknown option `consumerConfig.groupId`'],
+    ];
+    for (const [change, message] of cases) {
+      const options = loose<KafkaConsumerOptions>({ ...base, brokers: BROKERS, ...change });
+      const error = refusal(() => createKafkaConsumer(options));
+      expect(error.message).toContain(`createKafkaConsumer: ${message}`);
+    }
+  });
+
+  it('takes every option it documents', () => {
+    expect(typeof createKafkaConsumer(allConsumerOptions()).start).toBe('function');
+    const { kafka: _kafka, ...withBrokers } = allConsumerOptions();
+    expect(typeof createKafkaConsumer({ ...withBrokers, brokers: BROKERS }).start).toBe('function');
+  });
+});
+
+describe('createKafkaPublisher', () => {
+  it('refuses a misspelt option', () => {
+    const error = refusal(() =>
+      createKafkaPublisher(loose({ brokers: BROKERS, ackTimeOutMs: 1_000 })),
+    );
+    expect(error.message).toBe(`createKafkaPublisher: ${named('ackTimeOutMs', 'ackTimeoutMs')}`);
+  });
+
+  it('takes every option it documents (one client option at a time)', () => {
+    const rest: Omit<Required<KafkaPublisherOptions>, 'kafka' | 'brokers' | 'producer'> = {
+      clientId: 'relay',
+      retries: 3,
+      ackTimeoutMs: 5_000,
+      logger: silentLogger,
+    };
+    const variants: KafkaPublisherOptions[] = [
+      { ...rest, brokers: BROKERS },
+      { ...rest, kafka: kafkajsClient({ brokers: BROKERS }) },
+      { ...rest, producer: idleProducer },
+    ];
+    for (const options of variants) {
+      expect(typeof createKafkaPublisher(options).publish).toBe('function');
+    }
+  });
+});
+
+describe('kafkajsClient', () => {
+  it('refuses a misspelt option and takes every documented one', () => {
+    const error = refusal(() => kafkajsClient(loose({ brokers: BROKERS, clientid: 'x' })));
+    expect(error.message).toBe(`kafkajsClient: ${named('clientid', 'clientId')}`);
+    expect(typeof kafkajsClient({ brokers: BROKERS, clientId: 'x' }).consumer).toBe('function');
+  });
+});
+
+describe('options that are not an object', () => {
+  it('are refused with a ConfigurationError by every factory, never met with a TypeError', () => {
+    const factories = { createKafkaConsumer, createKafkaPublisher, kafkajsClient };
+    for (const factory of Object.values(factories)) {
+      for (const value of [undefined, null, 42, []]) {
+        const error = refusal(() => (factory as (options: unknown) => unknown)(value));
+        expect(error.code).toBe('INVALID_CONFIG');
+      }
+    }
+  });
+
+  it('kafkajsClient refuses brokers that list no host', () => {
+    for (const brokers of [[], [''], 'host:9092', [9092]]) {
+      const error = refusal(() => kafkajsClient(loose({ brokers })));
+      expect(error.message).toMatch(/brokers must list at least one host:port/);
+    }
+  });
+});

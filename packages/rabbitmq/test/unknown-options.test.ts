@@ -1,0 +1,154 @@
+import {
+  ConfigurationError,
+  createInbox,
+  createStore,
+  resolveMeter,
+  silentLogger,
+  type Store,
+} from '@justonce/core';
+import {
+  createRabbitConsumer,
+  createRabbitPublisher,
+  type RabbitConsumerOptions,
+  type RabbitPublisherOptions,
+} from '../src';
+
+/**
+ * Both factories of the package refuse an option their interface does not declare, naming it
+ * and the closest known one, and still take every option they document. Nothing here connects:
+ * a consumer connects on `start`, a publisher on its first `publish`.
+ */
+
+/** The configuration error `run` throws. */
+function refusal(run: () => unknown): ConfigurationError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigurationError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+/** The message part naming `key` and suggesting `suggestion`. */
+const named = (key: string, suggestion: string): string =>
+  `unknown option \`${key}\`; did you mean \`${suggestion}\`?`;
+
+/** Bypasses the option types, as a JavaScript caller (or a cast) would. */
+function loose<T>(options: Record<string, unknown>): T {
+  return options as T;
+}
+
+const URL = 'amqp://guest:guest@127.0.0.1:1';
+const neverConnects = (): never => {
+  throw new Error('not connected in this test');
+};
+
+let store: Store;
+
+beforeAll(async () => {
+  // Construction never touches the database; a lazily connecting store is enough.
+  store = await createStore({ connectionString: 'postgres://127.0.0.1:1/none' });
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+/** Every option but `connect` and `inbox` (which exclude `url` and `store`). */
+function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect' | 'inbox'> {
+  return {
+    url: URL,
+    connectionName: 'rabbit-options',
+    heartbeatSeconds: 10,
+    queue: 'jobs',
+    handler: async () => undefined,
+    store,
+    consumer: 'jobs-consumer',
+    decode: (body) => body,
+    prefetch: 10,
+    concurrency: 2,
+    // `delaysMs` excludes `backoff`; it is taken below, with a ready inbox.
+    retry: { backoff: (attempt) => attempt * 100, ladderMs: [100, 1_000], maxAttempts: 3 },
+    deadLetterExchange: 'jobs.dlx',
+    deadLetterExchangeType: 'topic',
+    deadLetterQueue: null,
+    declareTopology: false,
+    durable: false,
+    queueArguments: { 'x-queue-type': 'quorum' },
+    messageIdExtractor: () => undefined,
+    scopeExtractor: () => undefined,
+    confirmTimeoutMs: 1_000,
+    reconnect: { baseMs: 10, capMs: 100 },
+    shutdownTimeoutMs: 1_000,
+    logger: silentLogger,
+    meter: resolveMeter(),
+    onEvent: () => undefined,
+  };
+}
+
+describe('createRabbitConsumer', () => {
+  it('refuses misspelt options, nested ones with their path', () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ prefech: 10 }, named('prefech', 'prefetch')],
+      [{ deadLetterQeue: null }, named('deadLetterQeue', 'deadLetterQueue')],
+      [{ retry: { maxattempts: 3 } }, named('retry.maxattempts', 'retry.maxAttempts')],
+      [{ reconnect: { capMS: 100 } }, named('reconnect.capMS', 'reconnect.capMs')],
+    ];
+    for (const [change, message] of cases) {
+      const options = loose<RabbitConsumerOptions>({ ...allConsumerOptions(), ...change });
+      expect(refusal(() => createRabbitConsumer(options)).message).toBe(
+        `createRabbitConsumer: ${message}`,
+      );
+    }
+  });
+
+  it('takes every option it documents', async () => {
+    const built = createRabbitConsumer(allConsumerOptions());
+    expect(built.connected).toBe(false);
+    await built.stop();
+    const { url: _url, store: _store, consumer: _c, decode: _d, ...rest } = allConsumerOptions();
+    const ready = createRabbitConsumer({
+      ...rest,
+      connect: neverConnects,
+      inbox: createInbox({ store, consumer: 'ready' }),
+      retry: { delaysMs: [100, 1_000] },
+    });
+    expect(ready.topology().queue).toBe('jobs');
+    await ready.stop();
+  });
+});
+
+describe('createRabbitPublisher', () => {
+  it('refuses a misspelt option', () => {
+    const error = refusal(() => createRabbitPublisher(loose({ url: URL, persistant: true })));
+    expect(error.message).toBe(`createRabbitPublisher: ${named('persistant', 'persistent')}`);
+  });
+
+  it('takes every option it documents', async () => {
+    const all: Omit<Required<RabbitPublisherOptions>, 'connect'> = {
+      url: URL,
+      connectionName: 'relay',
+      heartbeatSeconds: 10,
+      confirmTimeoutMs: 1_000,
+      persistent: false,
+      exchangeCheckTtlMs: 1_000,
+      logger: silentLogger,
+    };
+    await createRabbitPublisher(all).close();
+    const { url: _url, ...rest } = all;
+    await createRabbitPublisher({ ...rest, connect: neverConnects }).close();
+  });
+});
+
+describe('options that are not an object', () => {
+  it('are refused with a ConfigurationError by every factory, never met with a TypeError', () => {
+    const factories = { createRabbitConsumer, createRabbitPublisher };
+    for (const factory of Object.values(factories)) {
+      for (const value of [undefined, null, 42, []]) {
+        const error = refusal(() => (factory as (options: unknown) => unknown)(value));
+        expect(error.code).toBe('INVALID_CONFIG');
+      }
+    }
+  });
+});
