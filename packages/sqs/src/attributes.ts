@@ -41,21 +41,47 @@ export function toMessageAttributes(
 /**
  * Headers from received message attributes: `String` and `Number` attributes (custom type
  * suffixes such as `String.json` included) become strings; `Binary` attributes are left out
- * of the headers (a message id extractor still sees them on the raw message).
+ * of the headers (a message id extractor still sees them on the raw message). Never throws:
+ * an attribute that is not shaped like one (no string `DataType` or `StringValue`) is left
+ * out, and every name, `__proto__` included, becomes an own property.
  */
 export function fromMessageAttributes(
   attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!attributes) return out;
-  for (const [name, value] of Object.entries(attributes)) {
-    const type = value.DataType ?? '';
-    if (
-      (type.startsWith('String') || type.startsWith('Number')) &&
-      value.StringValue !== undefined
-    ) {
-      out[name] = value.StringValue;
-    }
+  if (typeof attributes !== 'object' || attributes === null) return out;
+  for (const [name, value] of Object.entries(attributes as Record<string, unknown>)) {
+    const text = attributeText(value);
+    if (text !== undefined) setHeader(out, name, text);
   }
   return out;
+}
+
+/** The text of a `String` or `Number` attribute, else `undefined`. */
+function attributeText(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { DataType: type, StringValue: text } = value as Record<string, unknown>;
+  if (typeof type !== 'string' || typeof text !== 'string') return undefined;
+  return type.startsWith('String') || type.startsWith('Number') ? text : undefined;
+}
+
+/** Sets `headers[name]` as an own property: assigning to `__proto__` would drop it. */
+function setHeader(headers: Record<string, string>, name: string, value: string): void {
+  Object.defineProperty(headers, name, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+}
+
+/**
+ * `headers[name]` when it is the message's own header, so a name such as `constructor` or
+ * `toString` never finds what `Object.prototype` holds. @internal
+ */
+export function headerOf(
+  headers: Readonly<Record<string, string>>,
+  name: string,
+): string | undefined {
+  return Object.hasOwn(headers, name) ? headers[name] : undefined;
 }

@@ -45,10 +45,18 @@ export function encodeBody(
   return { ok: true, body: text };
 }
 
-/** The body a worker hands to the inbox: bytes when the message says base64, else the text. */
+/**
+ * The body a worker hands to the inbox: bytes when the message says base64, else the text.
+ * A body that is not a string (SQS never sends one) is returned unchanged, for the inbox to
+ * dead-letter as `INVALID_BODY`, rather than throw.
+ */
 export function decodeBody(
   body: string,
   headers: Readonly<Record<string, string>>,
 ): string | Uint8Array {
-  return headers[BODY_ENCODING_ATTRIBUTE] === 'base64' ? Buffer.from(body, 'base64') : body;
+  if (typeof body !== 'string') return body;
+  return Object.hasOwn(headers, BODY_ENCODING_ATTRIBUTE) &&
+    headers[BODY_ENCODING_ATTRIBUTE] === 'base64'
+    ? Buffer.from(body, 'base64')
+    : body;
 }

@@ -1,6 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import type { Envelope } from '@justonce/core';
-import { fromMessageAttributes } from './attributes';
+import { fromMessageAttributes, headerOf } from './attributes';
 import { decodeBody } from './body';
 import { resolveMessageId, type ResolvedMessageIdOptions } from './message-id';
 
@@ -14,9 +14,20 @@ export interface EnvelopeSettings {
   readonly onExtractError: (error: unknown, message: Message) => void;
 }
 
-function positive(value: string | undefined): number | undefined {
+/** A receive count: only the decimal digits SQS sends, as a safe positive integer. */
+function positive(value: unknown): number | undefined {
+  if (typeof value !== 'string' || !/^[1-9][0-9]*$/.test(value)) return undefined;
   const n = Number(value);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** `Attributes[name]` of a message, whatever shape `Attributes` has. */
+function systemAttribute(message: Message, name: string): unknown {
+  const attributes: unknown = message.Attributes;
+  if (typeof attributes !== 'object' || attributes === null) return undefined;
+  return Object.hasOwn(attributes, name)
+    ? (attributes as Record<string, unknown>)[name]
+    : undefined;
 }
 
 /**
@@ -30,13 +41,13 @@ export function toEnvelope(message: Message, settings: EnvelopeSettings): Envelo
   const id = resolveMessageId(message, headers, settings.messageId, (error) =>
     settings.onExtractError(error, message),
   );
-  const scope = headers[settings.scopeAttribute];
-  const group = message.Attributes?.MessageGroupId;
-  const receiveCount = positive(message.Attributes?.ApproximateReceiveCount);
+  const scope = headerOf(headers, settings.scopeAttribute);
+  const group = systemAttribute(message, 'MessageGroupId');
+  const receiveCount = positive(systemAttribute(message, 'ApproximateReceiveCount'));
   return {
     id,
     ...(scope !== undefined && scope !== '' ? { scope } : {}),
-    ...(group !== undefined ? { key: group } : {}),
+    ...(typeof group === 'string' ? { key: group } : {}),
     headers,
     body: decodeBody(message.Body ?? '', headers),
     delivery: {

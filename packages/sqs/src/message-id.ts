@@ -1,4 +1,5 @@
 import type { Message } from '@aws-sdk/client-sqs';
+import { headerOf } from './attributes';
 
 /** Where the worker finds the message id the inbox dedupes on, in order. */
 export interface SqsMessageIdOptions {
@@ -32,7 +33,8 @@ export interface ResolvedMessageIdOptions {
 
 /**
  * The id of a received message by the rules of {@link SqsMessageIdOptions}, or `undefined`.
- * `headers` are the message's string attributes.
+ * `headers` are the message's string attributes. Never throws (neither a throwing `extract`
+ * nor a throwing `onExtractError`): a throw here would bring the message back forever.
  */
 export function resolveMessageId(
   message: Message,
@@ -40,16 +42,24 @@ export function resolveMessageId(
   options: ResolvedMessageIdOptions,
   onExtractError: (error: unknown) => void,
 ): string | undefined {
-  const fromAttribute = headers[options.attribute];
+  const fromAttribute = headerOf(headers, options.attribute);
   if (fromAttribute !== undefined && fromAttribute !== '') return fromAttribute;
   if (options.extract) {
     try {
       const extracted = options.extract(message);
       if (typeof extracted === 'string' && extracted !== '') return extracted;
     } catch (error) {
-      onExtractError(error);
+      try {
+        onExtractError(error);
+      } catch {
+        // Only a report failed; the message still goes on (without an id).
+      }
       return undefined;
     }
   }
-  return options.fallbackToSqsMessageId && message.MessageId ? message.MessageId : undefined;
+  if (!options.fallbackToSqsMessageId) return undefined;
+  const sqsId: unknown = message.MessageId;
+  // A MessageId that is not a string (SQS never sends one) goes on unchanged: the inbox
+  // dead-letters it as INVALID_MESSAGE_ID instead of deduping on a made-up text.
+  return sqsId === undefined || sqsId === null || sqsId === '' ? undefined : (sqsId as string);
 }

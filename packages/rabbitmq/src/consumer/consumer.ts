@@ -10,11 +10,12 @@ import {
 } from '@justonce/core';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { describe, openSession, resolveConnect, type AmqpSession } from '../amqp/connection';
+import { encodableHeaders } from '../amqp/headers';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { positiveInteger, validateName } from '../options';
 import { findMessageId, RETRY_ATTEMPT_HEADER, tenantHeaderScope, toEnvelope } from './envelope';
 import type { RabbitConsumerEvent, SettleAction } from './events';
-import type { RabbitConsumerOptions } from './options';
+import { rejectUnknownConsumerOptions, type RabbitConsumerOptions } from './options';
 import { retryDelays } from './retry-delays';
 import {
   declareRetryQueue,
@@ -102,6 +103,7 @@ type State = 'idle' | 'running' | 'stopping' | 'stopped';
 export function createRabbitConsumer<R = unknown>(
   options: RabbitConsumerOptions<R>,
 ): RabbitConsumer {
+  rejectUnknownConsumerOptions(options as RabbitConsumerOptions<unknown>);
   const queueName = validateName(options.queue, 'queue');
   const connect = resolveConnect(options, 'createRabbitConsumer', `justonce:${queueName}`);
   if (typeof options.handler !== 'function') {
@@ -568,9 +570,11 @@ function republished(
   extraHeaders: Record<string, string | number>,
 ): Options.Publish {
   const p = message.properties;
-  const headers: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries((p.headers ?? {}) as Record<string, unknown>)) {
-    if (!BROKER_HEADERS.test(name)) headers[name] = value;
+  // Only what amqplib can encode again: a header it cannot would fail this publish on every
+  // delivery, and the message would be requeued forever.
+  const headers = encodableHeaders(p.headers);
+  for (const name of Object.keys(headers)) {
+    if (BROKER_HEADERS.test(name)) delete headers[name];
   }
   Object.assign(headers, extraHeaders);
   const out: Options.Publish = { headers, deliveryMode: p.deliveryMode ?? 2 };

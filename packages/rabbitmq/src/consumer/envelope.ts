@@ -1,6 +1,6 @@
 import { MESSAGE_ID_HEADER, type Envelope } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
-import { headerCount, headerString, headersToStrings } from '../amqp/headers';
+import { headerCount, headerKey, headersToStrings } from '../amqp/headers';
 
 /**
  * Finds a message id when neither `properties.messageId` nor a `message-id` header carries
@@ -25,8 +25,24 @@ export const PARTITION_KEY_HEADER = 'partition-key';
 export type IdSource = 'property' | 'header' | 'extractor' | 'none';
 
 /**
+ * A header's bytes that are not valid UTF-8, handed on as the id or scope unchanged: the
+ * inbox dead-letters a value that is not a string (`INVALID_MESSAGE_ID`, `INVALID_SCOPE`),
+ * where decoded text would dedupe different messages as one.
+ */
+function undecodable(bytes: Buffer): string {
+  return bytes as unknown as string;
+}
+
+/** {@link headerKey} as the `string` an envelope field is typed as. */
+function keyHeader(headers: unknown, name: string): string | undefined {
+  const value = headerKey(headers, name);
+  return Buffer.isBuffer(value) ? undecodable(value) : value;
+}
+
+/**
  * The message id: `properties.messageId`, else the `message-id` header, else the
- * extractor's answer. @internal
+ * extractor's answer. A `message-id` header of bytes that are not UTF-8 is passed on as
+ * the bytes, which the inbox refuses. @internal
  */
 export function findMessageId(
   message: ConsumeMessage,
@@ -34,7 +50,7 @@ export function findMessageId(
 ): { id: string | undefined; source: IdSource; extractorError?: unknown } {
   const property: unknown = message.properties.messageId;
   if (typeof property === 'string' && property !== '') return { id: property, source: 'property' };
-  const header = headerString(message.properties.headers, MESSAGE_ID_HEADER);
+  const header = keyHeader(message.properties.headers, MESSAGE_ID_HEADER);
   if (header !== undefined) return { id: header, source: 'header' };
   if (extractor === undefined) return { id: undefined, source: 'none' };
   try {
@@ -79,7 +95,7 @@ export function toEnvelope(
     headers,
     body: message.content,
     delivery: {
-      redelivered: message.fields.redelivered || retriedAttempt !== undefined,
+      redelivered: message.fields.redelivered === true || retriedAttempt !== undefined,
       ...(retriedAttempt !== undefined ? { attempt: retriedAttempt + 1 } : {}),
       source: queue,
       receivedAt: new Date(),
@@ -89,6 +105,9 @@ export function toEnvelope(
   };
 }
 
-/** The default scope extractor: the `tenant` header the outbox writes. @internal */
+/**
+ * The default scope extractor: the `tenant` header the outbox writes (bytes that are not
+ * UTF-8 are passed on as the bytes, which the inbox refuses). @internal
+ */
 export const tenantHeaderScope: ScopeExtractor = (message) =>
-  headerString(message.properties.headers, 'tenant');
+  keyHeader(message.properties.headers, 'tenant');
