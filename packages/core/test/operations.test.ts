@@ -486,6 +486,86 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
   });
 });
 
+describe.each(STORE_KINDS)('operations with text PostgreSQL cannot store on %s', (kind) => {
+  let store: TestStore;
+  let sequence = 0;
+  const operations = (options: Omit<OperationsOptions, 'store'> = {}): Operations =>
+    createOperations({ store, operation: `text-${(sequence += 1)}`, ...options });
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('replays the response byte for byte: key order, U+0000 and lone surrogates kept', async () => {
+    const ops = operations();
+    const response = {
+      chargeId: 'ch_1',
+      at: '2026-01-02T03:04:05.000Z',
+      nested: { ok: true, n: 1 },
+      odd: ['\u0000', '\ud800', 'x\udc00y', '\ud83d\ude00'],
+      '\u0000key': null,
+    };
+    const first = await ops.run('k', 1, async () => response);
+    const replayed = await ops.run('k', 1, async () => 'never');
+    expect(JSON.stringify(first)).toBe(JSON.stringify(response));
+    expect(JSON.stringify(replayed)).toBe(JSON.stringify(response));
+    expect(JSON.stringify((await ops.get('k'))?.response)).toBe(JSON.stringify(response));
+    // A null response is a stored response too.
+    await ops.run('null', 1, async () => null);
+    expect(await ops.get('null')).toMatchObject({ status: 'SUCCEEDED', response: null });
+  });
+
+  it('records an error whose text holds U+0000 or lone surrogates, storably', async () => {
+    const ops = operations({ isRetryable: () => false });
+    const thrown = Object.assign(new Error('bad \u0000 \ud800'), { code: 'E\u0000' });
+    expect(await rejection(ops.run('k', 1, async () => Promise.reject(thrown)))).toBe(thrown);
+    const replay = await rejection(ops.run('k', 1, async () => 'never'));
+    expect(isOperationFailedError(replay)).toBe(true);
+    expect(replay).toMatchObject({
+      failure: { name: 'Error', message: 'bad \\u0000 \ufffd', code: 'E\\u0000' },
+    });
+    // Anything thrown is recorded, even what String() cannot print.
+    const odd = Object.create(null) as object;
+    expect(await rejection(ops.run('odd', 1, async () => Promise.reject(odd)))).toBe(odd);
+    expect(await ops.get('odd')).toMatchObject({ status: 'FAILED_FINAL' });
+  });
+
+  it('refuses keys, names, requests and options it cannot use with a typed error', async () => {
+    const ops = operations();
+    const throwing = {
+      toJSON(): never {
+        throw new Error('nope');
+      },
+    };
+    const calls: Array<() => Promise<unknown>> = [
+      () => ops.run('k\u0000', 1, async () => 1),
+      () => ops.run('\ud800', 1, async () => 1),
+      () => ops.run(null as never, 1, async () => 1),
+      () => ops.run('k', 1, async () => 1, { scope: 's\u0000' }),
+      () => ops.run('k', 1, async () => 1, { operation: '\udc00' }),
+      () => ops.run('k', 1, async () => 1, 5 as never),
+      () => ops.run('k', 1, async () => 1, { signal: 'abort' as never }),
+      () => ops.run('k', throwing, async () => 1),
+      () => ops.reserve('k', 1, 'x' as never),
+      () => ops.get('k\u0000'),
+      () => ops.complete(null as never, 1),
+      () =>
+        ops.fail({ scope: 's', operation: 'o', key: 'k' } as never, new Error('x'), {
+          retryable: false,
+        }),
+      () => ops.extendLease({} as never),
+    ];
+    for (const call of calls) {
+      expect(await rejection(call())).toMatchObject({ code: 'INVALID_OPERATION_INPUT' });
+    }
+    // A request is only hashed: U+0000 and lone surrogates in it are fine.
+    await expect(ops.run('k', { s: '\u0000\ud800' }, async () => 'ok')).resolves.toBe('ok');
+    await expect(ops.run('k', { s: '\u0000\ud800' }, async () => 'never')).resolves.toBe('ok');
+  });
+});
+
 describe('operations configuration', () => {
   const store = { knex: () => undefined } as unknown as OperationsOptions['store'];
   it.each([

@@ -8,9 +8,12 @@ import {
   isJustonceError,
   outboxChannel,
   rowsOf,
+  type AddOptions,
   type OutboxEvent,
   type Store,
 } from '../src';
+import type { EncodedEvent } from '../src/outbox/encode';
+import { statements } from '../src/outbox/insert-all';
 import { STORE_KINDS, databaseUrl, openTestStore } from './db';
 
 interface Row {
@@ -166,21 +169,142 @@ describe.each(STORE_KINDS)('outbox on %s', (kind) => {
     expect(await rows(store)).toHaveLength(0);
   });
 
-  it('reports a message id that is already in the outbox and leaves the transaction usable', async () => {
+  it('reports a message id that is already in the outbox, writing nothing of that call', async () => {
     const outbox = createOutbox({ store });
     await store.knex.transaction((trx) =>
       outbox.add(trx, { destination: 'd', payload: 1, messageId: 'same' }),
     );
     await store.knex.transaction(async (trx) => {
+      await outbox.add(trx, { destination: 'd', payload: 0, messageId: 'before' });
       await expect(
         outbox.add(trx, [
           { destination: 'd', payload: 2, messageId: 'new' },
           { destination: 'd', payload: 3, messageId: 'same' },
         ]),
       ).rejects.toMatchObject({ code: 'DUPLICATE_MESSAGE_ID', messageIds: ['same'] });
+      // The transaction is still usable, and an earlier call of it is kept.
       await trx.raw('select 1');
     });
-    expect((await rows(store)).map((r) => r.message_id)).toEqual(['same', 'new']);
+    expect((await rows(store)).map((r) => r.message_id)).toEqual(['same', 'before']);
+  });
+
+  it('undoes every statement of a call over 1000 events when a later one finds a duplicate', async () => {
+    const outbox = createOutbox({ store });
+    await store.knex.transaction((trx) =>
+      outbox.add(trx, { destination: 'd', payload: 1, messageId: 'taken' }),
+    );
+    const events: OutboxEvent[] = Array.from({ length: 1500 }, (_, i) => ({
+      destination: 'bulk',
+      payload: { i },
+      messageId: i === 1400 ? 'taken' : `bulk-${i}`,
+    }));
+    await store.knex.transaction(async (trx) => {
+      await expect(outbox.add(trx, events)).rejects.toMatchObject({
+        code: 'DUPLICATE_MESSAGE_ID',
+        messageIds: ['taken'],
+      });
+      await trx.raw('select 1');
+    });
+    expect((await rows(store)).map((r) => r.message_id)).toEqual(['taken']);
+  });
+
+  it('undoes every statement of a call over 1000 events when a later one fails', async () => {
+    const outbox = createOutbox({ store });
+    const table = store.names.table('outbox');
+    const refuse = store.names.table('refuse_explode');
+    // A trigger stands in for any database error in the second statement of the call.
+    await store.knex.raw(`create function ${refuse}() returns trigger language plpgsql as $$
+      begin
+        if new.destination = 'explode' then raise exception 'refused by trigger'; end if;
+        return new;
+      end $$`);
+    await store.knex.raw(
+      `create trigger refuse_explode before insert on ${table} for each row execute function ${refuse}()`,
+    );
+    try {
+      const events: OutboxEvent[] = Array.from({ length: 1500 }, (_, i) => ({
+        destination: i === 1200 ? 'explode' : 'bulk',
+        payload: i,
+      }));
+      await store.knex.transaction(async (trx) => {
+        await outbox.add(trx, { destination: 'd', payload: 0, messageId: 'kept' });
+        await expect(outbox.add(trx, events)).rejects.toThrow('refused by trigger');
+        // The call's savepoint was rolled back: the caller's transaction goes on.
+        await trx.raw('select 1');
+      });
+      expect((await rows(store)).map((r) => r.message_id)).toEqual(['kept']);
+    } finally {
+      await store.knex.raw(`drop trigger refuse_explode on ${table}`);
+      await store.knex.raw(`drop function ${refuse}()`);
+    }
+  });
+
+  it('refuses a message id given twice in one call before any SQL', async () => {
+    const outbox = createOutbox({ store });
+    await store.knex.transaction(async (trx) => {
+      await expect(
+        outbox.add(trx, [
+          { destination: 'd', payload: 1, messageId: 'twice' },
+          { destination: 'd', payload: 2 },
+          { destination: 'd', payload: 3, messageId: 'twice' },
+        ]),
+      ).rejects.toMatchObject({ code: 'INVALID_EVENT', field: 'messageId', index: 2 });
+      await trx.raw('select 1');
+    });
+    expect(await rows(store)).toHaveLength(0);
+  });
+
+  it('refuses text PostgreSQL cannot store exactly, and malformed calls from JavaScript', async () => {
+    const outbox = createOutbox({ store });
+    const cause = { consumer: 'c', messageId: 'm' };
+    const bad: Array<[string, number, unknown, unknown]> = [
+      ['destination', 0, { destination: 'a\u0000b', payload: 1 }, undefined],
+      ['destination', 0, { destination: '\ud800', payload: 1 }, undefined],
+      ['key', 0, { destination: 'd', key: 'k\u0000', payload: 1 }, undefined],
+      ['messageId', 0, { destination: 'd', messageId: 'id\udc00', payload: 1 }, undefined],
+      ['headers', 0, { destination: 'd', headers: { 'x\u0000': 'v' }, payload: 1 }, undefined],
+      ['headers', 0, { destination: 'd', headers: { x: 'v\ud800' }, payload: 1 }, undefined],
+      ['headers', 0, { destination: 'd', headers: new Map([['x', 'v']]), payload: 1 }, undefined],
+      ['payload', 0, { destination: 'd', payload: 'half a pair \ud83d' }, undefined],
+      ['cause', 0, { destination: 'd', payload: 1 }, { cause: { ...cause, scope: 't\u0000' } }],
+      ['cause', 0, { destination: 'd', payload: 1 }, { cause: { ...cause, traceparent: 7 } }],
+      ['cause', 0, { destination: 'd', payload: 1 }, { cause: { ...cause, scope: 1n } }],
+      ['cause', 0, { destination: 'd', payload: 1 }, { cause: () => cause }],
+      ['startIndex', 0, { destination: 'd', payload: 1 }, { cause, startIndex: 2 ** 53 }],
+      ['options', 0, { destination: 'd', payload: 1 }, 5],
+      ['event', 0, null, undefined],
+      ['event', 0, 7, undefined],
+      ['event', 1, [{ destination: 'd', payload: 1 }, null], undefined],
+      // A hole in a sparse array.
+      ['event', 0, Object.assign([], { 1: { destination: 'd', payload: 1 } }), undefined],
+    ];
+    for (const [field, index, events, options] of bad) {
+      await store.knex.transaction(async (trx) => {
+        const error = await outbox
+          .add(trx, events as OutboxEvent[], options as AddOptions)
+          .then(() => null)
+          .catch((e: unknown) => e);
+        expect(error).toMatchObject({ code: 'INVALID_EVENT', field, index });
+        await trx.raw('select 1');
+      });
+    }
+    expect(await rows(store)).toHaveLength(0);
+    // U+0000 is fine in a string payload (bytes), JSON escapes anything, and null options are none.
+    const ids = await store.knex.transaction((trx) =>
+      outbox.add(
+        trx,
+        [
+          { destination: 'd', payload: 'nul \u0000 inside' },
+          { destination: 'd', payload: { s: '\u0000 \ud800' }, headers: { ['__proto__']: 'kept' } },
+        ],
+        null as unknown as AddOptions,
+      ),
+    );
+    const [text, json] = await rows(store);
+    expect(ids).toHaveLength(2);
+    expect(Buffer.from(text!.payload).toString()).toBe('nul \u0000 inside');
+    expect(JSON.parse(Buffer.from(json!.payload).toString())).toEqual({ s: '\u0000 \ud800' });
+    expect(Object.getOwnPropertyDescriptor(json!.headers, '__proto__')?.value).toBe('kept');
   });
 
   it('adds a thousand events in one call', async () => {
@@ -202,6 +326,26 @@ describe.each(STORE_KINDS)('outbox on %s', (kind) => {
     expect(() => createOutbox({} as never)).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
+  });
+});
+
+describe('outbox insert statements', () => {
+  const event = (payloadBytes: number): EncodedEvent => ({
+    destination: 'd',
+    key: null,
+    messageId: 'm',
+    headersJson: '{}',
+    // Only the size counts here.
+    payload: { byteLength: payloadBytes } as Buffer,
+  });
+
+  it('splits a call by rows and by bytes, so no statement nears the 1 GiB message limit', () => {
+    const sizes = (events: EncodedEvent[]): number[] => statements(events).map((c) => c.length);
+    expect(sizes(Array.from({ length: 2500 }, () => event(10)))).toEqual([1000, 1000, 500]);
+    const mib = 1024 * 1024;
+    expect(sizes([event(20 * mib), event(10 * mib), event(20 * mib), event(mib)])).toEqual([2, 2]);
+    // One event larger than the budget still gets a statement of its own.
+    expect(sizes([event(40 * mib), event(1)])).toEqual([1, 1]);
   });
 });
 

@@ -9,12 +9,13 @@ import { OperationFailedError } from './errors/operation-failed-error';
 import { OperationInProgressError } from './errors/operation-in-progress-error';
 import { ResponseTooLargeError } from './errors/response-too-large-error';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
+import { callOptions, refInput } from './input';
 import { requestHash } from './request-hash';
 import { extendLeaseRow } from './sql/extend-lease';
 import { finalizeRow, type Final } from './sql/finalize';
 import { readRow } from './sql/read';
 import { reserveRow } from './sql/reserve';
-import { toRecord, toStoredError, type RecordKey } from './sql/row';
+import { parseResponse, toRecord, toStoredError, type RecordKey } from './sql/row';
 import type {
   OperationContext,
   OperationEffect,
@@ -24,12 +25,20 @@ import type {
   OperationsOptions,
   OperationTarget,
   Reservation,
+  ReserveOptions,
   RunOptions,
   StoredOperationError,
 } from './types';
 import { durationOption, optionalFunction, positiveIntegerOption } from '../config/options';
-import { MAX_NAME_LENGTH, durationInput, nameInput, nameOption } from './validate';
+import {
+  MAX_NAME_LENGTH,
+  durationInput,
+  nameInput,
+  nameOption,
+  rejectUnknownOperationsOptions,
+} from './validate';
 import { systemClock } from '../retry/clock';
+import { storableDiagnostic } from '../store/text';
 
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_POLL_INTERVAL_MS = 50;
@@ -38,6 +47,8 @@ const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 const DEFAULT_MAX_KEY_LENGTH = 255;
 /** Longest error message kept in a record. */
 const MAX_STORED_MESSAGE = 1000;
+/** Longest error name or code kept in a record. */
+const MAX_STORED_NAME = 200;
 /**
  * How many times one reservation re-runs its upsert when the row changed between the upsert
  * and the read that explains it (finalized, expired or deleted in between).
@@ -74,6 +85,7 @@ export function createOperations(options: OperationsOptions): Operations {
   if (options === null || typeof options !== 'object') {
     throw new ConfigurationError('createOperations needs an options object');
   }
+  rejectUnknownOperationsOptions(options);
   const store: Store = options.store;
   if (store === undefined || store === null || typeof store.knex !== 'function') {
     throw new ConfigurationError('createOperations needs a store (see createStore)');
@@ -180,7 +192,7 @@ export function createOperations(options: OperationsOptions): Operations {
       }
       const attempts = Number(row.attempts);
       if (row.status === 'SUCCEEDED') {
-        return { kind: 'completed', response: row.response ?? null, attempts };
+        return { kind: 'completed', response: parseResponse(row.response), attempts };
       }
       if (row.status === 'FAILED_FINAL') {
         return {
@@ -402,11 +414,12 @@ export function createOperations(options: OperationsOptions): Operations {
       key: string,
       request: unknown,
       effect: OperationEffect<R>,
-      runOptions: RunOptions = {},
+      given?: RunOptions,
     ): Promise<R> {
       if (typeof effect !== 'function') {
         throw new InvalidOperationInputError('run needs an effect function');
       }
+      const runOptions = callOptions<RunOptions>(given, 'run');
       const record = target(key, runOptions);
       const hash = requestHash(request);
       const retentionMs = durationInput(
@@ -458,7 +471,8 @@ export function createOperations(options: OperationsOptions): Operations {
       }
     },
 
-    async reserve(key, request, reserveOptions = {}) {
+    async reserve(key, request, given) {
+      const reserveOptions = callOptions<ReserveOptions>(given, 'reserve');
       const record = target(key, reserveOptions);
       const retentionMs = durationInput(
         reserveOptions.retentionMs,
@@ -469,15 +483,17 @@ export function createOperations(options: OperationsOptions): Operations {
       return reserveRecord(record, requestHash(request), retentionMs);
     },
 
-    complete,
-    fail,
+    // Async, so that a bad ref rejects like every other refusal instead of throwing.
+    complete: async (ref, response) => complete(refInput(ref, 'complete'), response),
+    fail: async (ref, error, failOptions) => fail(refInput(ref, 'fail'), error, failOptions),
 
     async extendLease(ref, ms) {
-      return (await extendLease(ref, ms)).leaseUntil;
+      return (await extendLease(refInput(ref, 'extendLease'), ms)).leaseUntil;
     },
 
     async get(key, getOptions): Promise<OperationRecord | undefined> {
-      const current = await readRow(knex, names, target(key, getOptions));
+      const record = target(key, callOptions<RunOptions>(getOptions, 'get'));
+      const current = await readRow(knex, names, record);
       if (current === undefined || current.expired) return undefined;
       return toRecord(current.row);
     },
@@ -497,16 +513,39 @@ function defaultIsRetryable(error: unknown): boolean {
   return true;
 }
 
-/** The stored form of an error: name, message (cut short) and code. */
+/**
+ * Diagnostic text as the `error` column (jsonb) can hold it: at most `max` characters, not
+ * ending in half a surrogate pair, U+0000 and lone surrogates made storable.
+ */
+function storedText(text: string, max = MAX_STORED_MESSAGE): string {
+  let cut = text.length > max ? text.slice(0, max) : text;
+  const last = cut.charCodeAt(cut.length - 1);
+  if (cut.length < text.length && last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
+  return storableDiagnostic(cut);
+}
+
+/** `String(value)`, or a placeholder when that throws (a null-prototype object, a Proxy). */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return `[unprintable ${typeof value}]`;
+  }
+}
+
+/**
+ * The stored form of an error: name, message (cut short) and code, whatever was thrown, in
+ * text the `error` column accepts (a message with U+0000 must not fail the write that
+ * records the failure).
+ */
 function describeError(error: unknown): StoredOperationError {
   if (error !== null && typeof error === 'object') {
     const raw = error as { name?: unknown; message?: unknown; code?: unknown };
-    const name = typeof raw.name === 'string' ? raw.name : 'Error';
-    const message = (typeof raw.message === 'string' ? raw.message : String(error)).slice(
-      0,
-      MAX_STORED_MESSAGE,
-    );
-    return typeof raw.code === 'string' ? { name, message, code: raw.code } : { name, message };
+    const name = typeof raw.name === 'string' ? storedText(raw.name, MAX_STORED_NAME) : 'Error';
+    const message = storedText(typeof raw.message === 'string' ? raw.message : safeString(error));
+    return typeof raw.code === 'string'
+      ? { name, message, code: storedText(raw.code, MAX_STORED_NAME) }
+      : { name, message };
   }
-  return { name: 'Error', message: String(error).slice(0, MAX_STORED_MESSAGE) };
+  return { name: 'Error', message: storedText(safeString(error)) };
 }

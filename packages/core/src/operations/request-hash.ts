@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { isJustonceError } from '../errors';
+import { storableDiagnostic } from '../store/text';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 
 /**
@@ -13,9 +15,26 @@ export function canonicalJson(value: unknown): string {
   return write(value, new Set()) ?? 'null';
 }
 
-/** SHA-256 (hex) of {@link canonicalJson}: the fingerprint stored as `request_hash`. */
+/**
+ * SHA-256 (hex) of {@link canonicalJson}: the fingerprint stored as `request_hash`. Any
+ * string hashes exactly (JSON escapes U+0000 and lone surrogates), so requests need no text
+ * checks. Whatever makes the request unserializable (a `toJSON` or getter that throws, nesting
+ * deeper than the stack) is refused with {@link InvalidOperationInputError}.
+ */
 export function requestHash(request: unknown): string {
-  return createHash('sha256').update(canonicalJson(request), 'utf8').digest('hex');
+  let json: string;
+  try {
+    json = canonicalJson(request);
+  } catch (error) {
+    if (isJustonceError(error)) throw error;
+    const message = (error as { message?: unknown } | null)?.message;
+    throw new InvalidOperationInputError(
+      `the request cannot be serialized to JSON: ${typeof message === 'string' ? storableDiagnostic(message.slice(0, 200)) : 'a non-Error value was thrown'}`,
+      {},
+      error,
+    );
+  }
+  return createHash('sha256').update(json, 'utf8').digest('hex');
 }
 
 function write(input: unknown, ancestors: Set<object>): string | undefined {

@@ -15,11 +15,14 @@ export type OperationStatus = 'IN_PROGRESS' | 'SUCCEEDED' | 'FAILED_RETRYABLE' |
 
 /** A failure as it is stored in the record: enough to explain it, never a payload. */
 export interface StoredOperationError {
-  /** The error's `name`, e.g. `PaymentDeclinedError`. */
+  /** The error's `name`, e.g. `PaymentDeclinedError` (cut to 200 characters). */
   readonly name: string;
-  /** The error's message, cut to 1000 characters. */
+  /**
+   * The error's message, cut to 1000 characters. Like `name` and `code`, made storable:
+   * U+0000 is written as the six characters `\u0000`, a lone surrogate as U+FFFD.
+   */
   readonly message: string;
-  /** The error's `code` property, when it has a string one. */
+  /** The error's `code` property, when it has a string one (cut to 200 characters). */
   readonly code?: string;
 }
 
@@ -200,7 +203,11 @@ export interface OperationRecord {
 export interface Operations {
   /**
    * Runs `effect` once for `(scope, operation, key)` and returns its response; a duplicate
-   * call with the same request gets the stored response instead. Rejects with
+   * call with the same request gets the stored response instead, byte for byte the JSON the
+   * first caller got (`JSON.stringify` of both is identical, key order included). Rejects
+   * with {@link InvalidOperationInputError} before any SQL for arguments it cannot use (a
+   * key, scope or operation that is not text PostgreSQL stores exactly, an unserializable
+   * request, malformed options), with
    * {@link OperationConflictError} (same key, different request),
    * {@link OperationInProgressError} (another owner is running it and did not finish within
    * `waitForInProgressMs`), {@link OperationFailedError} (stored FAILED_FINAL),

@@ -1,12 +1,11 @@
 import type { Knex } from 'knex';
-import { positiveIntegerOption } from '../config/options';
+import { optionKeys, positiveIntegerOption, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Store } from '../store/store';
 import { outboxChannel } from './channel';
-import { DuplicateMessageIdError } from './duplicate-message-id-error';
 import { encodeEvents, type EventLimits } from './encode';
 import { NotATransactionError } from './not-a-transaction-error';
-import { insertEvents } from './sql/insert';
+import { insertAll } from './insert-all';
 import type { AddOptions, EventCause, HandlerOutbox, Outbox, OutboxEvent } from './types';
 
 /** Options of {@link createOutbox}. */
@@ -28,8 +27,14 @@ export interface OutboxOptions {
   readonly maxPayloadBytes?: number;
 }
 
-/** Rows per insert statement, well below PostgreSQL's limit of 65 535 bindings. */
-const ROWS_PER_STATEMENT = 1000;
+const OUTBOX_KEYS = optionKeys<OutboxOptions>()([
+  'store',
+  'notify',
+  'maxKeyLength',
+  'maxDestinationLength',
+  'maxMessageIdLength',
+  'maxPayloadBytes',
+]);
 
 /** True for an open knex transaction (`knex.transaction()` or the callback's `trx`). */
 function isOpenTransaction(value: unknown): value is Knex.Transaction {
@@ -53,6 +58,8 @@ function isOpenTransaction(value: unknown): value is Knex.Transaction {
  * ```
  */
 export function createOutbox(options: OutboxOptions): Outbox {
+  // Unknown keys first, so that a misspelt `store` is named as such.
+  rejectUnknownOptions(options, OUTBOX_KEYS, 'createOutbox');
   if (typeof options !== 'object' || options === null || !options.store) {
     throw new ConfigurationError('createOutbox needs a store');
   }
@@ -80,7 +87,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     async add(
       trx: Knex.Transaction,
       events: OutboxEvent | readonly OutboxEvent[],
-      addOptions: AddOptions = {},
+      addOptions?: AddOptions,
     ): Promise<string[]> {
       if (!isOpenTransaction(trx)) {
         throw new NotATransactionError(
@@ -88,22 +95,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
           { given: trx === null ? 'null' : typeof trx },
         );
       }
-      const list: readonly OutboxEvent[] = Array.isArray(events) ? events : [events as OutboxEvent];
+      // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
+      const list: readonly unknown[] = Array.isArray(events) ? events : [events];
       const encoded = encodeEvents(list, addOptions, limits);
       if (encoded.length === 0) return [];
-      const inserted = new Set<string>();
-      for (let i = 0; i < encoded.length; i += ROWS_PER_STATEMENT) {
-        const chunk = encoded.slice(i, i + ROWS_PER_STATEMENT);
-        for (const id of await insertEvents(trx, store.names, chunk, i === 0 ? channel : null)) {
-          inserted.add(id);
-        }
-      }
+      await insertAll(trx, store.names, encoded, channel);
       const ids = encoded.map((e) => e.messageId);
-      if (inserted.size !== ids.length) {
-        throw new DuplicateMessageIdError(
-          ids.filter((id, i) => !inserted.has(id) || ids.indexOf(id) !== i),
-        );
-      }
       return ids;
     },
   };

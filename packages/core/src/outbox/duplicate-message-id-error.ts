@@ -2,8 +2,10 @@ import { JustonceError } from '../errors/justonce-error';
 
 /**
  * An event's message id is already in the outbox (added by an earlier, committed
- * transaction). Nothing of that `add` call was written; the caller's transaction is still
- * usable, and the caller decides whether this is a harmless repeat or a bug.
+ * transaction, or earlier in the same one). Nothing of that `add` call was written, not even
+ * its other events; the caller's transaction is still usable, and the caller decides whether
+ * this is a harmless repeat or a bug. (An id given twice within one call is an
+ * `InvalidEventError` instead.)
  */
 export class DuplicateMessageIdError extends JustonceError {
   /** The message ids that were already present. */

@@ -1,13 +1,26 @@
 import { JustonceError } from '../errors/justonce-error';
 
-/** Which part of an {@link OutboxEvent} was refused. */
+/**
+ * Which part of an `add` call was refused: a part of an {@link OutboxEvent}, or of the call's
+ * options (`options`, `cause`, `startIndex`; `index` is then 0).
+ */
 export type InvalidEventField =
-  'event' | 'destination' | 'key' | 'payload' | 'headers' | 'messageId';
+  | 'event'
+  | 'destination'
+  | 'key'
+  | 'payload'
+  | 'headers'
+  | 'messageId'
+  | 'options'
+  | 'cause'
+  | 'startIndex';
 
 /**
  * An event handed to `outbox.add` cannot be stored: no destination, a payload that cannot be
- * serialized, a partition key over the limit, a malformed header or message id. Thrown
- * before anything is written, inside the caller's transaction.
+ * serialized, a partition key over the limit, a malformed header or message id, text that
+ * PostgreSQL cannot store exactly (U+0000, a lone UTF-16 surrogate), a message id given twice
+ * in one call, or malformed `cause`/`startIndex` options. Thrown before any SQL runs, so the
+ * caller's transaction stays usable.
  */
 export class InvalidEventError extends JustonceError {
   /** The refused part of the event. */

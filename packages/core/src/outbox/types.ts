@@ -48,6 +48,14 @@ export interface Outbox {
   /**
    * Adds events in `trx`, which must be a knex transaction (anything else is a typed error:
    * nothing can bypass the transaction by accident). Resolves to the events' message ids.
+   *
+   * One call is all-or-nothing: it writes every event or none. Every event is validated
+   * before any SQL runs ({@link InvalidEventError}: a bad field, text PostgreSQL cannot store
+   * exactly, an id given twice in the call). An id already in the table is
+   * {@link DuplicateMessageIdError}, thrown after the rows this call did insert were removed
+   * again. After either error `trx` is still usable and holds nothing of the call. Calls of
+   * over 1000 events (or 32 MiB) run their statements in a savepoint, so that a failure in a
+   * later one undoes the earlier ones.
    */
   add(
     trx: Knex.Transaction,

@@ -13,6 +13,10 @@ export type Final =
  * Finalizes a record by compare-and-set on its owner: the update matches only while the row
  * is IN_PROGRESS and `owner_id` is still `ownerId`, so a fenced-off stale owner changes
  * nothing. Returns whether it matched. `expires_at` restarts from now.
+ *
+ * The response goes into a `json` column, which keeps its text as written (key order, and
+ * `\u0000` or lone-surrogate escapes that `jsonb` refuses), so every replay parses to the
+ * same JSON the first caller got. The error is `jsonb`: its text must already be storable.
  */
 export async function finalizeRow(
   knex: Knex,
@@ -27,7 +31,7 @@ export async function finalizeRow(
   const result = await knex.raw(
     `update ${names.table('idempotency')}
         set status = ?,
-            response = ?::jsonb,
+            response = ?::json,
             error = ?::jsonb,
             lease_until = null,
             updated_at = now(),

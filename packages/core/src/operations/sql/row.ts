@@ -19,7 +19,8 @@ export interface IdempotencyRow {
   status: OperationStatus;
   owner_id: string | null;
   lease_until: Date | string | null;
-  response: unknown;
+  /** The response's JSON text, exactly as stored (see {@link RECORD_COLUMNS}). */
+  response: string | null;
   error: unknown;
   attempts: number | string;
   created_at: Date | string;
@@ -27,9 +28,24 @@ export interface IdempotencyRow {
   expires_at: Date | string | null;
 }
 
-/** @internal Columns selected for an {@link IdempotencyRow}. */
+/**
+ * @internal Columns selected for an {@link IdempotencyRow}. The `json` response is read as
+ * its text and parsed here, like the first caller's copy, so a replay is the same JSON
+ * whatever type parsers the application registered with its driver.
+ */
 export const RECORD_COLUMNS =
-  'scope, operation, key, request_hash, status, owner_id, lease_until, response, error, attempts, created_at, updated_at, expires_at';
+  'scope, operation, key, request_hash, status, owner_id, lease_until, response::text as response, error, attempts, created_at, updated_at, expires_at';
+
+/** @internal The stored response of a row, parsed; `null` when there is none. */
+export function parseResponse(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    // Written by something else than this library; hand it over as it is.
+    return text;
+  }
+}
 
 /** @internal A timestamp column as a `Date`. */
 export function toDate(value: Date | string): Date {
@@ -72,7 +88,8 @@ export function toRecord(row: IdempotencyRow): OperationRecord {
     status: row.status,
     ownerId: row.owner_id ?? undefined,
     leaseUntil: toOptionalDate(row.lease_until),
-    response: row.response ?? undefined,
+    // A SUCCEEDED record always has a response, `null` included.
+    response: row.status === 'SUCCEEDED' ? parseResponse(row.response) : undefined,
     error: toStoredError(row.error),
     attempts: Number(row.attempts),
     createdAt: toDate(row.created_at),

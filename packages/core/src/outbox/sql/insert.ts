@@ -6,35 +6,52 @@ import type { EncodedEvent } from '../encode';
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
  * notification on it in the same statement (PostgreSQL delivers it at commit, never on
- * rollback). An id already present is skipped; the ids actually inserted are returned.
+ * rollback). An id already present is skipped. Resolves to the rows actually inserted: their
+ * message id mapped to their row id, so the caller can undo exactly these rows.
  */
 export async function insertEvents(
   trx: Knex.Transaction,
   names: MigrationNames,
   events: readonly EncodedEvent[],
   channel: string | null,
-): Promise<Set<string>> {
+): Promise<Map<string, string>> {
   const values: string[] = [];
   const bindings: Knex.RawBinding[] = [];
   for (const e of events) {
     values.push('(?, ?, ?, ?::jsonb, ?)');
-    bindings.push(e.destination, e.key, e.messageId, JSON.stringify(e.headers), e.payload);
+    bindings.push(e.destination, e.key, e.messageId, e.headersJson, e.payload);
   }
   const insert = `insert into ${names.table('outbox')}
       (destination, partition_key, message_id, headers, payload)
     values ${values.join(', ')}
     on conflict (message_id) do nothing
-    returning message_id`;
+    returning id, message_id`;
   const sql =
     channel === null
-      ? `with ins as (${insert}) select message_id from ins`
+      ? `with ins as (${insert}) select id, message_id from ins`
       : `with ins as (${insert}), note as (select pg_notify(?, '') as sent)
-         select ins.message_id from note left join ins on true`;
+         select ins.id, ins.message_id from note left join ins on true`;
   if (channel !== null) bindings.push(channel);
   const result = await trx.raw(sql, bindings);
-  const inserted = new Set<string>();
-  for (const row of rowsOf<{ message_id: string | null }>(result)) {
-    if (row.message_id !== null) inserted.add(row.message_id);
+  const inserted = new Map<string, string>();
+  for (const row of rowsOf<{ id: unknown; message_id: string | null }>(result)) {
+    if (row.message_id !== null) inserted.set(row.message_id, String(row.id));
   }
   return inserted;
+}
+
+/**
+ * Deletes the outbox rows with these row ids: the rows one `add` call inserted earlier in the
+ * same transaction, undone when the call is refused. Rows by primary key, so nothing else is
+ * touched.
+ */
+export async function deleteInserted(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  rowIds: readonly string[],
+): Promise<void> {
+  if (rowIds.length === 0) return;
+  await trx.raw(`delete from ${names.table('outbox')} where id = any(?::bigint[])`, [
+    `{${rowIds.join(',')}}`,
+  ]);
 }
