@@ -115,7 +115,11 @@ async function processChunk<R>(
           store.knex,
           store.names,
           consumer,
-          toCount.map(({ prepared }) => attemptToCount(rt, prepared.good, prepared.ordinal)),
+          // In key order, like the claim: two overlapping batches counting in delivery order
+          // would lock the counters in opposite orders and deadlock.
+          toCount
+            .map(({ prepared }) => attemptToCount(rt, prepared.good, prepared.ordinal))
+            .sort(compareKeys),
         );
   const runnable: Runnable[] = [];
   for (const { index, prepared } of live) {
