@@ -7,6 +7,8 @@ import type { Inbox, InboxOptions, InboxProcessOptions } from './types';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Envelope } from '../transport/envelope';
 import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
+import { StoreUnavailableError } from '../errors/store-unavailable-error';
+import { isInfrastructureFailure, storeOutage } from './outage';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
 const NO_STEP: Promise<void> = Promise.resolve();
@@ -24,6 +26,18 @@ function checkEnvelope(envelope: unknown, index?: number): asserts envelope is E
     }`,
     index === undefined ? {} : { index },
   );
+}
+
+/**
+ * Whatever escapes processing: an outage of the store not yet reported as one (a failed
+ * count, read or dead-letter write) becomes {@link StoreUnavailableError}; the rest (an
+ * `onStep` hook's throw) passes unchanged.
+ */
+async function rethrowAsOutage(rt: InboxRuntime, error: unknown): Promise<never> {
+  if (error instanceof StoreUnavailableError || !isInfrastructureFailure(rt, error, false)) {
+    throw error;
+  }
+  throw await storeOutage(rt, error, []);
 }
 
 function checkHandler(handler: unknown): void {
@@ -81,7 +95,9 @@ export function createInbox(options: InboxOptions): Inbox {
     process: async (envelope, handler, processOptions) => {
       checkEnvelope(envelope);
       checkHandler(handler);
-      return processOne(runtime, envelope, handler, signalOf(processOptions));
+      return processOne(runtime, envelope, handler, signalOf(processOptions)).catch(
+        (error: unknown) => rethrowAsOutage(runtime, error),
+      );
     },
     processBatch: async (envelopes, handler, processOptions) => {
       if (!Array.isArray(envelopes)) {
@@ -91,7 +107,9 @@ export function createInbox(options: InboxOptions): Inbox {
       }
       envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
       checkHandler(handler);
-      return processBatch(runtime, envelopes, handler, signalOf(processOptions));
+      return processBatch(runtime, envelopes, handler, signalOf(processOptions)).catch(
+        (error: unknown) => rethrowAsOutage(runtime, error),
+      );
     },
   };
 }

@@ -13,6 +13,7 @@ export { PayloadConflictError } from './errors/payload-conflict-error';
 export { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 export { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 export { AbortedTransactionError } from './errors/aborted-transaction-error';
+export type { InboxErrorClass, InboxErrorClassifier } from './outage';
 export type {
   Inbox,
   InboxOptions,

@@ -22,6 +22,8 @@ export interface Instruments {
   outcome(outcome: InboxOutcome<unknown>, body: unknown): void;
   /** Records how long a handler ran, in seconds. */
   handlerDuration(seconds: number, succeeded: boolean): void;
+  /** Counts and logs a delivery the store could not handle (nothing charged to the message). */
+  storeUnavailable(error: unknown, messages: number, refunded: boolean): void;
 }
 
 function countedAs(outcome: InboxOutcome<unknown>): CountedOutcome {
@@ -62,6 +64,9 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
   const duration: Histogram = meter.createHistogram('justonce.inbox.handler.duration', {
     description: 'How long inbox handlers ran, including failed runs',
     unit: 's',
+  });
+  const outages: Counter = meter.createCounter('justonce.inbox.store_unavailable', {
+    description: 'Deliveries not handled because the store failed; never charged to the message',
   });
   const { consumer, logger, logPayloads } = options;
   // The counter's attributes, one object per outcome rather than one per message.
@@ -109,6 +114,15 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
     },
     handlerDuration(seconds, succeeded) {
       duration.record(seconds, { consumer, succeeded });
+    },
+    storeUnavailable(error, messages, refunded) {
+      outages.add(1, { consumer });
+      logger.warn('inbox: the store failed; the delivery is not acknowledged and not charged', {
+        consumer,
+        messages,
+        refunded,
+        ...errorFields(error instanceof Error ? error : new Error(String(error))),
+      });
     },
   };
 }

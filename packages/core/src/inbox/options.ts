@@ -4,10 +4,10 @@ import { silentLogger, type Logger } from '../observability/logger';
 import { createOutbox } from '../outbox';
 import type { Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
-import type { ErrorClassifier } from '../retry/error-class';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import type { InboxOptions, InboxStep } from './types';
+import type { InboxErrorClassifier } from './outage';
 import {
   integerOption,
   optionKeys,
@@ -65,7 +65,7 @@ export interface ResolvedInboxOptions {
   readonly logPayloads: boolean;
   readonly alwaysCountAttempts: boolean;
   readonly backoff: BackoffOptions;
-  readonly classify: ErrorClassifier | undefined;
+  readonly classify: InboxErrorClassifier | undefined;
 }
 
 function isLogger(value: unknown): value is Logger {

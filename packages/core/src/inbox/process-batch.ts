@@ -3,6 +3,7 @@ import type { Envelope } from '../transport/envelope';
 import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } from './count';
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
+import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';
 import { assertUsable, processOne, processPrepared, report } from './process-one';
 import { asError, type InboxRuntime } from './runtime';
@@ -148,10 +149,17 @@ async function processChunk<R>(
   if (runnable.length > 0) {
     let results: Map<number, RunResult<R>>;
     try {
-      results = await runTransaction(rt, runnable, handler, signal, runnable.length === 1);
+      try {
+        results = await runTransaction(rt, runnable, handler, signal, runnable.length === 1);
+      } catch (error) {
+        if (!(error instanceof IsolateAndRetry)) throw error;
+        results = await runTransaction(rt, runnable, handler, signal, true);
+      }
     } catch (error) {
-      if (!(error instanceof IsolateAndRetry)) throw error;
-      results = await runTransaction(rt, runnable, handler, signal, true);
+      // The inbox's own statements or the commit failed: an outage is not the messages'.
+      if (!isInfrastructureFailure(rt, error, false)) throw error;
+      const charged = runnable.filter((r) => r.counted).map((r) => r.good);
+      throw await storeOutage(rt, error, charged);
     }
     for (const item of runnable) {
       const result = results.get(item.index);
@@ -162,7 +170,7 @@ async function processChunk<R>(
           ? { status: 'processed', ...base, attempt: item.attempt, result: result.result }
           : result.kind === 'settled'
             ? result.outcome
-            : await settleFailure(rt, item.good, item.attempt, result.error);
+            : await settleFailure(rt, item.good, item.attempt, result.error, item.counted);
       outcomes[item.index] = await report(rt, outcome, item.good.envelope.body);
     }
   }

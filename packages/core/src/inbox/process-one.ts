@@ -2,6 +2,7 @@ import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } fro
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
+import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';
 import { asError, type InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
@@ -110,8 +111,14 @@ export async function processPrepared<R>(
       return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
     });
   } catch (error) {
-    if (!(error instanceof HandlerFailure)) throw error;
-    return report(rt, await settleFailure(rt, good, attempt, error.error), body);
+    if (!(error instanceof HandlerFailure)) {
+      // The inbox's own statements or the commit failed: an outage is not the message's.
+      if (isInfrastructureFailure(rt, error, false)) {
+        throw await storeOutage(rt, error, counting ? [good] : []);
+      }
+      throw error;
+    }
+    return report(rt, await settleFailure(rt, good, attempt, error.error, counting), body);
   }
   return report(rt, outcome, body);
 }

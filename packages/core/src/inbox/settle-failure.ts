@@ -7,6 +7,7 @@ import type { GoodDelivery } from './inspect-envelope';
 import { storedError, type InboxRuntime } from './runtime';
 import { recordFailure } from './sql/record-failure';
 import type { InboxOutcome } from './types';
+import { isInfrastructureFailure, storeOutage, userClass } from './outage';
 
 /**
  * How a handler error bears on retrying, by the retry module's rules (the inbox's `classify`
@@ -14,16 +15,22 @@ import type { InboxOutcome } from './types';
  * final —, SDK traits, error names and codes, SQLSTATEs, HTTP statuses). @internal
  */
 export function classifyHandlerError(rt: InboxRuntime, error: unknown): ErrorClass {
-  return classifyError(error, { classify: rt.options.classify });
+  const own = userClass(rt, error);
+  return classifyError(error, {
+    classify: () => (own === 'infrastructure' ? undefined : own),
+  });
 }
 
 /** Smallest backoff base after a throttling error, as the retry policy's default. */
 const THROTTLING_BASE_MS = 500;
 
 /**
- * Decides what a failed attempt leads to, after its transaction rolled back: a
- * non-retryable error or the last allowed attempt → dead letter; otherwise the error is recorded on the attempt
- * counter (autocommit) and the transport is told to redeliver after a full-jitter delay.
+ * Decides what a failed attempt leads to, after its transaction rolled back: a fault of the
+ * infrastructure (the store's, or one the `classify` option names) → the attempt is given
+ * back and {@link StoreUnavailableError} thrown, so the transport neither acknowledges nor
+ * dead-letters; a non-retryable error or the last allowed attempt → dead letter; otherwise
+ * the error is recorded on the attempt counter (autocommit) and the transport is told to
+ * redeliver after a full-jitter delay. `charged` when this delivery counted its attempt.
  * @internal
  */
 export async function settleFailure(
@@ -31,7 +38,11 @@ export async function settleFailure(
   good: GoodDelivery,
   attempt: number,
   error: Error,
+  charged: boolean,
 ): Promise<InboxOutcome<never>> {
+  if (isInfrastructureFailure(rt, error, true)) {
+    throw await storeOutage(rt, error, charged ? [good] : []);
+  }
   const { store, consumer, maxAttempts, backoff } = rt.options;
   const errorClass = classifyHandlerError(rt, error);
   if (errorClass === 'non-retryable') {

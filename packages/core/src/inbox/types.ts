@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
-import type { ErrorClassifier } from '../retry/error-class';
+import type { InboxErrorClassifier } from './outage';
 
 /** What a handler receives: capabilities, not just data. */
 export interface HandlerContext {
@@ -131,9 +131,12 @@ export interface InboxOptions {
   /**
    * Your own rule for handler errors, run before the built-in ones (see `classifyError`):
    * return `'non-retryable'` to dead-letter at once, `'transient'` or `'throttling'` to
-   * retry, `undefined` to let the built-in rules decide. Default: built-in rules only.
+   * retry, `'infrastructure'` when a dependency (not the message) failed, so the delivery is
+   * not charged an attempt and `process` throws `StoreUnavailableError` as for an
+   * outage of the store; `undefined` to let the built-in rules decide. Default: built-in
+   * rules only.
    */
-  readonly classify?: ErrorClassifier;
+  readonly classify?: InboxErrorClassifier;
 }
 
 /** Per-call options of {@link Inbox.process} and {@link Inbox.processBatch}. */
