@@ -63,4 +63,47 @@ describe.each(STORE_KINDS)('relay input boundary on %s', (kind) => {
     expect(rowsOf<{ status: string }>(done)[0]?.status).toBe('published');
     await relay.stop();
   });
+  it('a publish call that throws (the broker is down) is never charged: no event goes dead', async () => {
+    let down = true;
+    let calls = 0;
+    const publisher: Publisher = {
+      async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+        calls += 1;
+        if (down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        return messages.map((m) => ({ messageId: m.messageId, ok: true }));
+      },
+      close: async () => undefined,
+    };
+    const relay = createRelay({
+      store,
+      publisher,
+      onPublished: 'keep',
+      maxAttempts: 2,
+      backoff: { baseMs: 0, capMs: 1 },
+    });
+    const id = randomUUID();
+    await store.knex.transaction((trx) =>
+      createOutbox({ store }).add(trx, { destination: 'd', key: 'k', messageId: id, payload: 1 }),
+    );
+    const read = async () =>
+      rowsOf<{ status: string; attempts: number }>(
+        await store.knex.raw(
+          `select status, attempts from ${store.names.table('outbox')} where message_id = ?`,
+          [id],
+        ),
+      )[0];
+    for (let cycle = 0; calls < 6 && cycle < 200; cycle += 1) {
+      await relay.runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    expect(calls).toBeGreaterThanOrEqual(6);
+    expect(await read()).toMatchObject({ status: 'pending', attempts: 0 });
+    down = false;
+    for (let cycle = 0; (await read())?.status === 'pending' && cycle < 200; cycle += 1) {
+      await relay.runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await read()).toMatchObject({ status: 'published', attempts: 0 });
+    await relay.stop();
+  });
 });

@@ -45,9 +45,13 @@ export function describe(error: unknown): string {
   );
 }
 
+/** Backoff step for an uncharged retry during an outage: a few base delays, not the first. */
+const OUTAGE_ATTEMPT = 4;
+
 /**
  * Turns publish results into marks. Per key, in id order: successes up to the first failure
- * are published; the first failure counts an attempt (backoff, or dead after the last one);
+ * are published; the first failure counts an attempt (backoff, or dead after the last one),
+ * unless the whole call failed (an outage: retried, never charged);
  * the rest of the key is released untouched, so a failing event holds back only its own key.
  * Events without a key are independent of each other. @internal
  */
@@ -92,11 +96,18 @@ export function decide(
       continue;
     }
     const attempt = row.attempts + 1;
+    // A failed call is the broker's outage, never the event's: retried with backoff for as
+    // long as it lasts, never charged, never dead.
+    const charged = failedCall === null;
     failures.push({
       id: row.id,
       error: describe(result.error),
-      delayMs: fullJitterBackoff(attempt, options.backoff),
-      dead: !result.retriable || attempt >= options.maxAttempts,
+      delayMs: fullJitterBackoff(
+        charged ? attempt : Math.max(attempt, OUTAGE_ATTEMPT),
+        options.backoff,
+      ),
+      dead: charged && (!result.retriable || attempt >= options.maxAttempts),
+      charged,
     });
     if (key !== null) blocked.add(key);
   }

@@ -12,6 +12,11 @@ export interface FailureMark {
   readonly delayMs: number;
   /** Give up on it: status becomes `dead`. */
   readonly dead: boolean;
+  /**
+   * Count the attempt against the event. Not when the publish call as a whole failed: the
+   * broker (or the way to it) was down, which is no fault of the event's.
+   */
+  readonly charged: boolean;
 }
 
 /** Deletes published events (`remove`) or marks them published. */
@@ -27,12 +32,12 @@ const published = statementCache((names, remove: boolean) => {
 /** Records failed attempts, each with its error and backoff, or as dead. */
 const failed = statementCache(
   (names, _variant: null) => `update ${names.table('outbox')} o
-     set attempts = o.attempts + 1,
+     set attempts = o.attempts + case when f.charged then 1 else 0 end,
          last_error = f.error,
          available_at = statement_timestamp() + f.delay_ms * interval '1 millisecond',
          status = case when f.dead then 'dead' else 'pending' end
-     from unnest(?::bigint[], ?::text[], ?::double precision[], ?::boolean[])
-       as f(id, error, delay_ms, dead)
+     from unnest(?::bigint[], ?::text[], ?::double precision[], ?::boolean[], ?::boolean[])
+       as f(id, error, delay_ms, dead, charged)
      where o.id = f.id and o.status = 'pending'
      returning o.id, o.status`,
 );
@@ -69,6 +74,7 @@ export async function markFailed(
     failures.map((f) => f.error),
     failures.map((f) => f.delayMs),
     failures.map((f) => f.dead),
+    failures.map((f) => f.charged),
   ]);
   return rowsOf<{ id: string | number; status: string }>(result)
     .filter((row) => row.status === 'dead')
