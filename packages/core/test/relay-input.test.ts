@@ -63,13 +63,26 @@ describe.each(STORE_KINDS)('relay input boundary on %s', (kind) => {
     expect(rowsOf<{ status: string }>(done)[0]?.status).toBe('published');
     await relay.stop();
   });
-  it('a publish call that throws (the broker is down) is never charged: no event goes dead', async () => {
+  it.each([
+    ['a publish call that throws', 'throw'],
+    ['per-message failures the publisher calls an outage', 'outage'],
+  ])('%s (the broker is down) is never charged: no event goes dead', async (_label, how) => {
     let down = true;
     let calls = 0;
     const publisher: Publisher = {
       async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
         calls += 1;
-        if (down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        const error = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        if (down && how === 'throw') throw error;
+        if (down) {
+          return messages.map((m) => ({
+            messageId: m.messageId,
+            ok: false,
+            error,
+            retriable: true,
+            outage: true,
+          }));
+        }
         return messages.map((m) => ({ messageId: m.messageId, ok: true }));
       },
       close: async () => undefined,

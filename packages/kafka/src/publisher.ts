@@ -132,10 +132,12 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
     } catch (cause) {
       // A broken producer was replaced (or cannot be): the batch goes again on the new one.
       const retriable = producerStateError(cause) !== undefined || isRetriable(cause);
+      const outage = producerStateError(cause) !== undefined || isBrokerOutage(cause);
       return messages.map((m) => ({
         messageId: m.messageId,
         ok: false,
         retriable,
+        outage,
         error: new KafkaPublishError(
           `kafka did not accept message ${m.messageId} for ${topic}: ${cause instanceof Error ? cause.message : String(cause)}`,
           { topic, messageId: m.messageId },
@@ -176,6 +178,45 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
 }
 
 /** False when a cause anywhere in the chain says retrying cannot help. */
+/** kafkajs errors of a connection, a request or a broker that is not there (yet). */
+const OUTAGE_NAMES: ReadonlySet<string> = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSLockTimeout',
+]);
+/** Broker error types that say the cluster, not the message, is unwell. */
+const OUTAGE_TYPES: ReadonlySet<string> = new Set([
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_ENOUGH_REPLICAS',
+  'NOT_ENOUGH_REPLICAS_AFTER_APPEND',
+  'REQUEST_TIMED_OUT',
+  'NETWORK_EXCEPTION',
+  'BROKER_NOT_AVAILABLE',
+  'COORDINATOR_NOT_AVAILABLE',
+  'KAFKA_STORAGE_ERROR',
+]);
+
+/** True when the send failed because of the cluster or the network, not the message. */
+function isBrokerOutage(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 10; depth++) {
+    const e = current as {
+      name?: unknown;
+      type?: unknown;
+      cause?: unknown;
+      originalError?: unknown;
+    };
+    if (typeof e.name === 'string' && OUTAGE_NAMES.has(e.name)) return true;
+    if (typeof e.type === 'string' && OUTAGE_TYPES.has(e.type)) return true;
+    current = e.cause ?? e.originalError;
+  }
+  return false;
+}
+
 function isRetriable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; current && depth < 10; depth++) {

@@ -96,9 +96,9 @@ export function decide(
       continue;
     }
     const attempt = row.attempts + 1;
-    // A failed call is the broker's outage, never the event's: retried with backoff for as
-    // long as it lasts, never charged, never dead.
-    const charged = failedCall === null;
+    // A failed call, or a failure the publisher calls an outage, is the broker's, never the
+    // event's: retried with backoff for as long as it lasts, never charged, never dead.
+    const charged = failedCall === null && result.outage !== true;
     failures.push({
       id: row.id,
       error: describe(result.error),

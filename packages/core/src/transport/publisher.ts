@@ -22,6 +22,12 @@ export type PublishResult =
       readonly error: Error;
       /** False when publishing it again cannot succeed (too large, unroutable for good, …). */
       readonly retriable: boolean;
+      /**
+       * True when the failure is the broker's or the network's, not the message's (the
+       * connection is down, a request timed out, the client's state broke): the relay retries
+       * it with backoff for as long as that lasts and never counts it toward `maxAttempts`.
+       */
+      readonly outage?: boolean;
     };
 
 /**

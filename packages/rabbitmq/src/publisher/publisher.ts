@@ -308,6 +308,8 @@ function failure(message: OutgoingMessage, error: unknown): PublishResult {
     ok: false,
     error: err,
     retriable: isJustonceError(err) ? err.retriable : true,
+    // A lost connection or channel is the broker's outage, not the message's.
+    outage: !isJustonceError(err) || err instanceof RabbitConnectionError,
   };
 }
 

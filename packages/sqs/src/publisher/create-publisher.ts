@@ -27,7 +27,7 @@ import { resolvePublisherOptions } from './options';
 import { planBatches, type PlannedBatch } from './plan';
 import type { SqsPublisherOptions } from './types';
 
-type Failure = { readonly error: Error; readonly retriable: boolean };
+type Failure = { readonly error: Error; readonly retriable: boolean; readonly outage?: boolean };
 
 /**
  * Creates the relay's SQS publisher: a core {@link Publisher} that sends with
@@ -100,6 +100,8 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
                 { retriable: true, cause: error },
               ),
               retriable: true,
+              // The whole request failed: the network or SQS itself, not the message.
+              outage: retriable,
             });
           }
           return;
