@@ -14,6 +14,7 @@ import { requeueDead, selectDead } from './sql/dead';
 import { readTableStats } from './sql/stats';
 import { ConfigurationError } from '../errors/configuration-error';
 import { integerOption } from '../config/options';
+import { isConnectionLoss } from '../store/errors/connection-loss';
 import type {
   CleanupOptions,
   CycleResult,
@@ -177,7 +178,17 @@ export function createRelay(options: RelayOptions): Relay {
         errors = 0;
       } catch (error) {
         errors += 1;
-        logger.error('relay: cycle failed', { error: String(error), consecutive: errors });
+        if (isConnectionLoss(error)) {
+          // A partition, restart or failover: expected to pass, and the next cycle runs on a
+          // new connection (after a restart knex reports the dead transaction as "Transaction
+          // query already complete").
+          logger.warn('relay: database connection lost; retrying on a new connection', {
+            error: String(error),
+            consecutive: errors,
+          });
+        } else {
+          logger.error('relay: cycle failed', { error: String(error), consecutive: errors });
+        }
         if (stopping) return;
         await waker.sleep(
           50 + fullJitterBackoff(errors, { baseMs: 100, capMs: o.pollIntervalMs * 5 }),

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../observability/logger';
 import { fullJitterBackoff } from '../retry/backoff';
+import { StoreTimeoutError } from '../store/errors/store-timeout-error';
+import { DEFAULT_TIMEOUTS, destroyConnection } from '../store/limits';
 import type { Store } from '../store/store';
 
 /** A subscription to the outbox channel. @internal */
@@ -11,7 +13,7 @@ export interface Listener {
 }
 
 interface NotifyingClient {
-  query(sql: string): Promise<unknown>;
+  query(config: string | { text: string; query_timeout?: number }): Promise<unknown>;
   on(event: 'notification', cb: (message: { channel: string }) => void): unknown;
   on(event: 'error' | 'end', cb: (error?: Error) => void): unknown;
   removeAllListeners(event?: string): unknown;
@@ -31,7 +33,11 @@ interface PgliteNotifier {
  * since notifications may have been missed meanwhile).
  *
  * - PostgreSQL: a dedicated connection outside the pool (LISTEN is per session), opened with
- *   the store's own connection settings; on error it reconnects with full-jitter backoff.
+ *   the store's own connection settings; on error it reconnects with full-jitter backoff. A
+ *   half-open connection (the host vanished, the network partitioned) raises no error, and
+ *   an idle one would wait for notifications forever: every `timeouts.listenCheckMs` it
+ *   runs `select 1`, which must answer within the same time, or the connection is destroyed
+ *   and replaced.
  * - PGlite: `LISTEN` runs through knex on PGlite's single connection and notifications come
  *   from the PGlite instance's `onNotification`.
  *
@@ -73,7 +79,8 @@ export async function listen(
       },
     };
   }
-  return listenOnDedicatedConnection(store.knex, statement, channel, onWake, logger);
+  const checkMs = store.timeouts?.listenCheckMs ?? DEFAULT_TIMEOUTS.listenCheckMs;
+  return listenOnDedicatedConnection(store.knex, statement, channel, onWake, logger, checkMs);
 }
 
 /** Ends a connection we no longer want; a late error from it is ignored. */
@@ -83,18 +90,48 @@ function dispose(client: NotifyingClient): Promise<void> {
   return client.end().catch(() => undefined);
 }
 
+/**
+ * Runs `sql` on the dedicated connection within `ms` (none when 0). On time out the
+ * connection is destroyed, which fails the statement and ends the connection, so its `end`
+ * handler takes over; the rejection carries a {@link StoreTimeoutError}.
+ */
+async function within(client: NotifyingClient, sql: string, ms: number): Promise<void> {
+  if (ms <= 0) {
+    await client.query(sql);
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new StoreTimeoutError('listen-check', ms);
+      destroyConnection(client, error);
+      reject(error);
+    }, ms);
+  });
+  try {
+    // Our own timer decides; the store's per-statement bound is lifted so it cannot race it.
+    await Promise.race([client.query({ text: sql, query_timeout: 0 }), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function listenOnDedicatedConnection(
   knex: Knex,
   statement: string,
   channel: string,
   onWake: () => void,
   logger: Logger,
+  checkMs: number,
 ): Promise<Listener> {
   const factory = knex.client as unknown as RawClientFactory;
   let client: NotifyingClient | null = null;
   let closed = false;
   let failures = 0;
   let timer: NodeJS.Timeout | null = null;
+  let checker: NodeJS.Timeout | null = null;
+  /** Whether a connection was lost since the last one was set up, to log its return. */
+  let down = false;
 
   const connect = async (): Promise<void> => {
     if (closed) return;
@@ -109,6 +146,7 @@ async function listenOnDedicatedConnection(
         client = null;
         if (next) void dispose(next);
         if (closed) return;
+        down = true;
         logger.warn('relay: notification connection lost; polling until it is back', {
           error: error ? String(error) : 'connection ended',
         });
@@ -116,20 +154,52 @@ async function listenOnDedicatedConnection(
       };
       next.on('error', lost);
       next.on('end', lost);
-      await next.query(statement);
+      await within(next, statement, checkMs);
       if (closed) {
         void dispose(next);
         return;
       }
       client = next;
       failures = 0;
+      if (down) {
+        down = false;
+        logger.info('relay: notification connection restored', { channel });
+      }
       onWake();
     } catch (error) {
       if (next) void dispose(next);
+      down = true;
       logger.warn('relay: LISTEN failed; polling until it succeeds', { error: String(error) });
       schedule();
     }
   };
+
+  /** Whether a check is running, so that a slow one is not joined by the next. */
+  let checking = false;
+  /** Checks the live connection; a failed check destroys it and `lost` reconnects. */
+  const check = (): void => {
+    const current = client;
+    if (current === null || closed || checking) return;
+    checking = true;
+    within(current, 'select 1', checkMs)
+      .catch((error: unknown) => {
+        // A check that failed without destroying the connection (a server error) still means
+        // the connection cannot be trusted: destroy it so that `lost` replaces it.
+        if (client === current) {
+          destroyConnection(
+            current,
+            new StoreTimeoutError('listen-check', checkMs, { cause: error }),
+          );
+        }
+      })
+      .finally(() => {
+        checking = false;
+      });
+  };
+  if (checkMs > 0) {
+    checker = setInterval(check, checkMs);
+    checker.unref();
+  }
 
   const schedule = (): void => {
     if (closed || timer !== null) return;
@@ -151,6 +221,8 @@ async function listenOnDedicatedConnection(
       closed = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
+      if (checker !== null) clearInterval(checker);
+      checker = null;
       const current = client;
       client = null;
       if (current) await dispose(current);

@@ -1,5 +1,8 @@
 export { createStore, createNames } from './store';
 export type { Store, StoreOptions, StoreDialect } from './store';
+export type { StoreTimeouts, StoreKeepAlive, ResolvedStoreTimeouts } from './limits';
+export { StoreTimeoutError, isStoreTimeoutError } from './errors';
+export type { StoreTimeoutLimit } from './errors';
 export { migrate, rowsOf } from './migrate';
 export type { MigrationResult } from './migrate';
 export type { Migration, MigrationNames } from './migration';

@@ -11,6 +11,20 @@ export interface MigrationResult {
 }
 
 /**
+ * A migration's transaction runs without the store's statement and query limits: DDL on a
+ * large table, or the wait for another migrator's lock, may rightly take longer than any
+ * statement of normal operation. `query_timeout: 0` lifts the client-side bound of the
+ * statement it is given (the store reads it per statement); the connect and acquire limits
+ * and keepalive still apply.
+ */
+const UNBOUNDED = { query_timeout: 0 } as const;
+
+/** Lifts the server's statement timeout for the rest of `trx`. */
+async function unbound(trx: Knex.Transaction): Promise<void> {
+  await trx.raw(`select set_config('statement_timeout', '0', true)`).options(UNBOUNDED);
+}
+
+/**
  * Brings the schema up to date. Safe when several processes migrate at once: each migration
  * runs in its own transaction under a transaction-scoped advisory lock on the schema, and
  * inserts its own row first, so a second migrator waits, then sees the version and skips it.
@@ -23,27 +37,33 @@ export async function migrate(
   const migrationsTable = names.table('migrations');
   const lockKey = `justonce:${names.schema}:${names.raw('migrations')}`;
   await knex.transaction(async (trx) => {
-    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [lockKey]);
-    await trx.raw(`create schema if not exists ${names.schema}`);
-    await trx.raw(
-      `create table if not exists ${migrationsTable} (
+    await unbound(trx);
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [lockKey]).options(UNBOUNDED);
+    await trx.raw(`create schema if not exists ${names.schema}`).options(UNBOUNDED);
+    await trx
+      .raw(
+        `create table if not exists ${migrationsTable} (
          version integer primary key,
          name text not null,
          applied_at timestamptz not null default now()
        )`,
-    );
+      )
+      .options(UNBOUNDED);
   });
 
   const applied: number[] = [];
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
     const ran = await knex.transaction(async (trx) => {
-      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [lockKey]);
+      await unbound(trx);
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [lockKey]).options(UNBOUNDED);
       const inserted = await trx.raw(
         `insert into ${migrationsTable} (version, name) values (?, ?) on conflict (version) do nothing returning version`,
         [migration.version, migration.name],
       );
       if (rowsOf(inserted).length === 0) return false;
-      for (const statement of migration.up(names)) await trx.raw(statement);
+      for (const statement of migration.up(names)) {
+        await trx.raw(statement).options(UNBOUNDED);
+      }
       return true;
     });
     if (ran) applied.push(migration.version);

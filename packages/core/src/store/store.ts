@@ -7,6 +7,16 @@ import ClientPgLite from 'knex-pglite';
 const createKnex = knexModule;
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
+import { silentLogger, type Logger } from '../observability/logger';
+import {
+  guardKnex,
+  pgConnectionConfig,
+  resolveKeepAlive,
+  resolveTimeouts,
+  type ResolvedStoreTimeouts,
+  type StoreKeepAlive,
+  type StoreTimeouts,
+} from './limits';
 import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { migrate, type MigrationResult } from './migrate';
 import type { MigrationNames } from './migration';
@@ -42,6 +52,23 @@ export interface StoreOptions {
    * `max_prepared_statements`). Ignored on PGlite.
    */
   preparedStatements?: boolean;
+  /**
+   * Time limits on the connections opened from `connectionString`: connect, acquire, the
+   * server's statement and idle-in-transaction timeouts, and a client-side bound on each
+   * statement after which the connection is destroyed and the call throws
+   * {@link StoreTimeoutError} (retriable). Defaults `{ connectMs: 10 000, statementMs: 30 000,
+   * queryMs: 35 000, idleInTransactionMs: 60 000, acquireMs: 15 000, listenCheckMs: 10 000 }`.
+   * Only `listenCheckMs` applies to a `knex` you pass (configure its pool yourself); none
+   * applies to PGlite, which runs in process. See docs/failure-modes.md.
+   */
+  timeouts?: StoreTimeouts;
+  /**
+   * TCP keepalive on the connections opened from `connectionString`, so that an idle
+   * connection to a vanished host is noticed. Default on, first probe after 10 000 ms idle.
+   */
+  keepAlive?: StoreKeepAlive;
+  /** Where the store logs a time limit that fired. Default: silent. */
+  logger?: Logger;
 }
 
 /**
@@ -60,6 +87,11 @@ export interface Store {
   readonly names: MigrationNames;
   /** Whether hot statements run as named prepared statements (PostgreSQL only). */
   readonly preparedStatements: boolean;
+  /**
+   * The time limits in force: all of them for a store opened from a `connectionString`;
+   * only `listenCheckMs` is used otherwise (see {@link StoreOptions.timeouts}).
+   */
+  readonly timeouts?: ResolvedStoreTimeouts;
   /** Creates or upgrades justonce's tables; safe to call from several processes at once. */
   migrate(): Promise<MigrationResult>;
   /** Releases connections the store opened itself; a knex you passed in is left alone. */
@@ -105,6 +137,9 @@ const STORE_KEYS = optionKeys<StoreOptions>()([
   'schema',
   'tablePrefix',
   'preparedStatements',
+  'timeouts',
+  'keepAlive',
+  'logger',
 ]);
 const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir']);
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
@@ -139,6 +174,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
       preparedStatements: prepared,
     });
   }
+  const timeouts = resolveTimeouts(options.timeouts);
+  const keepAliveDelayMs = resolveKeepAlive(options.keepAlive);
+  const logger = options.logger ?? silentLogger;
   const pool = options.pool ?? {};
   if (pool.max !== undefined && (!Number.isInteger(pool.max) || pool.max < 1)) {
     throw new ConfigurationError('pool.max must be a positive integer', { max: pool.max });
@@ -157,9 +195,19 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     }
     knex = createKnex({
       client: 'pg',
-      connection: options.connectionString,
+      connection: pgConnectionConfig(options.connectionString, timeouts, keepAliveDelayMs),
       pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
-    });
+      acquireConnectionTimeout: timeouts.acquireMs,
+      // knex warns on stderr about each connection the limits destroyed and each failed
+      // acquire, repeating what the store logs: its lines go to the store's logger instead.
+      log: {
+        warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+        error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
+        deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+        debug: () => undefined,
+      },
+    } as Knex.Config);
+    guardKnex(knex, timeouts, logger);
   } else {
     embedded = new PGlite(options.pglite?.dataDir);
     knex = pgliteKnex(embedded);
@@ -173,6 +221,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     tablePrefix,
     names,
     preparedStatements: prepared && dialect === 'postgres',
+    timeouts,
     migrate: () => migrate(knex, names),
     close: async () => {
       if (!owned) return;

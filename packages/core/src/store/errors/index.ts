@@ -1,0 +1,3 @@
+export { StoreTimeoutError, isStoreTimeoutError } from './store-timeout-error';
+export type { StoreTimeoutLimit } from './store-timeout-error';
+export { isConnectionLoss } from './connection-loss';
