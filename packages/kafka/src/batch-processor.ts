@@ -1,5 +1,6 @@
 import {
   fullJitterBackoff,
+  hasErrorCode,
   type Envelope,
   type Handler,
   type Inbox,
@@ -55,7 +56,9 @@ interface ChunkResult {
   readonly wholeChunkFailed?: boolean;
 }
 
-const INFRA_BACKOFF = { baseMs: 250, capMs: 30_000 };
+// Capped low: once the store answers again, a paused partition should find out within a
+// few seconds, not after a 30 s backoff step drawn during the outage.
+const INFRA_BACKOFF = { baseMs: 250, capMs: 3_000 };
 const MIN_INFRA_DELAY_MS = 100;
 
 /**
@@ -269,7 +272,8 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): {
         });
         return {
           retry: { offset: chunk[0]!.offset, delayMs: infraDelay(tp) },
-          wholeChunkFailed: true,
+          // An outage of the store says nothing about the records: no narrowing for it.
+          wholeChunkFailed: !hasErrorCode(error, 'STORE_UNAVAILABLE'),
         };
       }
       let failedAt: number | undefined;

@@ -25,6 +25,9 @@ import { KafkaStateError } from './errors';
 import { HEADERS } from './headers';
 import type { MessageIdOptions } from './message-id';
 
+/** The fetch long poll: how long a resumed partition may wait for its next fetch. */
+const DEFAULT_MAX_WAIT_MS = 1_000;
+
 /** Options of {@link createKafkaConsumer}. */
 export interface KafkaConsumerOptions<R = unknown> {
   /** The inbox every record goes through; its `consumer` name is the dedup namespace. */
@@ -68,7 +71,8 @@ export interface KafkaConsumerOptions<R = unknown> {
   readonly deadLetterProducer?: KafkaProducerClient;
   /**
    * Group settings passed to the client. Defaults: kafkajs's (`sessionTimeout` 30 000,
-   * `rebalanceTimeout` 60 000, `heartbeatInterval` 3 000, `maxWaitTimeInMs` 5 000).
+   * `rebalanceTimeout` 60 000, `heartbeatInterval` 3 000), but `maxWaitTimeInMs` 1 000
+   * (kafkajs: 5 000), so a partition paused for a retry or a store outage resumes promptly.
    */
   readonly consumerConfig?: Omit<KafkaConsumerConfig, 'groupId'>;
   /** Called with every outcome and where its record sits; for metrics and tests. */
@@ -106,6 +110,9 @@ export function createKafkaConsumer<R = unknown>(
   const kafka =
     options.kafka ?? kafkajsClient({ brokers: options.brokers ?? [], clientId: options.clientId });
   const consumerConfig: KafkaConsumerConfig = {
+    // A paused partition resumes (after a retry delay or a store outage) only when the fetch
+    // in flight returns; kafkajs's 5 s long poll would hold every resume back that long.
+    maxWaitTimeInMs: DEFAULT_MAX_WAIT_MS,
     ...options.consumerConfig,
     groupId: options.groupId,
   };
