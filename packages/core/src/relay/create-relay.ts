@@ -15,6 +15,7 @@ import { readTableStats } from './sql/stats';
 import { ConfigurationError } from '../errors/configuration-error';
 import { integerOption } from '../config/options';
 import { isConnectionLoss } from '../store/errors/connection-loss';
+import { isStoreOutage } from '../store/outage';
 import type {
   CleanupOptions,
   CycleResult,
@@ -24,6 +25,9 @@ import type {
   RelayStats,
   StopOptions,
 } from './types';
+
+/** Longest pause between cycles while the database is unavailable. */
+const OUTAGE_BACKOFF_CAP_MS = 5_000;
 
 /** The upper bound of the per-call integer options, which have none of their own. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -178,6 +182,7 @@ export function createRelay(options: RelayOptions): Relay {
         errors = 0;
       } catch (error) {
         errors += 1;
+        const outage = isStoreOutage(error);
         if (isConnectionLoss(error)) {
           // A partition, restart or failover: expected to pass, and the next cycle runs on a
           // new connection (after a restart knex reports the dead transaction as "Transaction
@@ -186,13 +191,22 @@ export function createRelay(options: RelayOptions): Relay {
             error: String(error),
             consecutive: errors,
           });
+        } else if (outage) {
+          // Disk full, read-only, out of memory: the events are not at fault (nothing is
+          // charged); a batch already published is published again and deduplicated downstream.
+          logger.warn('relay: database unavailable; retrying with backoff', {
+            error: String(error),
+            consecutive: errors,
+          });
         } else {
           logger.error('relay: cycle failed', { error: String(error), consecutive: errors });
         }
         if (stopping) return;
-        await waker.sleep(
-          50 + fullJitterBackoff(errors, { baseMs: 100, capMs: o.pollIntervalMs * 5 }),
-        );
+        // An outage may last: back off further than for a one-off failure, up to a few seconds.
+        const capMs = outage
+          ? Math.max(o.pollIntervalMs * 5, OUTAGE_BACKOFF_CAP_MS)
+          : o.pollIntervalMs * 5;
+        await waker.sleep(50 + fullJitterBackoff(errors, { baseMs: 100, capMs }));
         continue;
       }
       if (result.full) {
