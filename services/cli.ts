@@ -8,10 +8,13 @@
  * - `down`: stops the Java services this checkout started, and PostgreSQL or RabbitMQ only if
  *   we started them.
  * - `status`: what answers where, and who runs it.
+ * - `restart kafka`: stops the native broker this checkout started and starts it again on the
+ *   same data (topics, records and committed offsets survive).
  */
 import { shown, SERVICES_DIR } from './paths';
 import { SERVICES } from './registry';
 import { resolveServices } from './resolve';
+import { restartNativeKafka } from './kafka';
 import { serviceStatus, stopServices } from './lifecycle';
 import { SERVICE_NAMES, type ServiceName } from './types';
 
@@ -65,10 +68,25 @@ async function main(): Promise<number> {
       console.log(done.length > 0 ? done.join('\n') : 'nothing of ours was running');
       return 0;
     }
+    case 'restart': {
+      if (args.length !== 1 || args[0] !== 'kafka') {
+        throw new Error(
+          'only `restart kafka` is supported (ElasticMQ keeps nothing to restart with)',
+        );
+      }
+      const started = Date.now();
+      await restartNativeKafka(120_000);
+      console.log(
+        `kafka restarted with its data in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      );
+      return 0;
+    }
     case 'status':
       return (await status(args)) ? 0 : 1;
     default:
-      console.error('usage: tsx services/cli.ts up [service...] | down | status [service...]');
+      console.error(
+        'usage: tsx services/cli.ts up [service...] | down | status [service...] | restart kafka',
+      );
       return 2;
   }
 }

@@ -87,39 +87,85 @@ aws {
 `;
 }
 
-const home = path.join(SERVICES_DIR, 'elasticmq');
-const libDir = path.join(home, 'lib');
-const configFile = path.join(home, 'elasticmq.conf');
 /** The native ElasticMQ server's log file. */
 export const ELASTICMQ_LOG = path.join(LOGS_DIR, 'elasticmq.log');
 
 /**
- * Starts the native ElasticMQ server and waits until it lists queues. Resolves the jars first
- * (cached). The caller holds the `elasticmq` lock and has checked that nothing answers yet.
+ * Where one native ElasticMQ server lives and listens: the shared one
+ * ({@link SHARED_ELASTICMQ}) or a private one for a test that restarts it
+ * ({@link privateElasticmqNode}).
  */
-export async function startNativeElasticmq(timeoutMs: number): Promise<void> {
+export interface ElasticmqNode {
+  /** Service name: the process marker and the pid file `.services/<service>/pid`. */
+  readonly service: string;
+  /** Directory of its configuration. */
+  readonly home: string;
+  /** SQS port (127.0.0.1). */
+  readonly port: number;
+  /** Log file receiving the server's output. */
+  readonly logFile: string;
+}
+
+/** The shared native server the tests, benchmarks and `services:up` use. */
+export const SHARED_ELASTICMQ: ElasticmqNode = {
+  service: 'elasticmq',
+  home: path.join(SERVICES_DIR, 'elasticmq'),
+  port: ELASTICMQ_PORT,
+  logFile: ELASTICMQ_LOG,
+};
+
+/** A private server's node, kept under `.services/private/<name>/` (see `privateKafkaNode`). */
+export function privateElasticmqNode(name: string, port: number): ElasticmqNode {
+  const home = path.join(SERVICES_DIR, 'private', name);
+  return { service: `private/${name}`, home, port, logFile: path.join(home, 'elasticmq.log') };
+}
+
+/** The SQS endpoint of a node. */
+export function elasticmqEndpoint(node: ElasticmqNode): string {
+  return `http://127.0.0.1:${node.port}`;
+}
+
+const libDir = path.join(SERVICES_DIR, 'elasticmq', 'lib');
+
+/**
+ * Starts one native ElasticMQ server and waits until it lists its predefined queues. Resolves
+ * the jars first (cached); stops any process still recorded for the node. ElasticMQ keeps
+ * queues and messages in memory: every start, restarts included, begins with only the
+ * predefined queues, empty.
+ */
+export async function launchElasticmq(node: ElasticmqNode, timeoutMs: number): Promise<void> {
   javaExecutable();
   await resolveJars('elasticmq', libDir);
-  await stopRecorded('elasticmq');
-  await fs.mkdir(home, { recursive: true });
+  await stopRecorded(node.service);
+  await fs.mkdir(node.home, { recursive: true });
+  const configFile = path.join(node.home, 'elasticmq.conf');
   await fs.writeFile(
     configFile,
-    elasticmqConfig({ bindHost: '127.0.0.1', publicHost: '127.0.0.1', port: ELASTICMQ_PORT }),
+    elasticmqConfig({ bindHost: '127.0.0.1', publicHost: '127.0.0.1', port: node.port }),
   );
-  await freshLog(ELASTICMQ_LOG);
+  await freshLog(node.logFile);
+  const endpoint = elasticmqEndpoint(node);
   await launchJava({
-    service: 'elasticmq',
+    service: node.service,
     label: `ElasticMQ ${elasticmqVersion()}`,
-    address: ELASTICMQ_LOCAL_ENDPOINT,
+    address: endpoint,
     jvmOptions: ['-Xms64m', '-Xmx256m', '-XX:+UseSerialGC', `-Dconfig.file=${configFile}`],
     libDir,
     main: ['org.elasticmq.server.Main'],
-    cwd: home,
-    logFile: ELASTICMQ_LOG,
-    check: () => checkSqs(ELASTICMQ_LOCAL_ENDPOINT, PREDEFINED_QUEUES.fifoDlq),
+    cwd: node.home,
+    logFile: node.logFile,
+    check: () => checkSqs(endpoint, PREDEFINED_QUEUES.fifoDlq),
     timeoutMs,
   });
-  await recordVersion('elasticmq', elasticmqVersion());
+  await recordVersion(node.service, elasticmqVersion());
+}
+
+/**
+ * Starts the shared native ElasticMQ server. The caller holds the `elasticmq` lock and has
+ * checked that nothing answers yet.
+ */
+export function startNativeElasticmq(timeoutMs: number): Promise<void> {
+  return launchElasticmq(SHARED_ELASTICMQ, timeoutMs);
 }
 
 /**

@@ -13,7 +13,13 @@ export { ServiceUnavailableError, type EnsureOptions } from './resolve';
 export { amqpUrl, databaseUrl, kafkaBrokers, sqsClientConfig, sqsEndpoint } from './env';
 export { serviceStatus, stopServices, type ServiceStatus } from './lifecycle';
 export { SERVICES } from './registry';
-export { KAFKA_CLUSTER_ID, KAFKA_LOCAL_BROKER, KAFKA_PORT, kafkaVersion } from './kafka';
+export {
+  KAFKA_CLUSTER_ID,
+  KAFKA_LOCAL_BROKER,
+  KAFKA_PORT,
+  kafkaVersion,
+  restartNativeKafka,
+} from './kafka';
 export {
   ELASTICMQ_LOCAL_ENDPOINT,
   ELASTICMQ_PORT,

@@ -173,13 +173,17 @@ export async function runLogged(
   command: string,
   args: string[],
   logFile: string,
-  options: { cwd?: string; timeoutMs?: number } = {},
+  options: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<void> {
   await fs.mkdir(path.dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', fd, fd] });
+      const child = spawn(command, args, {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        stdio: ['ignore', fd, fd],
+      });
       const timer = setTimeout(
         () => {
           child.kill('SIGKILL');
