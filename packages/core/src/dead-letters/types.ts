@@ -49,7 +49,7 @@ export interface DeadLetter {
   readonly attempts: number;
   /** The envelope's partition key, if any. */
   readonly key: string | null;
-  /** The headers as delivered. */
+  /** The headers as delivered; a value that was not a string is kept as its JSON text. */
   readonly headers: Readonly<Record<string, string>>;
   /** The body exactly as delivered: a string stays a string, bytes stay bytes. */
   readonly body: Uint8Array | string;

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
 import { findDeadLetter } from '../dead-letters/sql/find-dead-letter';
-import { storableDiagnostic } from '../store/text';
+import { storableDiagnostic, textOf } from '../store/text';
 import type { DeliveryFacts, Envelope } from '../transport/envelope';
 import { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 import { PayloadConflictError } from './errors/payload-conflict-error';
@@ -18,7 +18,7 @@ type Settled = InboxOutcome<never>;
 
 function errorCode(error: Error): string | null {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : code === undefined ? null : String(code);
+  return typeof code === 'string' ? code : code === undefined ? null : textOf(code);
 }
 
 /**

@@ -1,4 +1,5 @@
 import * as crypto from 'node:crypto';
+import { textOf } from '../store/text';
 
 /** Format version mixed into every fingerprint, so the encoding can change safely later. */
 const VERSION = Buffer.from('justonce-fingerprint-v1', 'utf8');
@@ -46,7 +47,7 @@ export function fingerprint(
           JSON.stringify(
             headerNames.map((name) => {
               const value = headerValue(headers, name);
-              return [name, value === undefined ? null : String(value)];
+              return [name, value === undefined ? null : textOf(value)];
             }),
           ),
           'utf8',

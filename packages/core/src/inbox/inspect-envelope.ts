@@ -1,6 +1,6 @@
 import type { JustonceError } from '../errors/justonce-error';
 import type { DeadLetterReason } from '../dead-letters/types';
-import { hasLoneSurrogate, unstorableText, unwritableText } from '../store/text';
+import { hasLoneSurrogate, jsonOf, textOf, unstorableText, unwritableText } from '../store/text';
 import type { Envelope } from '../transport/envelope';
 import { InvalidBodyError } from './errors/invalid-body-error';
 import { InvalidHeadersError } from './errors/invalid-headers-error';
@@ -61,14 +61,8 @@ function bodyOf(value: unknown): Pick<Carried, 'body' | 'bodyIsText' | 'inexactB
   if (value instanceof Uint8Array) {
     return { body: value, bodyIsText: false, inexactBody: undefined, problem: undefined };
   }
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = Object.prototype.toString.call(value);
-  }
   return {
-    body: bodyBytes(text),
+    body: bodyBytes(value === undefined ? 'undefined' : jsonOf(value)),
     bodyIsText: true,
     inexactBody: undefined,
     problem: `the body is a ${value === null ? 'null' : typeof value}, neither a Uint8Array nor a string`,
@@ -127,7 +121,7 @@ export function inspectEnvelope(
   const rawScope: unknown = envelope.scope ?? options.defaultScope;
   const carried: Carried = {
     envelope,
-    scope: typeof rawScope === 'string' ? rawScope : String(rawScope),
+    scope: typeof rawScope === 'string' ? rawScope : textOf(rawScope),
     headers,
     ...body,
     fingerprint: fingerprint(
@@ -140,7 +134,7 @@ export function inspectEnvelope(
   const bad = (reason: DeadLetterReason, error: JustonceError): BadDelivery => ({
     ...carried,
     ok: false,
-    rawId: id === undefined || id === null ? null : String(id),
+    rawId: id === undefined || id === null ? null : textOf(id),
     reason,
     error,
   });

@@ -3,6 +3,7 @@ import type { LogFields } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxOutcome } from './types';
+import { textOf } from '../store/text';
 
 /** The values of the `outcome` attribute of `justonce.inbox.messages`. */
 const COUNTED_OUTCOMES = [
@@ -43,7 +44,7 @@ function countedAs(outcome: InboxOutcome<unknown>): CountedOutcome {
 function printable(body: unknown): string {
   if (typeof body === 'string') return body;
   if (body instanceof Uint8Array) return Buffer.from(body).toString('base64');
-  return String(body);
+  return textOf(body);
 }
 
 function errorFields(error: Error): LogFields {
@@ -121,7 +122,7 @@ export function createInstruments(options: ResolvedInboxOptions): Instruments {
         consumer,
         messages,
         refunded,
-        ...errorFields(error instanceof Error ? error : new Error(String(error))),
+        ...errorFields(error instanceof Error ? error : new Error(textOf(error))),
       });
     },
   };

@@ -1,4 +1,4 @@
-import { storableDiagnostic } from '../store/text';
+import { storableDiagnostic, textOf } from '../store/text';
 import type { Instruments } from './instruments';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxStep } from './types';
@@ -24,10 +24,10 @@ export function asError(value: unknown): Error {
 export function storedError(error: Error): { name: string; message: string; code?: string } {
   const code = (error as { code?: unknown }).code;
   return {
-    name: storableDiagnostic(String(error.name)),
-    message: storableDiagnostic(String(error.message).slice(0, 2000)),
+    name: storableDiagnostic(textOf(error.name)),
+    message: storableDiagnostic(textOf(error.message).slice(0, 2000)),
     ...(typeof code === 'string' || typeof code === 'number'
-      ? { code: storableDiagnostic(String(code)) }
+      ? { code: storableDiagnostic(textOf(code)) }
       : {}),
   };
 }

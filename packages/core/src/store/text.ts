@@ -50,3 +50,31 @@ export function storableDiagnostic(value: string): string {
   if (unwritableText(value) === undefined) return value;
   return value.replaceAll('\u0000', '\\u0000').replace(LONE_SURROGATES, '\uFFFD');
 }
+
+/**
+ * Text for any value a caller passed where text was expected, for keeping it in a dead letter:
+ * `String(value)`, or the value's tag when even that throws (an object whose `toString` is
+ * not a function). Never throws. @internal
+ */
+export function textOf(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/**
+ * JSON text for any value, for keeping it in a dead letter: `JSON.stringify`, or, where that
+ * fails (a cycle, a BigInt, a throwing `toJSON`) or gives nothing (a function), the value as
+ * {@link textOf} gives it, as a JSON string. Never throws. @internal
+ */
+export function jsonOf(value: unknown): string {
+  try {
+    const json = JSON.stringify(value);
+    if (json !== undefined) return json;
+  } catch {
+    // fall through to the text form
+  }
+  return JSON.stringify(textOf(value));
+}

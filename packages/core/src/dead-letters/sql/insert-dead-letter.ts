@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
-import { isStorableText, storableDiagnostic } from '../../store/text';
+import { isStorableText, jsonOf, storableDiagnostic } from '../../store/text';
 import type { DeliveryFacts } from '../../transport/envelope';
 import type { DeadLetterReason } from '../types';
 
@@ -54,14 +54,23 @@ function storableOrNull(value: string | null): string | null {
  */
 function storedText(letter: NewDeadLetter): StoredText {
   const given: unknown = letter.headers;
+  // Headers as given, each value as text: a value that was not a string is kept as its JSON.
+  const exactHeaders: Record<string, string> = {};
   const headers: Record<string, string> = {};
   let exact = letter.exactBody === undefined;
-  if (typeof given === 'object' && given !== null && !Array.isArray(given)) {
+  if (typeof given === 'object' && given !== null) {
     for (const [name, value] of Object.entries(given)) {
-      const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-      headers[storableDiagnostic(name)] = storableDiagnostic(text);
+      const text = typeof value === 'string' ? value : jsonOf(value);
+      // defineProperty: a header named `__proto__` stays a header.
+      Object.defineProperty(exactHeaders, name, { value: text, enumerable: true, writable: true });
+      Object.defineProperty(headers, storableDiagnostic(name), {
+        value: storableDiagnostic(text),
+        enumerable: true,
+        writable: true,
+      });
       exact &&= typeof value === 'string' && isStorableText(name) && isStorableText(value);
     }
+    exact &&= !Array.isArray(given);
   } else {
     exact &&= given === undefined || given === null;
   }
@@ -79,7 +88,7 @@ function storedText(letter: NewDeadLetter): StoredText {
           messageId: letter.messageId,
           scope: letter.scope,
           key: letter.key,
-          headers: given ?? {},
+          headers: exactHeaders,
           ...(letter.exactBody === undefined ? {} : { body: letter.exactBody }),
         }),
   };
