@@ -192,10 +192,12 @@ describe('a record whose handler kills the process on every delivery', () => {
       });
 
       // The first delivery ran the chunk in one transaction and died in it. Every later
-      // delivery ran one record per transaction, each counted just before it ran: the records
-      // before the poison committed on the second delivery, and the records after it were not
-      // charged for the poison's crashes.
+      // delivery ran one record per transaction, each counted just before it ran: the chunk's
+      // shared count became each record's own attempt 1, so the records before the poison
+      // committed on the second delivery, and the records after it were not charged for the
+      // poison's crashes; the poison itself ran once more as attempt 1.
       expect(crashes).toEqual([
+        { attempt: 1, first: false },
         { attempt: 1, first: false },
         { attempt: 2, first: false },
         { attempt: 3, first: false },
@@ -243,9 +245,11 @@ describe('a record whose handler kills the process on every delivery', () => {
       });
 
       // Uncounted on the declared delivery; then the chunk came back counted as a whole
-      // (attempt 1) and died again; from then on one record per transaction.
+      // (attempt 1, shared) and died again; from then on one record per transaction, the
+      // shared count becoming each record's own attempt 1.
       expect(crashes).toEqual([
         { attempt: 1, first: true },
+        { attempt: 1, first: false },
         { attempt: 1, first: false },
         { attempt: 2, first: false },
         { attempt: 3, first: false },
@@ -274,52 +278,45 @@ describe('a record whose handler kills the process on every delivery', () => {
   }, 120_000);
 });
 
-describe('known gap, to be fixed in core', () => {
-  // A chunk whose transaction dies was counted as a whole before it ran, so every record in
-  // it is charged one attempt for the crash. With maxAttempts 1 that is all a record has:
-  // when the chunk comes back, every record of it is dead-lettered, not only the poison.
-  // Fixing it takes a change in core's attempt counting (a batch's shared count must not be
-  // charged to the record on its own run); marked `failing` until then, so it reports when
-  // the fix lands.
-  it.failing(
-    'with maxAttempts 1, a crash in a counted chunk takes only the poison to the dead letters',
-    async () => {
-      const store = await openEffectsStore();
-      try {
-        const { topic, groupId, name } = await freshNames('crash-poison-one');
-        const labels = ['0', '1', 'poison', '3', '4'];
-        await produce(
-          producer,
-          topic,
-          labels.map((label) => ({
-            value: label === 'poison' ? 'poison' : `ok-${label}`,
-            headers: { 'message-id': `${name}-${label}` },
-          })),
-        );
-        await crashUntilDeadLettered({
-          schema: store.schema,
-          topic,
-          groupId,
-          name,
-          mode: 'batch',
-          maxAttempts: 1,
-        });
-        await waitFor(
-          `the committed offset to reach ${labels.length}`,
-          async () => {
-            const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-            return committed!.partitions[0]!.offset === String(labels.length);
-          },
-          { timeoutMs: 30_000, intervalMs: 100 },
-        );
-        const letters = await createDeadLetters(store).list({ consumer: name });
-        expect(letters.map((l) => l.messageId)).toEqual([`${name}-poison`]);
-      } finally {
-        await store.dispose();
-      }
-    },
-    60_000,
-  );
+describe('a crash in a counted chunk with maxAttempts 1', () => {
+  // The chunk was counted as a whole before it ran, so every record in it holds a counter
+  // after the crash; that count is the batch's (shared), and each record's count on its own
+  // makes it its own instead of charging it a second attempt for its batch-mate's crash.
+  it('with maxAttempts 1, a crash in a counted chunk takes only the poison to the dead letters', async () => {
+    const store = await openEffectsStore();
+    try {
+      const { topic, groupId, name } = await freshNames('crash-poison-one');
+      const labels = ['0', '1', 'poison', '3', '4'];
+      await produce(
+        producer,
+        topic,
+        labels.map((label) => ({
+          value: label === 'poison' ? 'poison' : `ok-${label}`,
+          headers: { 'message-id': `${name}-${label}` },
+        })),
+      );
+      await crashUntilDeadLettered({
+        schema: store.schema,
+        topic,
+        groupId,
+        name,
+        mode: 'batch',
+        maxAttempts: 1,
+      });
+      await waitFor(
+        `the committed offset to reach ${labels.length}`,
+        async () => {
+          const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+          return committed!.partitions[0]!.offset === String(labels.length);
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      const letters = await createDeadLetters(store).list({ consumer: name });
+      expect(letters.map((l) => l.messageId)).toEqual([`${name}-poison`]);
+    } finally {
+      await store.dispose();
+    }
+  }, 60_000);
 });
 
 /** Only the poison is dead-lettered: one record in the dead-letter topic, one letter in the store. */

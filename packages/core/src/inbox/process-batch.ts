@@ -121,6 +121,9 @@ async function processChunk<R>(
           toCount
             .map(({ prepared }) => attemptToCount(rt, prepared.good, prepared.ordinal))
             .sort(compareKeys),
+          // None of them had a counter: should the process die in this batch, the charge is
+          // the batch's, and each message's next count alone makes it its own.
+          toCount.length > 1,
         );
   const runnable: Runnable[] = [];
   for (const { index, prepared } of live) {

@@ -5,6 +5,7 @@ import { m003Inbox } from './003_inbox';
 import { m004Outbox } from './004_outbox';
 import { m005Operations } from './005_operations';
 import { m006ExactText } from './006_exact_text';
+import { m007SharedAttempts } from './007_shared_attempts';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -17,4 +18,5 @@ export const migrations: readonly Migration[] = [
   m004Outbox,
   m005Operations,
   m006ExactText,
+  m007SharedAttempts,
 ];
