@@ -25,6 +25,7 @@ function project(name: string): NonNullable<Config['projects']>[number] {
     rootDir: `<rootDir>/packages/${name}`,
     testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
     testEnvironment: 'node',
+    setupFiles: ['<rootDir>/../../test-support/fast-check-seed.ts'],
     transform,
     moduleNameMapper,
   };
