@@ -1,4 +1,4 @@
-import type { Logger } from '@justonce/core';
+import { errorChain, type Logger } from '@justonce/core';
 import type { KafkaProducerClient } from './client';
 import { KafkaStateError } from './errors';
 
@@ -27,20 +27,7 @@ const PRODUCER_STATE_TYPES = new Set(PRODUCER_STATE_ERRORS.values());
  * for code 90 and reports it as `KAFKAJS_UNKNOWN_ERROR_CODE` "Unknown error code 90".
  */
 export function producerStateError(error: unknown): string | undefined {
-  const queue: unknown[] = [error];
-  const seen = new Set<unknown>();
-  while (queue.length > 0 && seen.size < 32) {
-    const current = queue.shift();
-    if (typeof current !== 'object' || current === null || seen.has(current)) continue;
-    seen.add(current);
-    const e = current as {
-      type?: unknown;
-      code?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      originalError?: unknown;
-      errors?: unknown;
-    };
+  for (const e of errorChain(error)) {
     if (typeof e.type === 'string' && PRODUCER_STATE_TYPES.has(e.type)) return e.type;
     if (typeof e.code === 'number' && PRODUCER_STATE_ERRORS.has(e.code)) {
       return PRODUCER_STATE_ERRORS.get(e.code);
@@ -52,8 +39,6 @@ export function producerStateError(error: unknown): string | undefined {
     ) {
       return 'PRODUCER_FENCED';
     }
-    queue.push(e.cause, e.originalError);
-    if (Array.isArray(e.errors)) queue.push(...(e.errors as unknown[]));
   }
   return undefined;
 }

@@ -8,6 +8,7 @@ import {
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
+  errorChain,
 } from '@justonce/core';
 import { kafkajsClient, type KafkaClient, type KafkaProducerClient } from './client';
 import { isTopicName } from './consumer';
@@ -177,7 +178,6 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
   };
 }
 
-/** False when a cause anywhere in the chain says retrying cannot help. */
 /** kafkajs errors of a connection, a request or a broker that is not there (yet). */
 const OUTAGE_NAMES: ReadonlySet<string> = new Set([
   'KafkaJSConnectionError',
@@ -202,32 +202,17 @@ const OUTAGE_TYPES: ReadonlySet<string> = new Set([
 
 /** True when the send failed because of the cluster or the network, not the message. */
 function isBrokerOutage(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current && depth < 10; depth++) {
-    const e = current as {
-      name?: unknown;
-      type?: unknown;
-      cause?: unknown;
-      originalError?: unknown;
-    };
+  for (const e of errorChain(error)) {
     if (typeof e.name === 'string' && OUTAGE_NAMES.has(e.name)) return true;
     if (typeof e.type === 'string' && OUTAGE_TYPES.has(e.type)) return true;
-    current = e.cause ?? e.originalError;
   }
   return false;
 }
 
+/** False when a cause anywhere in the chain says retrying cannot help. */
 function isRetriable(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current && depth < 10; depth++) {
-    const e = current as {
-      type?: unknown;
-      retriable?: unknown;
-      cause?: unknown;
-      originalError?: unknown;
-    };
+  for (const e of errorChain(error)) {
     if (typeof e.type === 'string' && PERMANENT.has(e.type)) return false;
-    current = e.cause ?? e.originalError;
   }
   return true;
 }

@@ -3,6 +3,7 @@
  * met it. Such a fault is an outage: never a reason to count an attempt against a message,
  * dead-letter it, or mark an event dead.
  */
+import { errorChain } from '../errors/error-chain';
 import { isConnectionLoss } from './errors/connection-loss';
 
 /** SQLSTATEs of an unhealthy server beyond a lost connection, whatever statement met them. */
@@ -24,15 +25,12 @@ const OUTAGE_SQLSTATES: ReadonlySet<string> = new Set([
  */
 export function isStoreOutage(error: unknown, options: { handler?: boolean } = {}): boolean {
   if (isConnectionLoss(error, { socketCodes: options.handler !== true })) return true;
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const e = current as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown };
+  for (const e of errorChain(error)) {
     if (typeof e.code === 'string' && OUTAGE_SQLSTATES.has(e.code)) return true;
     if (e.name === 'KnexTimeoutError') return true;
     if (typeof e.message === 'string' && /^Timeout acquiring a connection/.test(e.message)) {
       return true;
     }
-    current = e.cause;
   }
   return false;
 }

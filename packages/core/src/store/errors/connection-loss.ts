@@ -1,3 +1,4 @@
+import { errorChain } from '../../errors/error-chain';
 import { isStoreTimeoutError } from './store-timeout-error';
 
 /** Node socket error codes of a connection that is gone or never came. */
@@ -21,8 +22,6 @@ const SHUTDOWN_STATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03']
 const LOSS_MESSAGES =
   /Connection terminated|Client was closed and is not queryable|connection error and is not queryable|Transaction query already complete|timeout expired/i;
 
-const MAX_DEPTH = 5;
-
 /**
  * True when `error` (or one of its causes) means the connection to the database was lost or
  * could not be made: a {@link StoreTimeoutError}, a socket error, a shutdown SQLSTATE or class
@@ -35,11 +34,9 @@ export function isConnectionLoss(
   options: { readonly socketCodes?: boolean } = {},
 ): boolean {
   const socketCodes = options.socketCodes ?? true;
-  let current: unknown = error;
-  for (let depth = 0; depth <= MAX_DEPTH; depth += 1) {
-    if (typeof current !== 'object' || current === null) return false;
-    if (isStoreTimeoutError(current)) return true;
-    const { code, message } = current as { code?: unknown; message?: unknown };
+  for (const e of errorChain(error)) {
+    if (isStoreTimeoutError(e)) return true;
+    const { code, message } = e;
     if (typeof code === 'string') {
       if (
         (socketCodes && SOCKET_CODES.has(code)) ||
@@ -50,7 +47,6 @@ export function isConnectionLoss(
       }
     }
     if (typeof message === 'string' && LOSS_MESSAGES.test(message)) return true;
-    current = (current as { cause?: unknown }).cause;
   }
   return false;
 }
