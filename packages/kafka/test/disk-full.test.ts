@@ -7,17 +7,8 @@
  * handled exactly once, none dead-lettered, no committed offset ever ran ahead of an effect,
  * the outbox adds made before and after the outage were published and none is dead.
  */
-import {
-  createInbox,
-  createOutbox,
-  createRelay,
-  createStore,
-  rowsOf,
-  type Logger,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createOutbox, createRelay, createStore } from '@justonce/core';
 import { randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
 import { createKafkaConsumer, createKafkaPublisher } from '../src';
 import {
   privatePostgresUnavailable,
@@ -30,6 +21,9 @@ import {
   connectKafkaClients,
   createTopics,
   produce,
+  countOf,
+  countingLogger,
+  sleep,
   unique,
   type KafkaClients,
 } from './support';
@@ -46,27 +40,6 @@ const RECOVERY_BOUND_MS = 35_000; // the consumer's infrastructure backoff is ca
 const unavailable = privatePostgresUnavailable();
 if (unavailable !== undefined) {
   throw new Error(`a private PostgreSQL cluster cannot be started here: ${unavailable}`);
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function count(
-  store: Store,
-  sql: string,
-  bindings: readonly Knex.RawBinding[] = [],
-): Promise<number> {
-  return Number(rowsOf<{ n: number | string }>(await store.knex.raw(sql, bindings))[0]?.n ?? 0);
-}
-
-/** A logger that counts lines by message (and keeps the errors' texts), for the figures. */
-function countingLogger(): { logger: Logger; counts: Map<string, number>; errors: string[] } {
-  const counts = new Map<string, number>();
-  const errors: string[] = [];
-  const at = (message: string, fields?: Readonly<Record<string, unknown>>): void => {
-    counts.set(message, (counts.get(message) ?? 0) + 1);
-    if (typeof fields?.error === 'string') errors.push(fields.error);
-  };
-  return { logger: { debug: at, info: at, warn: at, error: at }, counts, errors };
 }
 
 describe('disk full for longer than maxAttempts redeliveries (private cluster, Kafka)', () => {
@@ -157,7 +130,7 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
         const committed = Number(offsets?.partitions[0]?.offset ?? -1);
         if (committed > 0) {
           const ids = Array.from({ length: committed }, (_, i) => `m-${i}`);
-          const have = await count(
+          const have = await countOf(
             store,
             `select count(distinct message_id) as n from ${effects} where message_id = any(?)`,
             [ids],
@@ -188,9 +161,9 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
         })),
       );
     const handled = (): Promise<number> =>
-      count(store, `select count(distinct message_id) as n from ${effects}`);
+      countOf(store, `select count(distinct message_id) as n from ${effects}`);
     const published = (): Promise<number> =>
-      count(store, `select count(*) as n from ${outboxTable} where status = 'published'`);
+      countOf(store, `select count(*) as n from ${outboxTable} where status = 'published'`);
 
     // Before: messages handled and events published normally.
     await send(0, BEFORE);
@@ -250,19 +223,19 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
       { timeoutMs: 15_000, intervalMs: 100 },
     );
 
-    const doubled = await count(
+    const doubled = await countOf(
       store,
       `select count(*) as n from (select 1 from ${effects} group by message_id having count(*) > 1) d`,
     );
-    const dead = await count(
+    const dead = await countOf(
       store,
       `select count(*) as n from ${outboxTable} where status = 'dead'`,
     );
-    const pending = await count(
+    const pending = await countOf(
       store,
       `select count(*) as n from ${outboxTable} where status <> 'published'`,
     );
-    const deadLetters = await count(
+    const deadLetters = await countOf(
       store,
       `select count(*) as n from ${store.names.table('dead_letters')}`,
     );

@@ -6,15 +6,7 @@
  * dead-lettered (inbox), and the relay and consumer committed again soon after the server
  * answered. The measured figures are printed as one JSON line.
  */
-import {
-  createInbox,
-  createOutbox,
-  createRelay,
-  createStore,
-  rowsOf,
-  type Logger,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createOutbox, createRelay, createStore } from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher } from '../src';
 import {
   privatePostgresUnavailable,
@@ -26,6 +18,9 @@ import {
   FAST_GROUP,
   connectKafkaClients,
   createTopics,
+  countOf,
+  countingLogger,
+  sleep,
   unique,
   type KafkaClients,
 } from './support';
@@ -40,21 +35,6 @@ const RECOVERY_BOUND_MS = 20_000;
 const unavailable = privatePostgresUnavailable();
 if (unavailable !== undefined) {
   throw new Error(`a private PostgreSQL cluster cannot be started here: ${unavailable}`);
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function count(store: Store, sql: string): Promise<number> {
-  return Number(rowsOf<{ n: number | string }>(await store.knex.raw(sql))[0]?.n ?? 0);
-}
-
-/** A logger that counts lines by message, to show which faults the run met. */
-function countingLogger(): { logger: Logger; counts: Map<string, number> } {
-  const counts = new Map<string, number>();
-  const at = (message: string): void => {
-    counts.set(message, (counts.get(message) ?? 0) + 1);
-  };
-  return { logger: { debug: at, info: at, warn: at, error: at }, counts };
 }
 
 /** Records the first time `probe` succeeds with a value above `floor` once `armed` is set. */
@@ -160,7 +140,7 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
     await consumer.start();
 
     const relayCommit = firstTimeAbove(() =>
-      count(
+      countOf(
         store,
         `select count(*) as n from ${store.names.table('outbox')} where status = 'published'`,
       ),
@@ -202,8 +182,10 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
     await waitFor(
       'events before the crash',
       async () =>
-        (added = await count(store, `select count(*) as n from ${store.names.table('outbox')}`)) >=
-        RESTART_AFTER,
+        (added = await countOf(
+          store,
+          `select count(*) as n from ${store.names.table('outbox')}`,
+        )) >= RESTART_AFTER,
       { timeoutMs: 20_000, intervalMs: 50 },
     );
     const beforeRestart = Date.now();
@@ -215,7 +197,7 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
     const answered = await waitFor(
       'the server to answer',
       () =>
-        count(store, published).then(
+        countOf(store, published).then(
           (n) => ({ n }),
           () => undefined,
         ),
@@ -225,17 +207,17 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
 
     await adder;
     const outboxRows = `${store.names.table('outbox')}`;
-    const total = await count(store, `select count(*) as n from ${outboxRows}`);
+    const total = await countOf(store, `select count(*) as n from ${outboxRows}`);
     await waitFor(
       'every committed event to be handled',
       async () =>
-        (await count(store, `select count(distinct message_id) as n from ${effects}`)) >= total,
+        (await countOf(store, `select count(distinct message_id) as n from ${effects}`)) >= total,
       { timeoutMs: 30_000, intervalMs: 100 },
     );
     await waitFor(
       'every event to be published',
       async () =>
-        (await count(
+        (await countOf(
           store,
           `select count(*) as n from ${outboxRows} where status <> 'published'`,
         )) === 0,
@@ -243,20 +225,20 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
     );
     relayCommit.stop();
 
-    const lost = await count(
+    const lost = await countOf(
       store,
       `select count(*) as n from ${outboxRows} o
         where not exists (select 1 from ${effects} e where e.message_id = o.message_id)`,
     );
-    const doubled = await count(
+    const doubled = await countOf(
       store,
       `select count(*) as n from (select message_id from ${effects} group by message_id having count(*) > 1) d`,
     );
-    const dead = await count(
+    const dead = await countOf(
       store,
       `select count(*) as n from ${outboxRows} where status = 'dead'`,
     );
-    const deadLetters = await count(
+    const deadLetters = await countOf(
       store,
       `select count(*) as n from ${store.names.table('dead_letters')}`,
     );

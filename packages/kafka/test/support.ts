@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Store } from '@justonce/core';
+import { rowsOf, type Logger, type Store } from '@justonce/core';
+import type { Knex } from 'knex';
 import { openTestStore } from '../../core/test/db';
 import { kafkaBrokers } from '../../../test-support/services';
 import { waitFor } from '../../../test-support/wait-for';
@@ -148,4 +149,31 @@ export async function connectKafkaClients(): Promise<KafkaClients> {
       await Promise.all([admin.disconnect(), producer.disconnect()]);
     },
   };
+}
+
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The `n` a counting query returns. */
+export async function countOf(
+  store: Store,
+  sql: string,
+  bindings: readonly Knex.RawBinding[] = [],
+): Promise<number> {
+  return Number(rowsOf<{ n: number | string }>(await store.knex.raw(sql, bindings))[0]?.n ?? 0);
+}
+
+/** A logger that counts lines by message (and keeps the errors' texts), for a test's figures. */
+export function countingLogger(): {
+  logger: Logger;
+  counts: Map<string, number>;
+  errors: string[];
+} {
+  const counts = new Map<string, number>();
+  const errors: string[] = [];
+  const at = (message: string, fields?: Readonly<Record<string, unknown>>): void => {
+    counts.set(message, (counts.get(message) ?? 0) + 1);
+    if (typeof fields?.error === 'string') errors.push(fields.error);
+  };
+  return { logger: { debug: at, info: at, warn: at, error: at }, counts, errors };
 }
