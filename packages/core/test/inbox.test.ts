@@ -89,7 +89,54 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       );
       const statuses = outcomes.map((o) => o.status);
       expect(statuses.filter((s) => s === 'processed')).toHaveLength(1);
-      expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(49);
+      // Copies counted past maxAttempts before the first reached the dedup record are not
+      // failures: they give their attempt back and ask for a redelivery, which is a duplicate.
+      const retried = outcomes.filter((o) => o.status === 'failed');
+      for (const outcome of retried) {
+        expect(outcome).toMatchObject({ retriable: true, error: { code: 'CONCURRENT_DELIVERY' } });
+      }
+      expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(49 - retried.length);
+      for (const _ of retried) {
+        expect(await inbox.process(envelope(id), async () => undefined)).toMatchObject({
+          status: 'duplicate',
+        });
+      }
+      expect(await countEffects(store, id)).toBe(1);
+      expect(await attemptsRow(inbox.consumer, id)).toBeUndefined();
+    });
+
+    it('copies counted past maxAttempts while the first has not reached its record are retried, not dead-lettered', async () => {
+      const id = freshId();
+      let release = (): void => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let counted = (): void => undefined;
+      const firstCounted = new Promise<void>((resolve) => (counted = resolve));
+      let holding = true;
+      // The first copy is held after its count, before its transaction opens: the copies after
+      // it find the count at or past the limit with no dedup record yet to wait on.
+      const inbox = inboxFor({
+        maxAttempts: 1,
+        onStep: async (step) => {
+          if (step !== 'attempt-counted' || !holding) return;
+          holding = false;
+          counted();
+          await held;
+        },
+      });
+      const first = inbox.process(envelope(id), effect);
+      await firstCounted;
+      const copies = await Promise.all(
+        Array.from({ length: 4 }, () => inbox.process(envelope(id), effect)),
+      );
+      release();
+      const outcomes = [await first, ...copies];
+      expect(outcomes.filter((o) => o.status === 'dead-lettered')).toHaveLength(0);
+      expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(1);
+      const retried = outcomes.filter((o) => o.status === 'failed');
+      expect(retried).toHaveLength(4);
+      for (const outcome of retried) {
+        expect(outcome).toMatchObject({ retriable: true, error: { code: 'CONCURRENT_DELIVERY' } });
+      }
       expect(await countEffects(store, id)).toBe(1);
     });
 

@@ -1,9 +1,11 @@
 import type { DeliveryOrdinal } from './attempts';
 import { deadLetterMessage } from './dead-letter';
+import { ConcurrentDeliveryError } from './errors/concurrent-delivery-error';
 import { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 import type { GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';
-import type { AttemptToCount } from './sql/count-attempts';
+import { OVERLAP_MS, type AttemptToCount, type CountedAttempt } from './sql/count-attempts';
+import { refundAttempts } from './sql/refund-attempts';
 import type { InboxOutcome } from './types';
 
 /**
@@ -28,8 +30,41 @@ export function attemptToCount(
 }
 
 /** The attempt number: the durable count or the transport's, whichever is higher. @internal */
-export function attemptNumber(stored: number | undefined, ordinal: DeliveryOrdinal): number {
-  return Math.max(1, stored ?? 1, ordinal.transportAttempt);
+export function attemptNumber(
+  stored: CountedAttempt | undefined,
+  ordinal: DeliveryOrdinal,
+): number {
+  return Math.max(1, stored?.attempts ?? 1, ordinal.transportAttempt);
+}
+
+/**
+ * Settles a delivery whose attempt number passed `maxAttempts`. When the store's count alone
+ * put it there, a moment after another attempt that has not finished (see
+ * {@link CountedAttempt.overlapped}), the count is made of copies delivered together: this
+ * one gives its attempt back and is redelivered later, when the other has committed (a
+ * duplicate then) or failed. Otherwise the message has used up its attempts. @internal
+ */
+export async function settleExhausted(
+  rt: InboxRuntime,
+  good: GoodDelivery,
+  attempt: number,
+  stored: CountedAttempt | undefined,
+  ordinal: DeliveryOrdinal,
+): Promise<InboxOutcome<never>> {
+  if (stored?.overlapped !== true || ordinal.transportAttempt > rt.options.maxAttempts) {
+    return deadLetterExhausted(rt, good, attempt);
+  }
+  const { store, consumer } = rt.options;
+  await refundAttempts(store.knex, store.names, consumer, [good]);
+  return {
+    status: 'failed',
+    messageId: good.messageId,
+    scope: good.scope,
+    attempt,
+    retriable: true,
+    error: new ConcurrentDeliveryError({ messageId: good.messageId, attempt }),
+    retryDelayMs: OVERLAP_MS,
+  };
 }
 
 /**

@@ -12,6 +12,7 @@ export { UndecodableBodyError } from './errors/undecodable-body-error';
 export { PayloadConflictError } from './errors/payload-conflict-error';
 export { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 export { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
+export { ConcurrentDeliveryError } from './errors/concurrent-delivery-error';
 export { AbortedTransactionError } from './errors/aborted-transaction-error';
 export type { InboxErrorClass, InboxErrorClassifier } from './outage';
 export type {

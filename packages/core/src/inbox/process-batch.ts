@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Envelope } from '../transport/envelope';
-import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } from './count';
+import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
 import { isInfrastructureFailure, storeOutage } from './outage';
@@ -9,7 +9,7 @@ import { assertUsable, processOne, processPrepared, report } from './process-one
 import { asError, type InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessages } from './sql/claim-messages';
-import { countAttempts } from './sql/count-attempts';
+import { countAttempts, type CountedAttempt } from './sql/count-attempts';
 import { hasUnfinishedAttempts } from './sql/unfinished-attempts';
 import { finishBatch } from './sql/finish-batch';
 import { keyOf, type MessageKey } from './sql/message-key';
@@ -111,7 +111,7 @@ async function processChunk<R>(
   const counted = new Set(toCount.map(({ index }) => index));
   const counts =
     toCount.length === 0
-      ? new Map<string, number>()
+      ? new Map<string, CountedAttempt>()
       : await countAttempts(
           store.knex,
           store.names,
@@ -127,12 +127,13 @@ async function processChunk<R>(
         );
   const runnable: Runnable[] = [];
   for (const { index, prepared } of live) {
-    const attempt = attemptNumber(counts.get(keyOf(prepared.good)), prepared.ordinal);
+    const stored = counts.get(keyOf(prepared.good));
+    const attempt = attemptNumber(stored, prepared.ordinal);
     await rt.step('attempt-counted', prepared.good.messageId);
     if (attempt > maxAttempts) {
       outcomes[index] = await report(
         rt,
-        await deadLetterExhausted(rt, prepared.good, attempt),
+        await settleExhausted(rt, prepared.good, attempt, stored, prepared.ordinal),
         prepared.good.envelope.body,
       );
     } else {

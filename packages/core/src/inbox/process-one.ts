@@ -1,4 +1,4 @@
-import { attemptNumber, attemptToCount, deadLetterExhausted, needsCounting } from './count';
+import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
 import { settleExisting } from './dead-letter';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
@@ -7,7 +7,7 @@ import { prepare, type Prepared } from './prepare';
 import { asError, type InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessage } from './sql/claim-messages';
-import { countAttempts } from './sql/count-attempts';
+import { countAttempts, type CountedAttempt } from './sql/count-attempts';
 import { keyOf } from './sql/message-key';
 import type { Envelope } from '../transport/envelope';
 import type { Knex } from 'knex';
@@ -61,7 +61,7 @@ export async function processPrepared<R>(
   const { good, payload, ordinal } = prepared;
   const { store, consumer, maxAttempts, retentionMs } = rt.options;
 
-  let stored: number | undefined;
+  let stored: CountedAttempt | undefined;
   const counting = needsCounting(rt, ordinal);
   if (counting) {
     const counts = await countAttempts(store.knex, store.names, consumer, [
@@ -72,7 +72,7 @@ export async function processPrepared<R>(
   const attempt = attemptNumber(stored, ordinal);
   await rt.step('attempt-counted', good.messageId);
   if (attempt > maxAttempts) {
-    return report(rt, await deadLetterExhausted(rt, good, attempt), body);
+    return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
   }
 
   let outcome: InboxOutcome<R>;

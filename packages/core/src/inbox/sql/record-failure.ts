@@ -26,7 +26,8 @@ export async function recordFailure(
        (scope, consumer, message_id, attempts, last_error)
      values (?, ?, ?, 1, ?::jsonb)
      on conflict (scope, consumer, message_id) do update
-       set last_error = excluded.last_error, last_attempt_at = now(), shared = false`,
+       set last_error = excluded.last_error, last_attempt_at = now(), shared = false,
+           open_since = null`,
     [key.scope, consumer, key.messageId, JSON.stringify(error)],
   );
 }

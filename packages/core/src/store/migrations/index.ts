@@ -6,6 +6,7 @@ import { m004Outbox } from './004_outbox';
 import { m005Operations } from './005_operations';
 import { m006ExactText } from './006_exact_text';
 import { m007SharedAttempts } from './007_shared_attempts';
+import { m008OpenAttempts } from './008_open_attempts';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -19,4 +20,5 @@ export const migrations: readonly Migration[] = [
   m005Operations,
   m006ExactText,
   m007SharedAttempts,
+  m008OpenAttempts,
 ];
