@@ -1,3 +1,4 @@
+import { removeStrayPartitions } from './partition';
 import { exportToEnv, resolveServices, SERVICE_NAMES } from '../services';
 
 /**
@@ -8,6 +9,8 @@ import { exportToEnv, resolveServices, SERVICE_NAMES } from '../services';
  * stopped by the global teardown.
  */
 export default async function globalSetup(): Promise<void> {
+  // A run killed mid-partition leaves its firewall rules; none may outlive it.
+  await removeStrayPartitions();
   // The AWS SDK's notice about future Node.js versions says nothing about the tests.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const lines: string[] = [];

@@ -1,3 +1,4 @@
+import { removeStrayPartitions } from './partition';
 import { stopContainers } from '../services';
 
 /**
@@ -5,5 +6,7 @@ import { stopContainers } from '../services';
  * services stay running for the next run; `pnpm services:down` stops them.
  */
 export default async function globalTeardown(): Promise<void> {
+  // A run killed mid-partition leaves its firewall rules; none may outlive it.
+  await removeStrayPartitions();
   await stopContainers();
 }
