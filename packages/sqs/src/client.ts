@@ -1,10 +1,13 @@
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '@justonce/core';
+import type { ResolvedTimeouts } from './time-limits';
 
 /**
  * Where a worker or publisher gets its SQS client: pass `client` to share one you own (it
- * is never destroyed for you), or `clientConfig` to have one created and destroyed with the
- * worker or publisher.
+ * is never destroyed for you, and keeps its own configuration: request handler, retries),
+ * or `clientConfig` to have one created and destroyed with the worker or publisher (its
+ * request handler gets `timeouts.connectMs` unless the config names one). Either way each
+ * call is limited by `timeouts.requestMs`.
  */
 export interface SqsClientSource {
   /** An SQS client you own. Exclusive with `clientConfig`. */
@@ -19,8 +22,16 @@ export interface OwnedClient {
   readonly owned: boolean;
 }
 
-/** Picks the client from `client` or `clientConfig`; exactly one must be given. @internal */
-export function resolveClient(source: SqsClientSource, who: string): OwnedClient {
+/**
+ * Picks the client from `client` or `clientConfig`; exactly one must be given. A client
+ * created here gets `connectMs` as its connect limit, unless the config has its own
+ * `requestHandler`. @internal
+ */
+export function resolveClient(
+  source: SqsClientSource,
+  who: string,
+  timeouts: ResolvedTimeouts,
+): OwnedClient {
   const { client, clientConfig } = source;
   if (client !== undefined && clientConfig !== undefined) {
     throw new ConfigurationError(`${who} takes client or clientConfig, not both`);
@@ -37,5 +48,13 @@ export function resolveClient(source: SqsClientSource, who: string): OwnedClient
   if (typeof clientConfig !== 'object' || clientConfig === null) {
     throw new ConfigurationError(`${who}: clientConfig must be an SQSClientConfig object`);
   }
-  return { client: new SQSClient(clientConfig), owned: true };
+  // Only the connect limit goes into the handler: the per-call limit is applied to each
+  // call (it must be longer for a long poll than for the other calls).
+  const requestHandler =
+    clientConfig.requestHandler ??
+    (timeouts.connectMs > 0 ? { connectionTimeout: timeouts.connectMs } : undefined);
+  return {
+    client: new SQSClient({ ...clientConfig, ...(requestHandler ? { requestHandler } : {}) }),
+    owned: true,
+  };
 }

@@ -23,6 +23,7 @@ export type { SqsPublisherOptions } from './publisher/types';
 export { MESSAGE_ID_ATTRIBUTE } from './publisher/entry';
 export { MAX_BATCH_ENTRIES } from './publisher/plan';
 export type { SqsClientSource } from './client';
+export type { SqsTimeoutOptions } from './time-limits';
 export type { SqsMessageIdOptions } from './message-id';
 export { resolveMessageId } from './message-id';
 export type { ResolvedMessageIdOptions } from './message-id';

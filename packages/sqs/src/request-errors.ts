@@ -33,3 +33,30 @@ export function isRetriableRequestError(error: unknown): boolean {
 export function errorName(error: unknown): string {
   return error instanceof Error ? error.name : typeof error;
 }
+
+/** The codes SQS (and ElasticMQ) give a call on a queue that does not exist. */
+const QUEUE_MISSING = new Set(['QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue']);
+
+/**
+ * True when the queue itself is missing: deleted, or gone with a broker restarted without
+ * its data. That is the deployment's problem, never the message's. @internal
+ */
+export function isQueueMissing(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { name?: unknown; Code?: unknown };
+  return QUEUE_MISSING.has(String(e.name)) || QUEUE_MISSING.has(String(e.Code));
+}
+
+/**
+ * True when a whole SQS request failed because of the network or the service (a time limit,
+ * a lost connection, a server fault, throttling, the queue missing): an outage, never
+ * charged to a message or an event. @internal
+ */
+export function isSqsOutage(error: unknown): boolean {
+  return isRetriableRequestError(error) || isQueueMissing(error);
+}
+
+/** The error's text, for log lines. @internal */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

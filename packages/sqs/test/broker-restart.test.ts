@@ -3,7 +3,9 @@
  * files keep the shared one). ElasticMQ keeps queues and messages in memory only: after the
  * restart the queue is gone. The test re-creates it once the server answers, as a deployment's
  * provisioning would; until then the relay's sends and the worker's receives fail with
- * `QueueDoesNotExist` (retried: the relay charges attempts, the worker backs off).
+ * `QueueDoesNotExist`: an outage, never the events' or the messages' fault (the publisher
+ * reports it as one, so the relay retries without charging attempts; the worker warns once
+ * and backs off).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -121,6 +123,9 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
     const { killedAt, deadAt, answeredAt } = await killAndRestart(queue);
     const ids = await feeding;
     const outcome = await settle(store, EVENTS, 45_000);
+    const charged = (await store.knex.raw(
+      `select coalesce(max(attempts), 0)::int as n from ${store.names.table('outbox')}`,
+    )) as { rows: Array<{ n: number }> };
     const recovery = recoveryAfter(clock, answeredAt);
     // What the restart can lose: messages the server accepted before the kill that the worker
     // had not received yet. The outbox marked them published; nothing publishes them again.
@@ -133,6 +138,7 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
       JSON.stringify({
         test: 'elasticmq-sigkill-queues-gone',
         ...outcome,
+        maxOutboxAttempts: charged.rows[0]!.n,
         outageMs: answeredAt - killedAt,
         // When each lost message was accepted, in ms relative to the kill.
         lostAcceptedAtMs: missing.map(
@@ -145,6 +151,8 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
     expect(missing.every((id) => acceptedBefore.has(id))).toBe(true);
     expect(outcome.lost).toBe(missing.length);
     expect(outcome).toMatchObject({ doubled: 0, dead: 0, deadLetters: 0 });
+    // The queue gone with the server is an outage: no event was charged an attempt.
+    expect(charged.rows[0]!.n).toBe(0);
     expect(recovery.firstPublishMs).not.toBeNull();
     expect(recovery.firstPublishMs!).toBeLessThan(RECOVERY_BOUND_MS);
     expect(recovery.firstHandledMs).not.toBeNull();

@@ -52,6 +52,7 @@ describe('visibility heartbeat (ElasticMQ)', () => {
       queueUrl,
       30,
       100,
+      10_000,
       silentLogger,
       createWorkerInstruments(undefined, queueUrl),
       () => undefined,

@@ -3,6 +3,7 @@ import type {
   SendMessageBatchCommandInput,
   SendMessageBatchCommandOutput,
 } from '@aws-sdk/client-sqs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { SQSClient as Client } from '@aws-sdk/client-sqs';
 import {
   createInbox,
@@ -230,6 +231,59 @@ describe('SQS publisher (ElasticMQ)', () => {
     } finally {
       await publisher.close();
       client.destroy();
+    }
+  });
+
+  it('reports a missing queue (by URL or by name) as an outage: retriable, never charged', async () => {
+    const publisher = createSqsPublisher({ clientConfig: sqsClientConfig() });
+    const byUrl = (await queues.create(unique('pub-gone'))).replace(/[^/]+$/, unique('gone'));
+    try {
+      const results = await publisher.publish([
+        message(byUrl, 'gone-1'),
+        message(byUrl, 'gone-2'),
+        message(unique('no-such-queue'), 'gone-3'),
+      ]);
+      const failed = failures(results);
+      expect(failed).toHaveLength(3);
+      expect(failed.every((f) => f.outage === true && f.retriable)).toBe(true);
+      expect(hasErrorCode(failed[0]?.error, 'SQS_PUBLISH_FAILED')).toBe(true);
+      expect(hasErrorCode(failed[2]?.error, 'SQS_QUEUE_UNAVAILABLE')).toBe(true);
+    } finally {
+      await publisher.close();
+    }
+  });
+
+  it('gives up a request SQS does not answer after timeouts.requestMs, as an outage', async () => {
+    // A server that accepts connections and never answers: a partition seen from the client.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const endpoint = `http://127.0.0.1:${port}`;
+    const publisher = createSqsPublisher({
+      clientConfig: { ...sqsClientConfig(), endpoint },
+      timeouts: { requestMs: 500 },
+      maxAttempts: 3,
+    });
+    try {
+      const started = Date.now();
+      const queueUrl = `${endpoint}/000000000000/silent`;
+      // Two requests: after a timeout nothing is sent again within the call (maxAttempts
+      // would otherwise triple the wait), so the call ends after one limit.
+      const results = await publisher.publish(
+        Array.from({ length: 12 }, (_, i) => message(queueUrl, `silent-${i}`)),
+      );
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(450);
+      expect(elapsed).toBeLessThan(1_200);
+      const failed = failures(results);
+      expect(failed).toHaveLength(12);
+      expect(failed.every((f) => f.outage === true && f.retriable)).toBe(true);
+      expect(hasErrorCode(failed[0]?.error.cause, 'SQS_TIMEOUT')).toBe(true);
+    } finally {
+      await publisher.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 

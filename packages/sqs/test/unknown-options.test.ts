@@ -103,6 +103,7 @@ function allWorkerOptions(): Omit<Required<SqsWorkerOptions>, 'clientConfig'> {
     onSettled: () => undefined,
     logger: silentLogger,
     meter: resolveMeter(),
+    timeouts: { connectMs: 1_000, requestMs: 2_000 },
   };
 }
 
@@ -113,6 +114,7 @@ describe('createSqsWorker', () => {
       [{ heartbeat: { intervalms: 1_000 } }, named('heartbeat.intervalms', 'heartbeat.intervalMs')],
       [{ retry: { capms: 1_000 } }, named('retry.capms', 'retry.capMs')],
       [{ messageId: { attribtue: 'id' } }, named('messageId.attribtue', 'messageId.attribute')],
+      [{ timeouts: { requestms: 1_000 } }, named('timeouts.requestms', 'timeouts.requestMs')],
       [
         { inbox: { ...allInboxSettings(), maxAttempt: 3 } },
         named('inbox.maxAttempt', 'inbox.maxAttempts'),
@@ -151,6 +153,14 @@ describe('createSqsPublisher', () => {
       createSqsPublisher({ client: client(), backoff: loose({ basems: 10 }) }),
     );
     expect(nested.message).toContain(named('backoff.basems', 'backoff.baseMs'));
+    const timeouts = refusal(() =>
+      createSqsPublisher({ client: client(), timeouts: loose({ connectms: 10 }) }),
+    );
+    expect(timeouts.message).toContain(named('timeouts.connectms', 'timeouts.connectMs'));
+    const negative = refusal(() =>
+      createSqsPublisher({ client: client(), timeouts: { requestMs: -1 } }),
+    );
+    expect(negative.message).toContain('timeouts.requestMs must be an integer from 0 to 600000');
   });
 
   it('takes every option it documents', async () => {
@@ -162,6 +172,7 @@ describe('createSqsPublisher', () => {
       backoff: { baseMs: 10, capMs: 100 },
       concurrency: 2,
       logger: silentLogger,
+      timeouts: { connectMs: 0, requestMs: 0 },
     };
     await createSqsPublisher(all).close();
     const { client: _client, ...rest } = all;

@@ -5,3 +5,4 @@ export { SqsPublishError } from './publish-error';
 export { SqsDeadLetterError } from './dead-letter-error';
 export { SqsStateError } from './state-error';
 export { SqsQueueError } from './queue-error';
+export { SqsTimeoutError } from './timeout-error';

@@ -20,8 +20,11 @@ import { SqsQueueError } from '../errors/queue-error';
 import { SqsStateError } from '../errors/state-error';
 import { Permits } from '../limiter';
 import { isFifoQueue, isQueueName, isQueueUrl } from '../queue-names';
-import { errorName, isRetriableRequestError } from '../request-errors';
+import { SqsTimeoutError } from '../errors/timeout-error';
+import { OutageNotice } from '../outage-notice';
+import { errorName, isQueueMissing, isRetriableRequestError, isSqsOutage } from '../request-errors';
 import { sleep } from '../sleep';
+import { timeLimited } from '../time-limits';
 import { entryOf, prepareEntry, requestEntry, type PreparedEntry } from './entry';
 import { resolvePublisherOptions } from './options';
 import { planBatches, type PlannedBatch } from './plan';
@@ -44,6 +47,10 @@ type Failure = { readonly error: Error; readonly retriable: boolean; readonly ou
  * - A message over `maxMessageBytes` fails with {@link SqsMessageTooLargeError}.
  * - Entries SQS reports as failed are sent again (up to `maxAttempts`); a later message of
  *   the same key is held back behind a message of its key that failed.
+ * - A request that fails for the network's or the service's sake (timed out after
+ *   `timeouts.requestMs`, connection lost, throttled, server fault, the queue missing) is an
+ *   outage: its messages are reported with `outage: true`, so the relay retries them and
+ *   never charges them. After a timeout or a missing queue nothing more of the call is sent.
  *
  * `close` destroys the client only when the publisher created it from `clientConfig`.
  */
@@ -52,8 +59,10 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
     throw new ConfigurationError('createSqsPublisher needs options');
   }
   const settings = resolvePublisherOptions(options);
-  const { client, owned } = resolveClient(options, 'createSqsPublisher');
+  const { client, owned } = resolveClient(options, 'createSqsPublisher', settings.timeouts);
+  const { requestMs } = settings.timeouts;
   const logger = options.logger ?? silentLogger;
+  const outage = new OutageNotice(logger, { limitMs: requestMs });
   const urls = new Map<string, Promise<string>>();
   let closed = false;
 
@@ -61,50 +70,78 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
     if (isQueueUrl(destination)) return Promise.resolve(destination);
     const cached = urls.get(destination);
     if (cached) return cached;
-    const lookup = client
-      .send(new GetQueueUrlCommand({ QueueName: destination }))
-      .then(({ QueueUrl }) => {
-        if (!QueueUrl) throw new Error('GetQueueUrl returned no URL');
-        return QueueUrl;
-      });
+    const lookup = timeLimited('GetQueueUrl', requestMs, (signal) =>
+      client.send(new GetQueueUrlCommand({ QueueName: destination }), { abortSignal: signal }),
+    ).then(({ QueueUrl }) => {
+      if (!QueueUrl) throw new Error('GetQueueUrl returned no URL');
+      return QueueUrl;
+    });
     urls.set(destination, lookup);
     lookup.catch(() => urls.delete(destination));
     return lookup;
   };
 
+  /** Fails every entry of a request that failed as a whole. */
+  function failRequest(
+    queueUrl: string,
+    entries: readonly PreparedEntry[],
+    error: unknown,
+    fail: (entry: PreparedEntry, failure: Failure) => void,
+  ): void {
+    // The network or SQS itself (or the queue gone with a broker's data), not the message.
+    const isOutage = isSqsOutage(error);
+    if (isOutage) {
+      outage.failed(
+        'sqs publisher: SQS did not take a request; its events stay pending and the relay retries them',
+        error,
+        { queueUrl },
+      );
+    }
+    for (const p of entries) {
+      fail(p, {
+        error: new SqsPublishError(
+          `SendMessageBatch to ${queueUrl} failed (${errorName(error)})`,
+          { messageId: p.message.messageId, destination: p.message.destination },
+          { retriable: true, cause: error },
+        ),
+        retriable: true,
+        outage: isOutage,
+      });
+    }
+  }
+
+  /**
+   * Sends one planned batch, again for entries and requests that may succeed on a retry.
+   * A timeout or a missing queue ends the whole call (`call.halted`): sending more on a
+   * connection that does not answer only multiplies the wait.
+   */
   async function sendBatch(
     queueUrl: string,
     entries: readonly PreparedEntry[],
+    call: { halted?: unknown },
     fail: (entry: PreparedEntry, failure: Failure) => void,
     succeed: (entry: PreparedEntry) => void,
   ): Promise<void> {
     let pending = entries;
     for (let attempt = 1; pending.length > 0; attempt++) {
+      if (call.halted !== undefined) return failRequest(queueUrl, pending, call.halted, fail);
       const last = attempt >= settings.maxAttempts;
       let successful: SendMessageBatchResultEntry[];
       let failed: BatchResultErrorEntry[];
       try {
-        const response = await client.send(
-          new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending.map(requestEntry) }),
+        const response = await timeLimited('SendMessageBatch', requestMs, (signal) =>
+          client.send(
+            new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending.map(requestEntry) }),
+            { abortSignal: signal },
+          ),
         );
         successful = response.Successful ?? [];
         failed = response.Failed ?? [];
+        outage.recovered('sqs publisher: SQS takes requests again');
       } catch (error) {
-        const retriable = isRetriableRequestError(error);
-        if (!retriable || last) {
-          for (const p of pending) {
-            fail(p, {
-              error: new SqsPublishError(
-                `SendMessageBatch to ${queueUrl} failed (${errorName(error)})`,
-                { messageId: p.message.messageId, destination: p.message.destination },
-                { retriable: true, cause: error },
-              ),
-              retriable: true,
-              // The whole request failed: the network or SQS itself, not the message.
-              outage: retriable,
-            });
-          }
-          return;
+        if (error instanceof SqsTimeoutError || isQueueMissing(error)) call.halted ??= error;
+        if (call.halted !== undefined || !isRetriableRequestError(error) || last) {
+          return failRequest(queueUrl, pending, error, fail);
         }
         await sleep(fullJitterBackoff(attempt, settings.backoff));
         continue;
@@ -208,15 +245,23 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
           try {
             queueUrl = await queueUrlOf(destination);
           } catch (error) {
-            for (const { index } of list) {
-              invalid(
-                index,
-                new SqsQueueError(
+            // A lookup that timed out, or found no queue (yet), is not the events' fault.
+            const isOutage = isSqsOutage(error);
+            if (isOutage) {
+              outage.failed('sqs publisher: GetQueueUrl failed; the relay retries', error, {
+                destination,
+              });
+            }
+            for (const { message, index } of list) {
+              fail(index, message.messageId, {
+                error: new SqsQueueError(
                   `queue "${destination}" not found (${errorName(error)})`,
                   { destination },
                   error,
                 ),
-              );
+                retriable: true,
+                outage: isOutage,
+              });
             }
             return;
           }
@@ -252,6 +297,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
         return true;
       };
       const permits = new Permits(settings.concurrency);
+      const call: { halted?: unknown } = {};
       const running = new Map<PlannedBatch, Promise<void>>();
       const run = async (batch: PlannedBatch): Promise<void> => {
         await Promise.all(batch.after.map((b) => running.get(b)));
@@ -264,6 +310,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
           await sendBatch(
             batch.queueUrl,
             sendable,
+            call,
             (p, failure) => {
               const key = keyOf(batch.queueUrl, p);
               if (key !== undefined) failedKeys.add(key);

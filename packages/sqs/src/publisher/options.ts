@@ -5,6 +5,7 @@ import {
   rejectUnknownOptions,
 } from '@justonce/core';
 import type { BodyEncoding } from '../body';
+import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
 import type { SqsPublisherOptions } from './types';
 
 /** {@link SqsPublisherOptions} checked, with defaults applied. @internal */
@@ -14,6 +15,7 @@ export interface ResolvedPublisherOptions {
   readonly maxAttempts: number;
   readonly backoff: { readonly baseMs: number; readonly capMs: number };
   readonly concurrency: number;
+  readonly timeouts: ResolvedTimeouts;
 }
 
 /** The largest message any SQS queue accepts (1 MiB). */
@@ -28,6 +30,7 @@ const PUBLISHER_KEYS = optionKeys<SqsPublisherOptions>()([
   'backoff',
   'concurrency',
   'logger',
+  'timeouts',
 ]);
 const BACKOFF_KEYS = optionKeys<NonNullable<SqsPublisherOptions['backoff']>>()(['baseMs', 'capMs']);
 
@@ -56,5 +59,6 @@ export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedP
     maxAttempts: integerOption(options.maxAttempts, 3, 'maxAttempts', 1, 20),
     backoff: { baseMs, capMs },
     concurrency: integerOption(options.concurrency, 4, 'concurrency', 1, 64),
+    timeouts: resolveTimeouts(options.timeouts, 'createSqsPublisher'),
   };
 }

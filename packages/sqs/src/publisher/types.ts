@@ -1,6 +1,7 @@
 import type { BackoffOptions, Logger } from '@justonce/core';
 import type { SqsClientSource } from '../client';
 import type { BodyEncoding } from '../body';
+import type { SqsTimeoutOptions } from '../time-limits';
 
 /**
  * Options of {@link createSqsPublisher}. Give `client` or `clientConfig` (see
@@ -33,4 +34,12 @@ export interface SqsPublisherOptions extends SqsClientSource {
   readonly concurrency?: number;
   /** Where log lines go. Default: a silent logger. */
   readonly logger?: Logger;
+  /**
+   * Time limits of the publisher's SQS calls; see {@link SqsTimeoutOptions}. Default
+   * `{ connectMs: 5 000, requestMs: 10 000 }`. A request that times out is not sent again
+   * within the call: its messages, and those of the call not sent yet, fail as an outage
+   * (the relay retries them later and never charges them), so a `publish` call ends within
+   * about one `requestMs`.
+   */
+  readonly timeouts?: SqsTimeoutOptions;
 }

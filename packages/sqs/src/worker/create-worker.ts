@@ -15,8 +15,10 @@ import { toEnvelope, type EnvelopeSettings } from '../envelope';
 import { SqsDeadLetterError } from '../errors/dead-letter-error';
 import { SqsStateError } from '../errors/state-error';
 import { Permits } from '../limiter';
+import { OutageNotice } from '../outage-notice';
 import { errorName } from '../request-errors';
 import { sleep } from '../sleep';
+import { timeLimited } from '../time-limits';
 import { forwardToDeadLetterQueue } from './dead-letter';
 import { Deleter } from './deleter';
 import { Heartbeat } from './heartbeat';
@@ -25,6 +27,7 @@ import { createWorkerInstruments, type WorkerInstruments } from './instruments';
 import { GroupLanes } from './lanes';
 import { MAX_VISIBILITY_SECONDS, resolveWorkerOptions } from './options';
 import { describeQueue } from './queue-info';
+import { isStoreUnavailable, STORE_OUTAGE_BACKOFF_CAP_MS } from './store-outage';
 import type {
   SqsQueueInfo,
   SqsSettledEvent,
@@ -36,6 +39,8 @@ import type {
 
 /** Messages one `ReceiveMessage` call returns at most. */
 const RECEIVE_BATCH = 10;
+/** Backoff between failed receives: capped low, so polling resumes soon after a heal. */
+const RECEIVE_BACKOFF = { baseMs: 200, capMs: 5_000 } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -72,7 +77,13 @@ function receiveCountOf(message: Message): number {
  * - `failed` — made visible again after the retry delay (`ChangeMessageVisibility`).
  * - `dead-lettered` — sent to the dead-letter queue when there is one, then deleted; the
  *   store holds the dead letter either way.
- * - the store fails (`process` throws) — made visible again after a backoff.
+ * - the store is unavailable (`process` throws `STORE_UNAVAILABLE`) — kept in flight by the
+ *   heartbeat and tried again in-process with backoff until the store answers, so SQS's
+ *   receive count does not rise; released at `stop`.
+ * - `process` throws anything else — made visible again after a backoff.
+ *
+ * Every SQS call is time-limited (`timeouts`); an outage (a timeout, a lost connection, the
+ * queue missing) is logged once, retried with capped backoff, and logged when it ends.
  *
  * While a message is held its visibility timeout is extended (the heartbeat); the
  * extension stops when its handler ends. On a FIFO queue, messages of one group are handled
@@ -96,8 +107,17 @@ function receiveCountOf(message: Message): number {
  */
 export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsWorker {
   const o = resolveWorkerOptions(options);
-  const { client, owned } = resolveClient(options, 'createSqsWorker');
+  const { client, owned } = resolveClient(options, 'createSqsWorker', o.timeouts);
   const { logger, queueUrl } = o;
+  const { requestMs } = o.timeouts;
+  // The long poll waits up to waitTimeSeconds by design: its limit comes on top of that.
+  const receiveLimitMs = requestMs > 0 ? o.waitTimeSeconds * 1000 + requestMs : 0;
+  const receiveOutage = new OutageNotice(logger, { queueUrl, limitMs: receiveLimitMs });
+  const storeOutage = new OutageNotice(logger, { queueUrl });
+  const storeBackoff = {
+    baseMs: Math.max(100, o.retry.baseMs),
+    capMs: Math.max(100, Math.min(o.retry.capMs, STORE_OUTAGE_BACKOFF_CAP_MS)),
+  };
   const instruments: WorkerInstruments = createWorkerInstruments(o.meter, queueUrl);
   const held = new Map<number, HeldMessage>();
   const tasks = new Set<Promise<void>>();
@@ -126,7 +146,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   };
 
   async function begin(): Promise<void> {
-    const info = await describeQueue(client, queueUrl, o.deadLetterQueueUrl);
+    const info = await describeQueue(client, queueUrl, o.deadLetterQueueUrl, requestMs);
     const visibilityTimeoutSeconds = o.visibilityTimeoutSeconds ?? info.visibilityTimeoutSeconds;
     const intervalMs =
       o.heartbeatIntervalMs ?? Math.max(100, Math.floor((visibilityTimeoutSeconds * 1000) / 3));
@@ -148,6 +168,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
           queueUrl,
           visibilityTimeoutSeconds,
           intervalMs,
+          requestMs,
           logger,
           instruments,
           (h) => h.controller.abort(new Error('the delivery went stale: SQS delivers it again')),
@@ -158,7 +179,7 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       inbox,
       visibilityTimeoutSeconds,
       heartbeat,
-      deleter: new Deleter(client, queueUrl, logger, instruments),
+      deleter: new Deleter(client, queueUrl, logger, instruments, requestMs),
       lanes: new GroupLanes(),
       envelopeSettings: {
         queueUrl,
@@ -212,33 +233,38 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       }
       let messages: Message[];
       try {
-        const response = await client.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: n,
-            WaitTimeSeconds: o.waitTimeSeconds,
-            VisibilityTimeout: run.visibilityTimeoutSeconds,
-            MessageAttributeNames: ['All'],
-            MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId'],
-          }),
-          { abortSignal: receiveAbort.signal },
+        const visibility = run.visibilityTimeoutSeconds;
+        const response = await timeLimited(
+          'ReceiveMessage',
+          receiveLimitMs,
+          (signal) =>
+            client.send(
+              new ReceiveMessageCommand({
+                QueueUrl: queueUrl,
+                MaxNumberOfMessages: n,
+                WaitTimeSeconds: o.waitTimeSeconds,
+                VisibilityTimeout: visibility,
+                MessageAttributeNames: ['All'],
+                MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId'],
+              }),
+              { abortSignal: signal },
+            ),
+          receiveAbort.signal,
         );
         messages = response.Messages ?? [];
         failures = 0;
+        receiveOutage.recovered('sqs worker: ReceiveMessage answers again; receiving resumed');
       } catch (error) {
         permits.give(n);
         if (state !== 'running') break;
         failures += 1;
         instruments.receiveFailed();
-        logger.warn('sqs worker: ReceiveMessage failed; polling again after a backoff', {
-          queueUrl,
-          error: errorName(error),
-          message: error instanceof Error ? error.message : String(error),
-        });
-        await sleep(
-          fullJitterBackoff(failures, { baseMs: 200, capMs: 10_000 }),
-          receiveAbort.signal,
+        // Once per outage (a timeout, a lost connection, the queue gone), not once per poll.
+        receiveOutage.failed(
+          'sqs worker: ReceiveMessage failed; polling again with backoff until SQS answers',
+          error,
         );
+        await sleep(fullJitterBackoff(failures, RECEIVE_BACKOFF), receiveAbort.signal);
         continue;
       }
       permits.give(n - messages.length);
@@ -323,12 +349,15 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
     r.heartbeat?.unwatch(h);
     await r.heartbeat?.settled(h);
     try {
-      await client.send(
-        new ChangeMessageVisibilityCommand({
-          QueueUrl: queueUrl,
-          ReceiptHandle: h.receiptHandle,
-          VisibilityTimeout: seconds,
-        }),
+      await timeLimited('ChangeMessageVisibility', requestMs, (signal) =>
+        client.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queueUrl,
+            ReceiptHandle: h.receiptHandle,
+            VisibilityTimeout: seconds,
+          }),
+          { abortSignal: signal },
+        ),
       );
       return undefined;
     } catch (error) {
@@ -379,24 +408,62 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
   }
 
   /**
+   * The store (or a dependency the inbox's `classify` calls infrastructure) is down while
+   * `batch` is held: waits a backoff with the messages kept in flight by the heartbeat, so
+   * SQS neither delivers them again nor raises their receive count (which the inbox counts
+   * as attempts: a long outage would dead-letter good messages). Resolves whether to try
+   * them again: not for other errors, not without a heartbeat (they would expire meanwhile),
+   * not once the worker stops or a delivery went stale.
+   */
+  async function pauseForStore(
+    r: Running,
+    batch: readonly HeldMessage[],
+    error: unknown,
+    round: number,
+  ): Promise<boolean> {
+    const gone = () => state !== 'running' || batch.some((h) => h.controller.signal.aborted);
+    if (!isStoreUnavailable(error) || r.heartbeat === undefined || gone()) return false;
+    storeOutage.failed(
+      'sqs worker: the store is unavailable; holding messages in flight and retrying them with backoff',
+      error,
+      { sqsMessageIds: batch.map((h) => h.message.MessageId) },
+    );
+    const stale = batch[0]?.controller.signal;
+    const wake = stale ? AbortSignal.any([receiveAbort.signal, stale]) : receiveAbort.signal;
+    await sleep(fullJitterBackoff(round, storeBackoff), wake);
+    return !gone();
+  }
+
+  /**
    * Handles one held message (message mode) and acts on the outcome. Resolves whether the
    * message was held back (retry scheduled or released), which holds back its FIFO group's
-   * later messages.
+   * later messages. Through a store outage the message stays in flight and is tried again
+   * in-process; when the worker stops meanwhile it is released.
    */
   async function settle(r: Running, h: HeldMessage, behindHeldBack: boolean): Promise<boolean> {
     if (state !== 'running' || behindHeldBack) return release(r, h);
-    if ((await handlerSlots.take(1)) === 0) return release(r, h);
-    let outcome: InboxOutcome<R>;
-    try {
-      outcome = await r.inbox.process(toEnvelope(h.message, r.envelopeSettings), o.handler, {
-        signal: h.controller.signal,
-      });
-    } catch (error) {
-      return retryAfterStoreFailure(r, h, error);
-    } finally {
-      handlerSlots.give(1);
+    for (let round = 1; ; round++) {
+      if ((await handlerSlots.take(1)) === 0) return release(r, h);
+      let result: { outcome: InboxOutcome<R> } | { error: unknown };
+      try {
+        const envelope = toEnvelope(h.message, r.envelopeSettings);
+        result = {
+          outcome: await r.inbox.process(envelope, o.handler, { signal: h.controller.signal }),
+        };
+      } catch (error) {
+        result = { error };
+      } finally {
+        // Not held through a backoff: other messages may run meanwhile.
+        handlerSlots.give(1);
+      }
+      if ('outcome' in result) {
+        storeOutage.recovered('sqs worker: the store answers again; held messages go on');
+        return actOn(r, h, result.outcome);
+      }
+      if (await pauseForStore(r, [h], result.error, round)) continue;
+      if (state !== 'running') return release(r, h);
+      return retryAfterStoreFailure(r, h, result.error);
     }
-    return actOn(r, h, outcome);
   }
 
   /**
@@ -436,18 +503,39 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
       }
       await Promise.all(released);
       if (live.length === 0) continue;
-      if ((await handlerSlots.take(live.length, live.length)) === 0) {
-        await Promise.all(live.map((h) => release(r, h)));
-        continue;
-      }
-      let heldBack: boolean[];
+      const heldBack = await settleRound(r, live, signal);
+      live.forEach((h, i) => {
+        if (heldBack[i]) blocked.add(groupOf(h));
+      });
+    }
+  }
+
+  /**
+   * Handles one round of a receive batch in one `processBatch` transaction and acts on each
+   * outcome; resolves, per message, whether it was held back. Through a store outage the
+   * round stays in flight and is tried again, as in {@link settle}.
+   */
+  async function settleRound(
+    r: Running,
+    live: readonly HeldMessage[],
+    signal: AbortSignal,
+  ): Promise<boolean[]> {
+    const releaseAll = () => Promise.all(live.map((h) => release(r, h)));
+    for (let round = 1; ; round++) {
+      if ((await handlerSlots.take(live.length, live.length)) === 0) return releaseAll();
+      let result: { outcomes: InboxOutcome<R>[] } | { error: unknown };
       try {
-        const outcomes = await r.inbox.processBatch(
-          live.map((h) => toEnvelope(h.message, r.envelopeSettings)),
-          o.handler,
-          { signal },
-        );
-        heldBack = await Promise.all(
+        const envelopes = live.map((h) => toEnvelope(h.message, r.envelopeSettings));
+        result = { outcomes: await r.inbox.processBatch(envelopes, o.handler, { signal }) };
+      } catch (error) {
+        result = { error };
+      } finally {
+        handlerSlots.give(live.length);
+      }
+      if ('outcomes' in result) {
+        storeOutage.recovered('sqs worker: the store answers again; held messages go on');
+        const { outcomes } = result;
+        return Promise.all(
           live.map((h, i) => {
             const outcome = outcomes[i];
             return outcome === undefined
@@ -455,14 +543,11 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
               : actOn(r, h, outcome);
           }),
         );
-      } catch (error) {
-        heldBack = await Promise.all(live.map((h) => retryAfterStoreFailure(r, h, error)));
-      } finally {
-        handlerSlots.give(live.length);
       }
-      live.forEach((h, i) => {
-        if (heldBack[i]) blocked.add(groupOf(h));
-      });
+      if (await pauseForStore(r, live, result.error, round)) continue;
+      if (state !== 'running') return releaseAll();
+      const { error } = result;
+      return Promise.all(live.map((h) => retryAfterStoreFailure(r, h, error)));
     }
   }
 
@@ -492,13 +577,20 @@ export function createSqsWorker<R = unknown>(options: SqsWorkerOptions<R>): SqsW
         const dlq = r.info.deadLetterQueueUrl;
         if (dlq !== undefined) {
           try {
-            await forwardToDeadLetterQueue(client, dlq, r.info.fifo, message, {
-              reason: outcome.reason,
-              deadLetterId: outcome.deadLetterId,
-              consumer: r.inbox.consumer,
-              error: outcome.error.message,
-              sourceQueue: queueUrl,
-            });
+            await forwardToDeadLetterQueue(
+              client,
+              dlq,
+              r.info.fifo,
+              message,
+              {
+                reason: outcome.reason,
+                deadLetterId: outcome.deadLetterId,
+                consumer: r.inbox.consumer,
+                error: outcome.error.message,
+                sourceQueue: queueUrl,
+              },
+              requestMs,
+            );
             instruments.deadLetterForwarded();
           } catch (cause) {
             const error = new SqsDeadLetterError(

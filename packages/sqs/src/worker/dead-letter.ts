@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { MAX_MESSAGE_ATTRIBUTES } from '../attributes';
 import { fifoId } from '../publisher/entry';
+import { timeLimited } from '../time-limits';
 
 /** Message attributes the worker adds to a message it forwards to a dead-letter queue. */
 export const DEAD_LETTER_ATTRIBUTES = {
@@ -36,7 +37,7 @@ export interface DeadLetterFacts {
  * letter has all of it). To a FIFO queue it goes in its original group, with its SQS
  * `MessageId` as deduplication id, so a resend after a crash is dropped by SQS. If SQS
  * refuses the message with the added attributes (e.g. it grew over the size limit), it is
- * sent once more with its own attributes only. @internal
+ * sent once more with its own attributes only. Each send is limited to `requestMs`. @internal
  */
 export async function forwardToDeadLetterQueue(
   client: SQSClient,
@@ -44,6 +45,7 @@ export async function forwardToDeadLetterQueue(
   fifo: boolean,
   message: Message,
   facts: DeadLetterFacts,
+  requestMs: number,
 ): Promise<void> {
   const own: Record<string, MessageAttributeValue> = { ...message.MessageAttributes };
   const withFacts: Record<string, MessageAttributeValue> = { ...own };
@@ -61,18 +63,21 @@ export async function forwardToDeadLetterQueue(
     }
   }
   const send = (attributes: Record<string, MessageAttributeValue>) =>
-    client.send(
-      new SendMessageCommand({
-        QueueUrl: deadLetterQueueUrl,
-        MessageBody: message.Body ?? '',
-        MessageAttributes: attributes,
-        ...(fifo
-          ? {
-              MessageGroupId: message.Attributes?.MessageGroupId ?? 'dead-letters',
-              MessageDeduplicationId: fifoId(message.MessageId ?? facts.deadLetterId),
-            }
-          : {}),
-      }),
+    timeLimited('SendMessage', requestMs, (signal) =>
+      client.send(
+        new SendMessageCommand({
+          QueueUrl: deadLetterQueueUrl,
+          MessageBody: message.Body ?? '',
+          MessageAttributes: attributes,
+          ...(fifo
+            ? {
+                MessageGroupId: message.Attributes?.MessageGroupId ?? 'dead-letters',
+                MessageDeduplicationId: fifoId(message.MessageId ?? facts.deadLetterId),
+              }
+            : {}),
+        }),
+        { abortSignal: signal },
+      ),
     );
   try {
     await send(withFacts);

@@ -2,6 +2,7 @@ import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { fullJitterBackoff, type Logger } from '@justonce/core';
 import { errorName, isRetriableRequestError } from '../request-errors';
 import { sleep } from '../sleep';
+import { timeLimited } from '../time-limits';
 import type { HeldMessage } from './held-message';
 import type { WorkerInstruments } from './instruments';
 
@@ -31,6 +32,7 @@ export class Deleter {
     private readonly queueUrl: string,
     private readonly logger: Logger,
     private readonly instruments: WorkerInstruments,
+    private readonly requestMs: number,
     private readonly flushDelayMs = 5,
   ) {}
 
@@ -68,14 +70,17 @@ export class Deleter {
       const byId = new Map(pending.map((p) => [String(p.held.seq), p]));
       const again: Pending[] = [];
       try {
-        const response = await this.client.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: this.queueUrl,
-            Entries: pending.map((p) => ({
-              Id: String(p.held.seq),
-              ReceiptHandle: p.held.receiptHandle,
-            })),
-          }),
+        const response = await timeLimited('DeleteMessageBatch', this.requestMs, (signal) =>
+          this.client.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: this.queueUrl,
+              Entries: pending.map((p) => ({
+                Id: String(p.held.seq),
+                ReceiptHandle: p.held.receiptHandle,
+              })),
+            }),
+            { abortSignal: signal },
+          ),
         );
         for (const ok of response.Successful ?? []) {
           byId.get(ok.Id ?? '')?.resolve(true);

@@ -1,6 +1,7 @@
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Logger } from '@justonce/core';
-import { errorName } from '../request-errors';
+import { OutageNotice } from '../outage-notice';
+import { timeLimited } from '../time-limits';
 import type { HeldMessage } from './held-message';
 import type { WorkerInstruments } from './instruments';
 
@@ -24,16 +25,20 @@ export class Heartbeat {
   /** The beat on its way, and the messages it extends. */
   private beating: { readonly done: Promise<void>; readonly seqs: ReadonlySet<number> } | null =
     null;
+  private readonly outage: OutageNotice;
 
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
     private readonly visibilityTimeoutSeconds: number,
     private readonly intervalMs: number,
+    private readonly requestMs: number,
     private readonly logger: Logger,
     private readonly instruments: WorkerInstruments,
     private readonly onStale: (held: HeldMessage) => void,
-  ) {}
+  ) {
+    this.outage = new OutageNotice(logger, { queueUrl });
+  }
 
   /** Starts the timer. */
   start(): void {
@@ -83,16 +88,20 @@ export class Heartbeat {
 
   private async extend(chunk: readonly HeldMessage[]): Promise<void> {
     try {
-      const response = await this.client.send(
-        new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: this.queueUrl,
-          Entries: chunk.map((h) => ({
-            Id: String(h.seq),
-            ReceiptHandle: h.receiptHandle,
-            VisibilityTimeout: this.visibilityTimeoutSeconds,
-          })),
-        }),
+      const response = await timeLimited('ChangeMessageVisibilityBatch', this.requestMs, (signal) =>
+        this.client.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: chunk.map((h) => ({
+              Id: String(h.seq),
+              ReceiptHandle: h.receiptHandle,
+              VisibilityTimeout: this.visibilityTimeoutSeconds,
+            })),
+          }),
+          { abortSignal: signal },
+        ),
       );
+      this.outage.recovered('sqs worker: visibility heartbeat works again');
       this.instruments.extended(response.Successful?.length ?? 0);
       for (const failed of response.Failed ?? []) {
         const held = this.watched.get(Number(failed.Id));
@@ -109,11 +118,8 @@ export class Heartbeat {
         }
       }
     } catch (error) {
-      this.logger.warn('sqs worker: visibility heartbeat failed; retrying at the next beat', {
-        queueUrl: this.queueUrl,
-        error: errorName(error),
-        message: error instanceof Error ? error.message : String(error),
-      });
+      // Once per outage: a partition fails every beat until it heals.
+      this.outage.failed('sqs worker: visibility heartbeat failed; retrying at each beat', error);
     }
   }
 }

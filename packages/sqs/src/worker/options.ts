@@ -14,6 +14,7 @@ import {
 import { attributeNameProblem } from '../attributes';
 import type { ResolvedMessageIdOptions, SqsMessageIdOptions } from '../message-id';
 import { isQueueUrl } from '../queue-names';
+import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
 import type {
   SqsHeartbeatOptions,
   SqsInboxSettings,
@@ -47,6 +48,7 @@ export interface ResolvedWorkerOptions<R> {
   readonly onSettled: ((event: SqsSettledEvent<R>) => void) | undefined;
   readonly logger: Logger;
   readonly meter: SqsMeter | undefined;
+  readonly timeouts: ResolvedTimeouts;
 }
 
 const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
@@ -69,6 +71,7 @@ const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
   'onSettled',
   'logger',
   'meter',
+  'timeouts',
 ]);
 const HEARTBEAT_KEYS = optionKeys<SqsHeartbeatOptions>()(['enabled', 'intervalMs']);
 const RETRY_KEYS = optionKeys<NonNullable<SqsWorkerOptions['retry']>>()(['baseMs', 'capMs']);
@@ -287,5 +290,6 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
     onSettled: optionalFunction(options.onSettled, 'onSettled'),
     logger,
     meter,
+    timeouts: resolveTimeouts(options.timeouts, 'createSqsWorker'),
   };
 }

@@ -3,6 +3,7 @@ import { ConfigurationError } from '@justonce/core';
 import { SqsQueueError } from '../errors/queue-error';
 import { isFifoQueue, parseQueueArn } from '../queue-names';
 import { errorName } from '../request-errors';
+import { timeLimited } from '../time-limits';
 import type { SqsQueueInfo } from './types';
 
 interface RedrivePolicy {
@@ -26,17 +27,21 @@ function parseRedrivePolicy(text: string | undefined): RedrivePolicy | undefined
 
 /**
  * Reads what the worker needs to know about its queue, and finds the dead-letter queue:
- * the one given, else the target of the queue's redrive policy. @internal
+ * the one given, else the target of the queue's redrive policy. Each call is limited to
+ * `requestMs`. @internal
  */
 export async function describeQueue(
   client: SQSClient,
   queueUrl: string,
   deadLetterQueueUrl: string | undefined,
+  requestMs: number,
 ): Promise<SqsQueueInfo> {
   let attributes: Record<string, string>;
   try {
-    const response = await client.send(
-      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }),
+    const response = await timeLimited('GetQueueAttributes', requestMs, (signal) =>
+      client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }), {
+        abortSignal: signal,
+      }),
     );
     attributes = response.Attributes ?? {};
   } catch (error) {
@@ -59,7 +64,9 @@ export async function describeQueue(
       );
     }
     try {
-      const response = await client.send(new GetQueueUrlCommand({ QueueName: target.name }));
+      const response = await timeLimited('GetQueueUrl', requestMs, (signal) =>
+        client.send(new GetQueueUrlCommand({ QueueName: target.name }), { abortSignal: signal }),
+      );
       dlq = response.QueueUrl;
     } catch (error) {
       throw new SqsQueueError(

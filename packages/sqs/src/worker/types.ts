@@ -10,6 +10,7 @@ import type {
 } from '@justonce/core';
 import type { SqsClientSource } from '../client';
 import type { SqsMessageIdOptions } from '../message-id';
+import type { SqsTimeoutOptions } from '../time-limits';
 
 /** An OpenTelemetry meter, as core's `InboxOptions.meter` takes it. */
 export type SqsMeter = NonNullable<InboxOptions['meter']>;
@@ -137,6 +138,12 @@ export interface SqsWorkerOptions<R = unknown> extends SqsClientSource {
   readonly logger?: Logger;
   /** OpenTelemetry meter. Default: the global provider's `@justonce/core` meter. */
   readonly meter?: SqsMeter;
+  /**
+   * Time limits of the worker's SQS calls; see {@link SqsTimeoutOptions}. Default
+   * `{ connectMs: 5 000, requestMs: 10 000 }`: a `ReceiveMessage` may take `waitTimeSeconds`
+   * plus 10 s, every other call 10 s.
+   */
+  readonly timeouts?: SqsTimeoutOptions;
 }
 
 /** What the worker learned about its queue at `start`. */
