@@ -8,8 +8,9 @@ const run = promisify(execFile);
  * A network partition played by the kernel's firewall: every TCP packet to or from one
  * local port is dropped (no reset, no error), both ways, for connections old and new. That is
  * what a vanished host or a cut link looks like to both ends, down to TCP keepalive probes
- * going unanswered. Each rule carries the comment {@link RULE_COMMENT}, so a run that died
- * with rules in place is cleaned up by {@link removeStrayPartitions}. Needs `iptables`
+ * going unanswered. Each rule carries the comment {@link RULE_COMMENT} and the pid of the
+ * process that cut it, so rules of a run that died are cleaned up by
+ * {@link removeStrayPartitions} and those of a live run are left alone. Needs `iptables`
  * (Debian's package; `.ci/run` installs it) and the right to change the firewall (root).
  */
 export interface Partition {
@@ -24,6 +25,18 @@ export interface Partition {
 }
 
 export const RULE_COMMENT = 'justonce-test-partition';
+
+/** This process's rules carry its pid, so a cleanup never removes a live run's rules. */
+const OWN_COMMENT = `${RULE_COMMENT}-${process.pid}`;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 const CANDIDATES = ['/usr/sbin/iptables', '/sbin/iptables', '/usr/bin/iptables'];
 
@@ -47,7 +60,7 @@ export async function partitionUnavailable(): Promise<string | undefined> {
 }
 
 function rules(port: number): string[][] {
-  const common = ['-i', 'lo', '-p', 'tcp', '-m', 'comment', '--comment', RULE_COMMENT];
+  const common = ['-i', 'lo', '-p', 'tcp', '-m', 'comment', '--comment', OWN_COMMENT];
   // Packets on loopback pass INPUT once each: dropping both ports' packets there cuts both ways.
   return [
     ['INPUT', ...common, '--dport', String(port), '-j', 'DROP'],
@@ -92,14 +105,16 @@ export async function healAll(): Promise<void> {
   await Promise.all([...active].map((partition) => partition.heal()));
 }
 
-/** Removes every partition rule a test left behind (a killed run), whoever cut it. */
+/** Removes every partition rule left behind by a process that is gone (a killed run). */
 export async function removeStrayPartitions(): Promise<void> {
   const binary = iptablesPath();
   if (binary === undefined) return;
   const listed = await run(binary, ['-w', '-S', 'INPUT']).catch(() => undefined);
   if (listed === undefined) return;
   for (const line of listed.stdout.split('\n')) {
-    if (!line.startsWith('-A INPUT') || !line.includes(RULE_COMMENT)) continue;
+    const owner = line.match(new RegExp(`${RULE_COMMENT}-(\\d+)`));
+    if (!line.startsWith('-A INPUT') || owner === null) continue;
+    if (isAlive(Number(owner[1]))) continue;
     const spec = line.replace(/^-A INPUT /, '').match(/"[^"]*"|\S+/g) ?? [];
     await iptables(['-D', 'INPUT', ...spec.map((part) => part.replace(/^"|"$/g, ''))]).catch(
       () => undefined,
