@@ -10,6 +10,7 @@ export type {
   RabbitConsumerOptions,
   RabbitRetryOptions,
   RabbitReconnectOptions,
+  RabbitBackoffOptions,
 } from './consumer/options';
 export type { RabbitConsumerEvent, SettleAction } from './consumer/events';
 export type { RabbitTopology } from './consumer/topology';

@@ -61,6 +61,8 @@ function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect' |
     url: URL,
     connectionName: 'rabbit-options',
     heartbeatSeconds: 10,
+    connectTimeoutMs: 1_000,
+    operationTimeoutMs: 1_000,
     queue: 'jobs',
     handler: async () => undefined,
     store,
@@ -80,6 +82,7 @@ function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect' |
     scopeExtractor: () => undefined,
     confirmTimeoutMs: 1_000,
     reconnect: { baseMs: 10, capMs: 100 },
+    storeRetry: { baseMs: 10, capMs: 100 },
     shutdownTimeoutMs: 1_000,
     logger: silentLogger,
     meter: resolveMeter(),
@@ -94,6 +97,8 @@ describe('createRabbitConsumer', () => {
       [{ deadLetterQeue: null }, named('deadLetterQeue', 'deadLetterQueue')],
       [{ retry: { maxattempts: 3 } }, named('retry.maxattempts', 'retry.maxAttempts')],
       [{ reconnect: { capMS: 100 } }, named('reconnect.capMS', 'reconnect.capMs')],
+      [{ storeRetry: { baseMS: 100 } }, named('storeRetry.baseMS', 'storeRetry.baseMs')],
+      [{ connectTimeoutMS: 100 }, named('connectTimeoutMS', 'connectTimeoutMs')],
     ];
     for (const [change, message] of cases) {
       const options = loose<RabbitConsumerOptions>({ ...allConsumerOptions(), ...change });
@@ -123,6 +128,12 @@ describe('createRabbitPublisher', () => {
   it('refuses a misspelt option', () => {
     const error = refusal(() => createRabbitPublisher(loose({ url: URL, persistant: true })));
     expect(error.message).toBe(`createRabbitPublisher: ${named('persistant', 'persistent')}`);
+    const nested = refusal(() =>
+      createRabbitPublisher(loose({ url: URL, reconnect: { capMS: 100 } })),
+    );
+    expect(nested.message).toBe(
+      `createRabbitPublisher: ${named('reconnect.capMS', 'reconnect.capMs')}`,
+    );
   });
 
   it('takes every option it documents', async () => {
@@ -130,9 +141,12 @@ describe('createRabbitPublisher', () => {
       url: URL,
       connectionName: 'relay',
       heartbeatSeconds: 10,
+      connectTimeoutMs: 1_000,
+      operationTimeoutMs: 1_000,
       confirmTimeoutMs: 1_000,
       persistent: false,
       exchangeCheckTtlMs: 1_000,
+      reconnect: { baseMs: 10, capMs: 100 },
       logger: silentLogger,
     };
     await createRabbitPublisher(all).close();

@@ -34,7 +34,10 @@ function settle(entry: Pending, error: Error | undefined): void {
  * change anyone's outcome.
  *
  * Confirm timeouts are swept by one timer rather than one per message: pending publishes
- * are kept in publish order, so the sweep stops at the first one still in time. @internal
+ * are kept in publish order, so the sweep stops at the first one still in time. A confirm
+ * that does not come in time means the broker, not the message, stopped answering (a
+ * half-open connection waits forever otherwise): the session is destroyed, and that publish
+ * and every other one pending fail with a {@link RabbitConnectionError}, an outage. @internal
  */
 export class ConfirmedPublisher {
   private readonly pending = new Set<Pending>();
@@ -46,6 +49,8 @@ export class ConfirmedPublisher {
     private readonly confirmTimeoutMs: number,
   ) {
     session.channel.on('return', (message: Message) => this.onReturn(message));
+    // amqplib fails pending confirms when its channel closes; this covers any it misses.
+    void session.whenLost.then((cause) => this.failPending(cause));
   }
 
   /** True while amqplib's write buffer is full: await {@link writable} before publishing. */
@@ -136,21 +141,35 @@ export class ConfirmedPublisher {
     if (this.sweeper) return;
     this.sweeper = setTimeout(() => {
       this.sweeper = undefined;
-      const now = Date.now();
-      for (const entry of this.pending) {
-        if (entry.deadline > now) break;
-        // Still pending in amqplib; its late confirm finds the entry settled and is ignored.
-        this.pending.delete(entry);
-        settle(
-          entry,
-          new PublishRejectedError(`no publisher confirm within ${this.confirmTimeoutMs} ms`, {
-            details: { exchange: entry.exchange, routingKey: entry.routingKey },
-          }),
+      const oldest = this.pending.values().next();
+      if (!oldest.done && oldest.value.deadline <= Date.now()) {
+        this.session.destroy(
+          new RabbitConnectionError(
+            `no publisher confirm within confirmTimeoutMs (${this.confirmTimeoutMs} ms); ` +
+              'the connection is presumed dead and is reopened',
+            { details: { confirmTimeoutMs: this.confirmTimeoutMs } },
+          ),
         );
+        return;
       }
       if (this.pending.size > 0) this.armSweeper();
     }, SWEEP_INTERVAL_MS);
     this.sweeper.unref();
+  }
+
+  /** Fails every publish still waiting for its confirm: the session is gone. */
+  private failPending(cause: Error): void {
+    const error =
+      cause instanceof RabbitConnectionError
+        ? cause
+        : new RabbitConnectionError(`the channel closed before the confirm: ${cause.message}`, {
+            cause,
+          });
+    for (const entry of this.pending) {
+      // A late confirm from amqplib finds the entry settled and is ignored.
+      settle(entry, entry.returned ?? withTarget(error, entry));
+    }
+    this.pending.clear();
   }
 
   private onReturn(message: Message): void {
@@ -181,6 +200,14 @@ export class ConfirmedPublisher {
 
 /** How often confirm deadlines are checked; a timeout fires up to this much late. */
 const SWEEP_INTERVAL_MS = 250;
+
+/** `error` with the publish's exchange and routing key in its details. */
+function withTarget(error: RabbitConnectionError, entry: Pending): RabbitConnectionError {
+  return new RabbitConnectionError(error.message, {
+    cause: error.cause ?? error,
+    details: { ...error.details, exchange: entry.exchange, routingKey: entry.routingKey },
+  });
+}
 
 function lostError(): RabbitConnectionError {
   return new RabbitConnectionError('the channel is closed');

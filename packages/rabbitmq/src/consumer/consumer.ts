@@ -2,6 +2,7 @@ import {
   ConfigurationError,
   createInbox,
   fullJitterBackoff,
+  hasErrorCode,
   isJustonceError,
   resolveMeter,
   silentLogger,
@@ -9,10 +10,11 @@ import {
   type InboxOutcome,
 } from '@justonce/core';
 import type { ConsumeMessage, Options } from 'amqplib';
-import { describe, openSession, resolveConnect, type AmqpSession } from '../amqp/connection';
+import { describe, openSession, resolveConnection, type AmqpSession } from '../amqp/connection';
 import { encodableHeaders } from '../amqp/headers';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { positiveInteger, validateName } from '../options';
+import { OutageLog } from '../outage-log';
 import { findMessageId, RETRY_ATTEMPT_HEADER, tenantHeaderScope, toEnvelope } from './envelope';
 import type { RabbitConsumerEvent, SettleAction } from './events';
 import { rejectUnknownConsumerOptions, type RabbitConsumerOptions } from './options';
@@ -105,7 +107,7 @@ export function createRabbitConsumer<R = unknown>(
 ): RabbitConsumer {
   rejectUnknownConsumerOptions(options as RabbitConsumerOptions<unknown>);
   const queueName = validateName(options.queue, 'queue');
-  const connect = resolveConnect(options, 'createRabbitConsumer', `justonce:${queueName}`);
+  const connection = resolveConnection(options, 'createRabbitConsumer', `justonce:${queueName}`);
   if (typeof options.handler !== 'function') {
     throw new ConfigurationError('createRabbitConsumer: handler must be a function');
   }
@@ -115,10 +117,14 @@ export function createRabbitConsumer<R = unknown>(
   if (concurrency > prefetch) {
     throw new ConfigurationError('concurrency cannot exceed prefetch', { concurrency, prefetch });
   }
-  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 30_000, 'confirmTimeoutMs');
+  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 15_000, 'confirmTimeoutMs');
   const shutdownTimeoutMs = positiveInteger(options.shutdownTimeoutMs, 30_000, 'shutdownTimeoutMs');
   const reconnectBaseMs = positiveInteger(options.reconnect?.baseMs, 100, 'reconnect.baseMs');
   const reconnectCapMs = positiveInteger(options.reconnect?.capMs, 10_000, 'reconnect.capMs');
+  const storeRetry = {
+    baseMs: positiveInteger(options.storeRetry?.baseMs, 200, 'storeRetry.baseMs'),
+    capMs: positiveInteger(options.storeRetry?.capMs, 5_000, 'storeRetry.capMs'),
+  };
   const retry = options.retry ?? {};
   const delays = retryDelays(retry);
   const topologySettings = topologyFrom(options, queueName);
@@ -146,6 +152,22 @@ export function createRabbitConsumer<R = unknown>(
   const stopController = new AbortController();
   const declaredRetryQueues = new Set<string>();
   const work = new WorkQueue<Delivery>(concurrency, handle);
+  const brokerOutage = new OutageLog(
+    logger,
+    {
+      down: 'rabbitmq consumer lost its connection; reconnecting',
+      up: 'rabbitmq consumer reconnected',
+    },
+    { queue: queueName },
+  );
+  const storeOutage = new OutageLog(
+    logger,
+    {
+      down: 'rabbitmq consumer: the store is unavailable; holding deliveries unacknowledged and retrying',
+      up: 'rabbitmq consumer: the store answers again',
+    },
+    { queue: queueName },
+  );
 
   function emit(event: RabbitConsumerEvent): void {
     if (!options.onEvent) return;
@@ -167,7 +189,7 @@ export function createRabbitConsumer<R = unknown>(
   }
 
   async function connectOnce(): Promise<Live> {
-    const session = await openSession(connect);
+    const session = await openSession(connection);
     const live: Live = {
       session,
       publisher: new ConfirmedPublisher(session, confirmTimeoutMs),
@@ -175,13 +197,17 @@ export function createRabbitConsumer<R = unknown>(
       abort: new AbortController(),
     };
     try {
-      await declareTopology(session.channel, topologySettings);
-      await session.channel.prefetch(prefetch);
+      await session.bounded(
+        'declaring the topology',
+        declareTopology(session.channel, topologySettings),
+      );
+      await session.bounded('setting the prefetch', session.channel.prefetch(prefetch));
       current = live;
-      const { consumerTag } = await session.channel.consume(
-        queueName,
-        (message) => onMessage(live, message),
-        { noAck: false },
+      const { consumerTag } = await session.bounded(
+        `consuming queue "${queueName}"`,
+        session.channel.consume(queueName, (message) => onMessage(live, message), {
+          noAck: false,
+        }),
       );
       live.consumerTag = consumerTag;
     } catch (error) {
@@ -210,10 +236,7 @@ export function createRabbitConsumer<R = unknown>(
     // Deliveries not started yet belong to the dead channel; the broker requeues them.
     work.drop((d) => d.live === live);
     if (state !== 'running') return;
-    logger.warn('rabbitmq consumer lost its connection; reconnecting', {
-      queue: queueName,
-      error: error.message,
-    });
+    brokerOutage.begin(error);
     reconnects.add(1, { queue: queueName });
     emit({ type: 'disconnected', error });
     void reconnectLoop();
@@ -233,7 +256,7 @@ export function createRabbitConsumer<R = unknown>(
           await live.session.close();
           return;
         }
-        logger.info('rabbitmq consumer reconnected', { queue: queueName, attempt });
+        brokerOutage.end({ attempt });
         emit({ type: 'connected', reconnect: true });
         return;
       } catch (error) {
@@ -242,7 +265,8 @@ export function createRabbitConsumer<R = unknown>(
           baseMs: reconnectBaseMs,
           capMs: reconnectCapMs,
         });
-        logger.warn('rabbitmq consumer reconnection failed', {
+        // Warned once when the connection was lost; each failed attempt only at debug.
+        logger.debug('rabbitmq consumer reconnection failed', {
           queue: queueName,
           attempt,
           error: err.message,
@@ -262,12 +286,12 @@ export function createRabbitConsumer<R = unknown>(
       });
     }
     const envelope = toEnvelope(d.message, queueName, found.id, scopeExtractor);
-    let outcome: InboxOutcome<R>;
+    let outcome: InboxOutcome<R> | undefined;
     try {
-      outcome = await inbox.process(envelope, handler, { signal: d.live.abort.signal });
+      outcome = await processHolding(d, envelope, found.id);
     } catch (error) {
-      // The inbox reports handler errors and bad input as outcomes; a throw means the store
-      // itself failed. Nothing committed that a redelivery would not detect: retry later.
+      // The inbox reports handler errors and bad input as outcomes, and an unavailable store
+      // as STORE_UNAVAILABLE (held above); any other throw is unexpected: retry later.
       const err = asError(error);
       logger.error('inbox failed; retrying the message later', {
         queue: queueName,
@@ -277,6 +301,7 @@ export function createRabbitConsumer<R = unknown>(
       await retryLater(d, found.id, 1, delays.delayFor(1, 1_000), err, undefined);
       return;
     }
+    if (outcome === undefined) return;
     switch (outcome.status) {
       case 'processed':
       case 'duplicate':
@@ -295,6 +320,49 @@ export function createRabbitConsumer<R = unknown>(
       case 'dead-lettered':
         await deadLetter(d, outcome);
         return;
+    }
+  }
+
+  /**
+   * Runs the inbox; while it throws STORE_UNAVAILABLE, holds the delivery unacknowledged and
+   * runs it again after a capped jittered backoff. Neither nacked nor republished: each
+   * return to the queue sets `redelivered` (and raises a quorum queue's delivery count),
+   * which the inbox counts as an attempt, so a long outage would dead-letter good messages.
+   * `undefined` when the wait ended first: the channel was lost (the broker redelivers) or
+   * the consumer stops (the delivery is released to the queue).
+   */
+  async function processHolding(
+    d: Delivery,
+    envelope: ReturnType<typeof toEnvelope>,
+    messageId: string | undefined,
+  ): Promise<InboxOutcome<R> | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outcome = await inbox.process(envelope, handler, { signal: d.live.abort.signal });
+        storeOutage.end();
+        return outcome;
+      } catch (error) {
+        if (!hasErrorCode(error, 'STORE_UNAVAILABLE')) throw error;
+        storeOutage.begin(asError(error), { messageId });
+        const delayMs = fullJitterBackoff(attempt, storeRetry);
+        emit({ type: 'held', messageId, error: asError(error), attempt, nextDelayMs: delayMs });
+        await sleep(delayMs, stopController.signal, d.live.abort.signal);
+      }
+      if (d.live.session.lost) return undefined;
+      if (state !== 'running') {
+        release(d, messageId);
+        return undefined;
+      }
+    }
+  }
+
+  /** Returns a held delivery to the queue on shutdown, so another consumer can take it. */
+  function release(d: Delivery, messageId: string | undefined): void {
+    try {
+      d.live.session.channel.nack(d.message, false, true);
+      settled(d, messageId, 'released');
+    } catch (error) {
+      settled(d, messageId, 'abandoned', { error: asError(error) });
     }
   }
 
@@ -332,10 +400,15 @@ export function createRabbitConsumer<R = unknown>(
   function retryQueue(live: Live, delayMs: number): Promise<string> {
     let declared = live.retryQueues.get(delayMs);
     if (!declared) {
-      declared = declareRetryQueue(live.session.channel, topologySettings, delayMs).then((name) => {
-        declaredRetryQueues.add(name);
-        return name;
-      });
+      declared = live.session
+        .bounded(
+          `declaring the retry queue of ${delayMs} ms`,
+          declareRetryQueue(live.session.channel, topologySettings, delayMs),
+        )
+        .then((name) => {
+          declaredRetryQueues.add(name);
+          return name;
+        });
       declared.catch(() => live.retryQueues.delete(delayMs));
       live.retryQueues.set(delayMs, declared);
     }
@@ -458,7 +531,9 @@ export function createRabbitConsumer<R = unknown>(
         stopController.abort();
         const live = current;
         if (live?.consumerTag !== undefined && !live.session.lost) {
-          await live.session.channel.cancel(live.consumerTag).catch(() => undefined);
+          await live.session
+            .bounded('cancelling the consumer', live.session.channel.cancel(live.consumerTag))
+            .catch(() => undefined);
         }
         // Return what has not started yet, so another consumer can take it now.
         for (const d of work.drop(() => true)) {
@@ -604,15 +679,16 @@ function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms`, or less when one of `signals` aborts. */
+function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
+    if (signals.some((signal) => signal.aborted)) return resolve();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
+      for (const signal of signals) signal.removeEventListener('abort', done);
       resolve();
     }
-    signal?.addEventListener('abort', done, { once: true });
+    for (const signal of signals) signal.addEventListener('abort', done, { once: true });
   });
 }

@@ -11,7 +11,9 @@ export type SettleAction =
   /** The retry or dead-letter publish failed: the delivery was nacked back to the queue. */
   | 'requeued'
   /** The channel was gone before the acknowledgement; the broker redelivers the message. */
-  | 'abandoned';
+  | 'abandoned'
+  /** Held while the store was unavailable when the consumer stopped: nacked back unprocessed. */
+  | 'released';
 
 /** Something the consumer did, for tests, metrics and dashboards. */
 export type RabbitConsumerEvent =
@@ -22,6 +24,17 @@ export type RabbitConsumerEvent =
   /** A reconnection attempt failed; the next comes after `nextDelayMs`. */
   | {
       readonly type: 'reconnect-failed';
+      readonly error: Error;
+      readonly attempt: number;
+      readonly nextDelayMs: number;
+    }
+  /**
+   * The store was unavailable (the inbox threw `STORE_UNAVAILABLE`): the delivery is held
+   * unacknowledged and processed again after `nextDelayMs`.
+   */
+  | {
+      readonly type: 'held';
+      readonly messageId: string | undefined;
       readonly error: Error;
       readonly attempt: number;
       readonly nextDelayMs: number;

@@ -7,7 +7,7 @@ import {
   type Logger,
   type Store,
 } from '@justonce/core';
-import type { ConnectionOptions } from '../amqp/connection';
+import { CONNECTION_KEYS, type ConnectionOptions } from '../amqp/connection';
 import type { MessageIdExtractor, ScopeExtractor } from './envelope';
 import type { RabbitConsumerEvent } from './events';
 
@@ -35,13 +35,19 @@ export interface RabbitRetryOptions {
   readonly maxAttempts?: number;
 }
 
-/** Reconnection backoff after the connection or channel is lost (full jitter). */
-export interface RabbitReconnectOptions {
-  /** First delay ceiling in ms. Default 100. */
+/**
+ * A capped full-jitter backoff: attempt `n` waits a random time below
+ * `min(capMs, baseMs · 2^(n-1))`.
+ */
+export interface RabbitBackoffOptions {
+  /** First delay ceiling in ms. */
   readonly baseMs?: number;
-  /** Largest delay ceiling in ms. Default 10 000. */
+  /** Largest delay ceiling in ms. */
   readonly capMs?: number;
 }
+
+/** Reconnection backoff after the connection or channel is lost. Defaults 100 / 10 000 ms. */
+export type RabbitReconnectOptions = RabbitBackoffOptions;
 
 /**
  * Options of {@link createRabbitConsumer}. Give `url` or `connect`, the `queue`, the
@@ -93,10 +99,19 @@ export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
   readonly messageIdExtractor?: MessageIdExtractor;
   /** Finds the scope (tenant). Default: the `tenant` header; absent = the inbox's default. */
   readonly scopeExtractor?: ScopeExtractor;
-  /** Confirm timeout for retry and dead-letter publishes. Default 30 000 ms. */
+  /**
+   * Confirm timeout for retry and dead-letter publishes. Default 15 000 ms. When it fires the
+   * connection is presumed dead: it is destroyed and reopened, and the delivery comes back.
+   */
   readonly confirmTimeoutMs?: number;
-  /** Reconnection backoff. */
+  /** Reconnection backoff (defaults 100 / 10 000 ms). */
   readonly reconnect?: RabbitReconnectOptions;
+  /**
+   * Backoff between in-process retries of a delivery while the store is unavailable (the
+   * inbox throws `STORE_UNAVAILABLE`): the delivery is held unacknowledged, so it is neither
+   * redelivered nor charged an attempt. Defaults 200 / 5 000 ms.
+   */
+  readonly storeRetry?: RabbitBackoffOptions;
   /** How long `stop()` waits for running handlers. Default 30 000 ms. */
   readonly shutdownTimeoutMs?: number;
   /** Where the consumer logs. Default: silent. */
@@ -108,10 +123,7 @@ export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
 }
 
 const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
-  'url',
-  'connect',
-  'connectionName',
-  'heartbeatSeconds',
+  ...CONNECTION_KEYS,
   'queue',
   'handler',
   'inbox',
@@ -131,6 +143,7 @@ const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
   'scopeExtractor',
   'confirmTimeoutMs',
   'reconnect',
+  'storeRetry',
   'shutdownTimeoutMs',
   'logger',
   'meter',
@@ -142,16 +155,17 @@ const RETRY_KEYS = optionKeys<RabbitRetryOptions>()([
   'ladderMs',
   'maxAttempts',
 ]);
-const RECONNECT_KEYS = optionKeys<RabbitReconnectOptions>()(['baseMs', 'capMs']);
+const BACKOFF_KEYS = optionKeys<RabbitBackoffOptions>()(['baseMs', 'capMs']);
 
 /**
- * Refuses keys {@link RabbitConsumerOptions} (or its `retry` and `reconnect`) do not declare,
- * e.g. a misspelling. `url` as an object and `queueArguments` belong to amqplib and the broker,
- * and are left to them. @internal
+ * Refuses keys {@link RabbitConsumerOptions} (or its `retry`, `reconnect` and `storeRetry`) do
+ * not declare, e.g. a misspelling. `url` as an object and `queueArguments` belong to amqplib
+ * and the broker, and are left to them. @internal
  */
 export function rejectUnknownConsumerOptions(options: RabbitConsumerOptions<unknown>): void {
   const context = 'createRabbitConsumer';
   rejectUnknownOptions(options, CONSUMER_KEYS, context);
   rejectUnknownOptions(options.retry, RETRY_KEYS, context, 'retry');
-  rejectUnknownOptions(options.reconnect, RECONNECT_KEYS, context, 'reconnect');
+  rejectUnknownOptions(options.reconnect, BACKOFF_KEYS, context, 'reconnect');
+  rejectUnknownOptions(options.storeRetry, BACKOFF_KEYS, context, 'storeRetry');
 }

@@ -1,5 +1,6 @@
 import {
   ConfigurationError,
+  fullJitterBackoff,
   isJustonceError,
   messageHeaders,
   optionKeys,
@@ -12,21 +13,29 @@ import {
 } from '@justonce/core';
 import type { Options } from 'amqplib';
 import {
+  CONNECTION_KEYS,
   describe,
   openSession,
-  resolveConnect,
+  resolveConnection,
   type AmqpSession,
   type ConnectionOptions,
 } from '../amqp/connection';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { PARTITION_KEY_HEADER } from '../consumer/envelope';
 import { PublishRejectedError, RabbitConnectionError } from '../errors';
+import type { RabbitBackoffOptions } from '../consumer/options';
 import { positiveInteger } from '../options';
+import { OutageLog } from '../outage-log';
 import { parseDestination, type AmqpTarget } from './destination';
 
 /** Options of {@link createRabbitPublisher}: `url` or `connect`, plus the ones below. */
 export interface RabbitPublisherOptions extends ConnectionOptions {
-  /** How long to wait for the broker's confirm of each message. Default 30 000 ms. */
+  /**
+   * How long to wait for the broker's confirm of each message. Default 15 000 ms. When it
+   * fires the connection is presumed dead (a half-open connection never confirms): it is
+   * destroyed, every message still waiting fails as an outage (`RabbitConnectionError`,
+   * `outage: true`, never charged to the message), and the next publish reconnects.
+   */
   readonly confirmTimeoutMs?: number;
   /** Publish with delivery mode 2 (persistent). Default true. */
   readonly persistent?: boolean;
@@ -36,20 +45,25 @@ export interface RabbitPublisherOptions extends ConnectionOptions {
    * message in flight, so each exchange is checked on a throwaway channel first.
    */
   readonly exchangeCheckTtlMs?: number;
+  /**
+   * Backoff between connection attempts once the connection is lost or cannot be opened
+   * (defaults 100 / 5 000 ms): a `publish` before the next attempt is due fails at once as
+   * an outage instead of waiting for another connect timeout.
+   */
+  readonly reconnect?: RabbitBackoffOptions;
   /** Where connection problems are logged. Default: silent. */
   readonly logger?: Logger;
 }
 
 const PUBLISHER_KEYS = optionKeys<RabbitPublisherOptions>()([
-  'url',
-  'connect',
-  'connectionName',
-  'heartbeatSeconds',
+  ...CONNECTION_KEYS,
   'confirmTimeoutMs',
   'persistent',
   'exchangeCheckTtlMs',
+  'reconnect',
   'logger',
 ]);
+const BACKOFF_KEYS = optionKeys<RabbitBackoffOptions>()(['baseMs', 'capMs']);
 
 interface Connected {
   readonly session: AmqpSession;
@@ -73,13 +87,20 @@ interface Connected {
  *   `correlation-id` header also as `properties.correlationId`, `content-type` as
  *   `properties.contentType`; the partition key as the `partition-key` header; every
  *   header as an AMQP header.
- * - The connection opens on the first publish and reopens on the next publish after a
- *   loss. `close` is idempotent.
+ * - The connection opens on the first publish and reopens on a later publish after a loss,
+ *   attempts spaced by a capped jittered backoff. Every broker call has a time limit
+ *   (connect, confirm, heartbeat, exchange check); a loss is logged once, and so is the
+ *   recovery. `close` is idempotent.
  */
 export function createRabbitPublisher(options: RabbitPublisherOptions): Publisher {
   rejectUnknownOptions(options, PUBLISHER_KEYS, 'createRabbitPublisher');
-  const connect = resolveConnect(options, 'createRabbitPublisher', 'justonce-publisher');
-  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 30_000, 'confirmTimeoutMs');
+  rejectUnknownOptions(options.reconnect, BACKOFF_KEYS, 'createRabbitPublisher', 'reconnect');
+  const connection = resolveConnection(options, 'createRabbitPublisher', 'justonce-publisher');
+  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 15_000, 'confirmTimeoutMs');
+  const reconnect = {
+    baseMs: positiveInteger(options.reconnect?.baseMs, 100, 'reconnect.baseMs'),
+    capMs: positiveInteger(options.reconnect?.capMs, 5_000, 'reconnect.capMs'),
+  };
   const exchangeCheckTtlMs = positiveInteger(
     options.exchangeCheckTtlMs,
     60_000,
@@ -90,13 +111,34 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     throw new ConfigurationError('createRabbitPublisher: persistent must be a boolean');
   }
   const logger = options.logger ?? silentLogger;
+  const outage = new OutageLog(
+    logger,
+    {
+      down: 'rabbitmq publisher lost its channel; reconnecting',
+      up: 'rabbitmq publisher reconnected',
+    },
+    {},
+  );
 
   let current: Connected | undefined;
   let opening: Promise<Connected> | undefined;
   let closing: Promise<void> | undefined;
+  /** Failed connection attempts in a row, and when the next one is due. */
+  let failedAttempts = 0;
+  let nextAttemptAt = 0;
 
   async function open(): Promise<Connected> {
-    const session = await openSession(connect);
+    let session: AmqpSession;
+    try {
+      session = await openSession(connection);
+    } catch (error) {
+      failedAttempts += 1;
+      nextAttemptAt = Date.now() + fullJitterBackoff(failedAttempts, reconnect);
+      outage.begin(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    outage.end({ attempts: failedAttempts + 1 });
+    failedAttempts = 0;
     const connected: Connected = {
       session,
       publisher: new ConfirmedPublisher(session, confirmTimeoutMs),
@@ -104,7 +146,7 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     };
     void session.whenLost.then((error) => {
       if (current === connected) current = undefined;
-      if (!closing) logger.warn('rabbitmq publisher lost its channel', { error: error.message });
+      if (!closing) outage.begin(error);
       // The channel may be gone while the connection lives on: close both.
       void session.close();
     });
@@ -113,6 +155,12 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
 
   async function ensureConnected(): Promise<Connected> {
     if (current && !current.session.lost) return current;
+    const waitMs = nextAttemptAt - Date.now();
+    if (!opening && waitMs > 0) {
+      throw new RabbitConnectionError(
+        `RabbitMQ is unreachable; the next connection attempt is in ${waitMs} ms`,
+      );
+    }
     opening ??= open().finally(() => {
       opening = undefined;
     });
