@@ -1,5 +1,6 @@
 import { ConfigurationError, optionKeys, rejectUnknownOptions } from '@justonce/core';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type ProducerConfig } from 'kafkajs';
+import { createConnectionRegistry } from './dead-connections';
 import type { RawHeaders } from './headers';
 
 /**
@@ -178,23 +179,82 @@ export interface KafkaProducerClient {
   }): Promise<unknown>;
 }
 
+/**
+ * Client-side time limits of the kafkajs client justonce builds (from `brokers`). A client you
+ * pass as `kafka` keeps its own settings.
+ */
+export interface KafkaTimeouts {
+  /**
+   * Milliseconds to open a TCP connection to a broker (kafkajs `connectionTimeout`). Default
+   * 3 000. A partitioned broker drops the SYN; without a limit the kernel would retry for
+   * minutes.
+   */
+  readonly connectMs?: number;
+  /**
+   * Milliseconds to wait for the answer to one request (kafkajs `requestTimeout`, enforced:
+   * `enforceRequestTimeout: true`). Default 10 000 (kafkajs: 30 000). Requests that may block
+   * on the broker wait longer: a fetch up to `maxWaitTimeInMs` + 100, a group join up to
+   * `rebalanceTimeout` + 5 000. Keep it above the publisher's `ackTimeoutMs`.
+   */
+  readonly requestMs?: number;
+}
+
+/** The defaults of {@link KafkaTimeouts}. */
+export const DEFAULT_KAFKA_TIMEOUTS: Readonly<Required<KafkaTimeouts>> = Object.freeze({
+  connectMs: 3_000,
+  requestMs: 10_000,
+});
+
 /** Options of {@link kafkajsClient}. */
 export interface KafkajsClientOptions {
   /** Bootstrap brokers, `host:port`. */
   readonly brokers: readonly string[];
   /** Client id reported to the brokers. Default `justonce`. */
   readonly clientId?: string;
+  /** Connection and request time limits; see {@link KafkaTimeouts}. */
+  readonly timeouts?: KafkaTimeouts;
 }
 
-const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()(['brokers', 'clientId']);
+const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()(['brokers', 'clientId', 'timeouts']);
+const TIMEOUT_KEYS = optionKeys<KafkaTimeouts>()(['connectMs', 'requestMs']);
 
 function isBroker(value: unknown): boolean {
   return typeof value === 'string' && value !== '';
 }
 
 /**
- * The default client: a kafkajs `Kafka` instance with its own logging silenced except for
- * errors (justonce reports what matters through its own logger).
+ * Validates `timeouts` (unknown keys refused, each a positive integer of at most 10 minutes)
+ * and fills in {@link DEFAULT_KAFKA_TIMEOUTS}. `context` names the caller in errors.
+ * @internal
+ */
+export function resolveKafkaTimeouts(
+  timeouts: KafkaTimeouts | undefined,
+  context: string,
+): Required<KafkaTimeouts> {
+  if (timeouts !== undefined && (typeof timeouts !== 'object' || timeouts === null)) {
+    throw new ConfigurationError(`${context}: timeouts must be an object`, { timeouts });
+  }
+  rejectUnknownOptions(timeouts, TIMEOUT_KEYS, context, 'timeouts');
+  const resolved = { ...DEFAULT_KAFKA_TIMEOUTS };
+  for (const key of TIMEOUT_KEYS) {
+    const value = timeouts?.[key];
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 1 || value > 600_000) {
+      throw new ConfigurationError(
+        `${context}: timeouts.${key} must be an integer from 1 to 600000`,
+        { [key]: value },
+      );
+    }
+    resolved[key] = value;
+  }
+  return resolved;
+}
+
+/**
+ * The default client: a kafkajs `Kafka` instance with the time limits of `timeouts` and its
+ * own logging silenced except for errors (justonce reports what matters through its own
+ * logger). A connection a request timed out on is closed, so that kafkajs reconnects rather
+ * than wait on it (see `dead-connections.ts`).
  */
 export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
   rejectUnknownOptions(options, CLIENT_KEYS, 'kafkajsClient');
@@ -209,9 +269,35 @@ export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
       clientId,
     });
   }
-  return new Kafka({
+  const timeouts = resolveKafkaTimeouts(options.timeouts, 'kafkajsClient');
+  const connections = createConnectionRegistry();
+  const kafka = new Kafka({
     clientId: options.clientId ?? 'justonce',
     brokers: [...options.brokers],
+    connectionTimeout: timeouts.connectMs,
+    requestTimeout: timeouts.requestMs,
+    // kafkajs's default too, set so that no version change can take the limit away.
+    enforceRequestTimeout: true,
+    socketFactory: connections.socketFactory,
     logLevel: logLevel.ERROR,
   });
+  const closeOnTimeout = (event: KafkaInstrumentationEvent): void => {
+    const broker = (event.payload as { broker?: unknown } | null)?.broker;
+    if (typeof broker === 'string') connections.closeBroker(broker);
+  };
+  return {
+    consumer(config) {
+      const consumer: KafkaConsumerClient = kafka.consumer(config);
+      consumer.on(
+        consumer.events.REQUEST_TIMEOUT ?? 'consumer.network.request_timeout',
+        closeOnTimeout,
+      );
+      return consumer;
+    },
+    producer(config) {
+      const producer = kafka.producer(config as ProducerConfig | undefined);
+      producer.on(producer.events.REQUEST_TIMEOUT, closeOnTimeout);
+      return producer;
+    },
+  };
 }

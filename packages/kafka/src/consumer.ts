@@ -11,11 +11,14 @@ import {
 import { createBatchProcessor, type RecordPosition } from './batch-processor';
 import {
   kafkajsClient,
+  resolveKafkaTimeouts,
   type KafkaClient,
   type KafkaConsumerClient,
   type KafkaConsumerConfig,
   type KafkaProducerClient,
+  type KafkaTimeouts,
 } from './client';
+import { watchConsumerOutages } from './consumer-outage';
 import {
   defaultDeadLetterTopic,
   forwardToDeadLetterTopic,
@@ -25,8 +28,22 @@ import { KafkaStateError } from './errors';
 import { HEADERS } from './headers';
 import type { MessageIdOptions } from './message-id';
 
-/** The fetch long poll: how long a resumed partition may wait for its next fetch. */
-const DEFAULT_MAX_WAIT_MS = 1_000;
+/**
+ * Group settings justonce sets unless `consumerConfig` overrides them. The three group limits
+ * are kafkajs's own, set here so that they are justonce's documented limits whatever the
+ * client's defaults; `maxWaitTimeInMs` is shorter than kafkajs's 5 000.
+ */
+const DEFAULT_GROUP = {
+  /** The broker evicts a member it has not heard from for this long. */
+  sessionTimeout: 30_000,
+  /** How long the coordinator waits for members to rejoin during a rebalance. */
+  rebalanceTimeout: 60_000,
+  /** How often the member heartbeats (a failed heartbeat is how it notices a lost broker). */
+  heartbeatInterval: 3_000,
+  // A paused partition resumes (after a retry delay or a store outage) only when the fetch in
+  // flight returns; kafkajs's 5 s long poll would hold every resume back that long.
+  maxWaitTimeInMs: 1_000,
+} as const;
 
 /** Options of {@link createKafkaConsumer}. */
 export interface KafkaConsumerOptions<R = unknown> {
@@ -44,6 +61,11 @@ export interface KafkaConsumerOptions<R = unknown> {
   readonly brokers?: readonly string[];
   /** Client id, used when `kafka` is not given. Default `justonce`. */
   readonly clientId?: string;
+  /**
+   * Connection and request time limits of the client built from `brokers` (see
+   * {@link KafkaTimeouts}); refused with `kafka`, whose own settings apply.
+   */
+  readonly timeouts?: KafkaTimeouts;
   /**
    * `batch` (default): each chunk of up to `batchSize` records is one database transaction
    * with one multi-row dedup insert. `message`: each record is its own transaction.
@@ -70,9 +92,9 @@ export interface KafkaConsumerOptions<R = unknown> {
    */
   readonly deadLetterProducer?: KafkaProducerClient;
   /**
-   * Group settings passed to the client. Defaults: kafkajs's (`sessionTimeout` 30 000,
-   * `rebalanceTimeout` 60 000, `heartbeatInterval` 3 000), but `maxWaitTimeInMs` 1 000
-   * (kafkajs: 5 000), so a partition paused for a retry or a store outage resumes promptly.
+   * Group settings passed to the client. Defaults: `sessionTimeout` 30 000,
+   * `rebalanceTimeout` 60 000, `heartbeatInterval` 3 000 (kafkajs's), and `maxWaitTimeInMs`
+   * 1 000 (kafkajs: 5 000), so a partition paused for a retry or a store outage resumes promptly.
    */
   readonly consumerConfig?: Omit<KafkaConsumerConfig, 'groupId'>;
   /** Called with every outcome and where its record sits; for metrics and tests. */
@@ -92,8 +114,6 @@ export interface KafkaInboxConsumer {
   stop(): Promise<void>;
 }
 
-const KAFKAJS_HEARTBEAT_INTERVAL = 3000;
-
 /**
  * Wraps a Kafka consumer group around an inbox: every record is handled in a database
  * transaction that also records its message id, and its offset is committed only after
@@ -108,15 +128,19 @@ export function createKafkaConsumer<R = unknown>(
   const settings = validate(options);
   const logger = options.logger ?? silentLogger;
   const kafka =
-    options.kafka ?? kafkajsClient({ brokers: options.brokers ?? [], clientId: options.clientId });
-  const consumerConfig: KafkaConsumerConfig = {
-    // A paused partition resumes (after a retry delay or a store outage) only when the fetch
-    // in flight returns; kafkajs's 5 s long poll would hold every resume back that long.
-    maxWaitTimeInMs: DEFAULT_MAX_WAIT_MS,
+    options.kafka ??
+    kafkajsClient({
+      brokers: options.brokers ?? [],
+      clientId: options.clientId,
+      timeouts: options.timeouts,
+    });
+  const consumerConfig = {
+    ...DEFAULT_GROUP,
     ...options.consumerConfig,
     groupId: options.groupId,
-  };
-  const heartbeatInterval = consumerConfig.heartbeatInterval ?? KAFKAJS_HEARTBEAT_INTERVAL;
+  } satisfies KafkaConsumerConfig;
+  // `??`: an explicit `undefined` in `consumerConfig` spreads over the default.
+  const heartbeatInterval = consumerConfig.heartbeatInterval ?? DEFAULT_GROUP.heartbeatInterval;
 
   let consumer: KafkaConsumerClient | undefined;
   let producer: KafkaProducerClient | undefined;
@@ -196,16 +220,7 @@ export function createKafkaConsumer<R = unknown>(
           processor.reset();
         }),
       );
-      if (consumer.events.CRASH) {
-        unsubscribe.push(
-          consumer.on(consumer.events.CRASH, (event) =>
-            logger.error('kafka consumer crashed', {
-              groupId: options.groupId,
-              event: describe(event.payload),
-            }),
-          ),
-        );
-      }
+      unsubscribe.push(...watchConsumerOutages(consumer, { groupId: options.groupId, logger }));
       await track(consumer.connect());
       stillStarting();
       await consumer.subscribe({
@@ -295,6 +310,7 @@ const CONSUMER_KEYS = optionKeys<KafkaConsumerOptions>()([
   'kafka',
   'brokers',
   'clientId',
+  'timeouts',
   'mode',
   'batchSize',
   'fromBeginning',
@@ -356,7 +372,10 @@ function validate<R>(options: KafkaConsumerOptions<R>): Settings {
     }
   } else if (options.brokers !== undefined) {
     fail('give only one of kafka and brokers');
+  } else if (options.timeouts !== undefined) {
+    fail('timeouts apply to the client built from brokers; configure the kafka client you pass');
   }
+  resolveKafkaTimeouts(options.timeouts, 'createKafkaConsumer');
   const mode = options.mode ?? 'batch';
   if (mode !== 'batch' && mode !== 'message') fail("mode must be 'batch' or 'message'", { mode });
   const batchSize = options.batchSize ?? 100;
@@ -388,8 +407,8 @@ function validate<R>(options: KafkaConsumerOptions<R>): Settings {
       fail(`consumerConfig.${key} must be a positive integer`, { [key]: value });
     }
   }
-  const session = config.sessionTimeout ?? 30_000;
-  const heartbeat = config.heartbeatInterval ?? KAFKAJS_HEARTBEAT_INTERVAL;
+  const session = config.sessionTimeout ?? DEFAULT_GROUP.sessionTimeout;
+  const heartbeat = config.heartbeatInterval ?? DEFAULT_GROUP.heartbeatInterval;
   if (heartbeat >= session) {
     fail('consumerConfig.heartbeatInterval must be below sessionTimeout', { heartbeat, session });
   }

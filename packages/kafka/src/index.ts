@@ -9,10 +9,11 @@ export type { KafkaConsumerOptions, KafkaInboxConsumer } from './consumer';
 export type { RecordPosition } from './batch-processor';
 export { createKafkaPublisher } from './publisher';
 export type { KafkaPublisher, KafkaPublisherOptions } from './publisher';
-export { kafkajsClient } from './client';
+export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client';
 export type {
   KafkaClient,
   KafkajsClientOptions,
+  KafkaTimeouts,
   KafkaConsumerClient,
   KafkaConsumerConfig,
   KafkaProducerClient,
@@ -31,4 +32,9 @@ export { HEADERS, DEAD_LETTER_HEADERS } from './headers';
 export type { RawHeaders, RawHeaderValue } from './headers';
 export { defaultDeadLetterTopic } from './dead-letter';
 export type { DeadLetterTopicName } from './dead-letter';
-export { DeadLetterPublishError, KafkaPublishError, KafkaStateError } from './errors';
+export {
+  DeadLetterPublishError,
+  KafkaPublishError,
+  KafkaStateError,
+  KafkaTimeoutError,
+} from './errors';

@@ -10,9 +10,15 @@ import {
   type PublishResult,
   errorChain,
 } from '@justonce/core';
-import { kafkajsClient, type KafkaClient, type KafkaProducerClient } from './client';
+import {
+  kafkajsClient,
+  resolveKafkaTimeouts,
+  type KafkaClient,
+  type KafkaProducerClient,
+  type KafkaTimeouts,
+} from './client';
 import { isTopicName } from './consumer';
-import { KafkaPublishError, KafkaStateError } from './errors';
+import { KafkaPublishError, KafkaStateError, KafkaTimeoutError } from './errors';
 import { createProducerSlot, producerStateError } from './producer-recovery';
 
 /** Options of {@link createKafkaPublisher}. */
@@ -23,6 +29,11 @@ export interface KafkaPublisherOptions {
   readonly brokers?: readonly string[];
   /** Client id, used when `kafka` is not given. Default `justonce-relay`. */
   readonly clientId?: string;
+  /**
+   * Connection and request time limits of the client built from `brokers` (see
+   * {@link KafkaTimeouts}); refused with `kafka` or `producer`, whose own settings apply.
+   */
+  readonly timeouts?: KafkaTimeouts;
   /**
    * A producer you created and connected yourself; the publisher then neither connects nor
    * disconnects it. It should be idempotent. Default: an idempotent producer created from
@@ -35,9 +46,24 @@ export interface KafkaPublisherOptions {
    * idempotent producer retries forever, which would hold the relay on one batch.
    */
   readonly retries?: number;
-  /** Milliseconds the broker may take to acknowledge one produce request. Default 30 000. */
+  /**
+   * Milliseconds the broker may wait for the in-sync replicas before it answers a produce
+   * request (Kafka's `timeout`). Default 5 000. Must be below `sendTimeoutMs` and, for a client
+   * built from `brokers`, below `timeouts.requestMs`: the broker should answer before the
+   * client gives up on it.
+   */
   readonly ackTimeoutMs?: number;
-  /** Where producer rebuilds (see {@link createKafkaPublisher}) are reported. Default silent. */
+  /**
+   * Milliseconds one send to one topic may take, connecting and kafkajs's retries included,
+   * before its messages are reported failed as an outage (retried by the relay, never charged)
+   * and the producer is replaced. Default 8 000: below the relay's default `publishTimeoutMs`
+   * (10 000), so the publisher answers before the relay gives up on the call.
+   */
+  readonly sendTimeoutMs?: number;
+  /**
+   * Where outages (the broker unreachable, and reachable again) and producer rebuilds (see
+   * {@link createKafkaPublisher}) are reported. Default silent.
+   */
   readonly logger?: Logger;
 }
 
@@ -82,9 +108,8 @@ const PERMANENT = new Set([
  */
 export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
   // `?.`: options that are not an object are refused by `validate`, not met with a TypeError.
-  const retries = options?.retries ?? 5;
-  const timeout = options?.ackTimeoutMs ?? 30_000;
-  validate(options, retries, timeout);
+  const { retries, timeout, sendTimeoutMs } = validate(options);
+  const logger = options.logger ?? silentLogger;
   const owns = options.producer === undefined;
   const kafka =
     options.kafka ??
@@ -92,16 +117,36 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
       ? kafkajsClient({
           brokers: options.brokers ?? [],
           clientId: options.clientId ?? 'justonce-relay',
+          timeouts: options.timeouts,
         })
       : undefined);
   const given = options.producer;
   const slot = createProducerSlot({
     owns,
-    logger: options.logger ?? silentLogger,
+    logger,
+    sendTimeoutMs,
     create: () =>
       given ?? kafka!.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries } }),
   });
   let closing: Promise<void> | undefined;
+  /** When the current outage was first seen; undefined while sends succeed. */
+  let outageSince: number | undefined;
+
+  /** One warning per outage, one line when it ends: a partition must not pass in silence. */
+  const noteOutage = (topic: string, cause: unknown): void => {
+    if (outageSince !== undefined) return;
+    outageSince = Date.now();
+    logger.warn('kafka publisher cannot reach the broker; the relay retries without charging', {
+      topic,
+      error: cause instanceof Error ? cause.message : String(cause),
+    });
+  };
+  const noteDelivered = (): void => {
+    if (outageSince === undefined) return;
+    const outageMs = Date.now() - outageSince;
+    outageSince = undefined;
+    logger.info('kafka publisher reaches the broker again', { outageMs });
+  };
 
   async function sendTopic(
     topic: string,
@@ -129,11 +174,14 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
           headers: messageHeaders(m),
         })),
       });
+      noteDelivered();
       return messages.map((m) => ({ messageId: m.messageId, ok: true }));
     } catch (cause) {
       // A broken producer was replaced (or cannot be): the batch goes again on the new one.
       const retriable = producerStateError(cause) !== undefined || isRetriable(cause);
-      const outage = producerStateError(cause) !== undefined || isBrokerOutage(cause);
+      const unreachable = isBrokerOutage(cause);
+      if (unreachable) noteOutage(topic, cause);
+      const outage = producerStateError(cause) !== undefined || unreachable;
       return messages.map((m) => ({
         messageId: m.messageId,
         ok: false,
@@ -202,6 +250,7 @@ const OUTAGE_TYPES: ReadonlySet<string> = new Set([
 
 /** True when the send failed because of the cluster or the network, not the message. */
 function isBrokerOutage(error: unknown): boolean {
+  if (error instanceof KafkaTimeoutError) return true;
   for (const e of errorChain(error)) {
     if (typeof e.name === 'string' && OUTAGE_NAMES.has(e.name)) return true;
     if (typeof e.type === 'string' && OUTAGE_TYPES.has(e.type)) return true;
@@ -222,17 +271,27 @@ const PUBLISHER_KEYS = optionKeys<KafkaPublisherOptions>()([
   'brokers',
   'clientId',
   'producer',
+  'timeouts',
   'retries',
   'ackTimeoutMs',
+  'sendTimeoutMs',
   'logger',
 ]);
 
-function validate(options: KafkaPublisherOptions, retries: number, timeout: number): void {
+/** Checks the options; returns the settings with their defaults. */
+function validate(options: KafkaPublisherOptions): {
+  retries: number;
+  timeout: number;
+  sendTimeoutMs: number;
+} {
   const fail = (message: string, details: Record<string, unknown> = {}): never => {
     throw new ConfigurationError(`createKafkaPublisher: ${message}`, details);
   };
   if (typeof options !== 'object' || options === null) fail('options are required');
   rejectUnknownOptions(options, PUBLISHER_KEYS, 'createKafkaPublisher');
+  const retries = options.retries ?? 5;
+  const timeout = options.ackTimeoutMs ?? 5_000;
+  const sendTimeoutMs = options.sendTimeoutMs ?? 8_000;
   const given = (['kafka', 'brokers', 'producer'] as const).filter((k) => options[k] !== undefined);
   if (given.length !== 1) fail('give exactly one of kafka, brokers and producer', { given });
   if (
@@ -245,4 +304,17 @@ function validate(options: KafkaPublisherOptions, retries: number, timeout: numb
     fail('retries must be a positive integer', { retries });
   if (!Number.isInteger(timeout) || timeout < 1)
     fail('ackTimeoutMs must be a positive integer', { timeout });
+  if (!Number.isInteger(sendTimeoutMs) || sendTimeoutMs < 1)
+    fail('sendTimeoutMs must be a positive integer', { sendTimeoutMs });
+  if (timeout >= sendTimeoutMs) {
+    fail('ackTimeoutMs must be below sendTimeoutMs', { ackTimeoutMs: timeout, sendTimeoutMs });
+  }
+  if (options.timeouts !== undefined && options.brokers === undefined) {
+    fail('timeouts apply to the client built from brokers; configure the client you pass');
+  }
+  const { requestMs } = resolveKafkaTimeouts(options.timeouts, 'createKafkaPublisher');
+  if (options.brokers !== undefined && timeout >= requestMs) {
+    fail('ackTimeoutMs must be below timeouts.requestMs', { ackTimeoutMs: timeout, requestMs });
+  }
+  return { retries, timeout, sendTimeoutMs };
 }

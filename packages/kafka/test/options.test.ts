@@ -61,6 +61,7 @@ describe('createKafkaConsumer configuration', () => {
     ['an empty id header', { messageId: { header: '' } }, /messageId.header/],
     ['a bad dead-letter topic', { deadLetterTopic: 'a/b' }, /deadLetterTopic/],
     ['a negative session timeout', { consumerConfig: { sessionTimeout: -1 } }, /sessionTimeout/],
+    ['a zero request timeout', { timeouts: { requestMs: 0 } }, /timeouts.requestMs/],
     [
       'heartbeats no more often than the session timeout',
       { consumerConfig: { sessionTimeout: 6000, heartbeatInterval: 6000 } },
@@ -83,6 +84,22 @@ describe('createKafkaPublisher configuration', () => {
     ['two clients', { brokers: ['x:1'], kafka: testKafka() }, /exactly one/],
     ['zero retries', { brokers: ['x:1'], retries: 0 }, /retries/],
     ['a zero ack timeout', { brokers: ['x:1'], ackTimeoutMs: 0 }, /ackTimeoutMs/],
+    ['a zero send timeout', { brokers: ['x:1'], sendTimeoutMs: 0 }, /sendTimeoutMs/],
+    [
+      'a broker wait as long as the send limit',
+      { brokers: ['x:1'], ackTimeoutMs: 8_000 },
+      /ackTimeoutMs must be below sendTimeoutMs/,
+    ],
+    [
+      'a broker wait as long as the request limit',
+      { brokers: ['x:1'], ackTimeoutMs: 3_000, timeouts: { requestMs: 3_000 } },
+      /ackTimeoutMs must be below timeouts.requestMs/,
+    ],
+    [
+      'time limits beside a client it did not build',
+      { kafka: testKafka(), timeouts: { requestMs: 3_000 } },
+      /timeouts apply to the client built from brokers/,
+    ],
   ])('rejects %s', (_, options, message) => {
     expect(configError(() => createKafkaPublisher(options))).toMatch(message);
   });

@@ -59,8 +59,8 @@ afterAll(async () => {
   await store.close();
 });
 
-/** Every option but `brokers` (which excludes `kafka`). */
-function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers'> {
+/** Every option but `brokers` and `timeouts` (which exclude `kafka`). */
+function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 'timeouts'> {
   return {
     inbox: createInbox({ store, consumer: 'kafka-options' }),
     handler: async () => undefined,
@@ -110,6 +110,7 @@ describe('createKafkaConsumer', () => {
       ],
       // The consumer sets the group id itself; one in consumerConfig would be dropped.
       [{ consumerConfig: { groupId: 'other' } }, 'unknown option `consumerConfig.groupId`'],
+      [{ timeouts: { requestTimeout: 1_000 } }, 'unknown option `timeouts.requestTimeout`'],
     ];
     for (const [change, message] of cases) {
       const options = loose<KafkaConsumerOptions>({ ...base, brokers: BROKERS, ...change });
@@ -121,7 +122,17 @@ describe('createKafkaConsumer', () => {
   it('takes every option it documents', () => {
     expect(typeof createKafkaConsumer(allConsumerOptions()).start).toBe('function');
     const { kafka: _kafka, ...withBrokers } = allConsumerOptions();
-    expect(typeof createKafkaConsumer({ ...withBrokers, brokers: BROKERS }).start).toBe('function');
+    const timeouts = { connectMs: 1_000, requestMs: 2_000 };
+    expect(typeof createKafkaConsumer({ ...withBrokers, brokers: BROKERS, timeouts }).start).toBe(
+      'function',
+    );
+  });
+
+  it('refuses timeouts beside a client of its own, which keeps its settings', () => {
+    const error = refusal(() =>
+      createKafkaConsumer({ ...allConsumerOptions(), timeouts: { requestMs: 1_000 } }),
+    );
+    expect(error.message).toMatch(/timeouts apply to the client built from brokers/);
   });
 });
 
@@ -134,14 +145,18 @@ describe('createKafkaPublisher', () => {
   });
 
   it('takes every option it documents (one client option at a time)', () => {
-    const rest: Omit<Required<KafkaPublisherOptions>, 'kafka' | 'brokers' | 'producer'> = {
+    const rest: Omit<
+      Required<KafkaPublisherOptions>,
+      'kafka' | 'brokers' | 'producer' | 'timeouts'
+    > = {
       clientId: 'relay',
       retries: 3,
-      ackTimeoutMs: 5_000,
+      ackTimeoutMs: 2_000,
+      sendTimeoutMs: 4_000,
       logger: silentLogger,
     };
     const variants: KafkaPublisherOptions[] = [
-      { ...rest, brokers: BROKERS },
+      { ...rest, brokers: BROKERS, timeouts: { connectMs: 1_000, requestMs: 3_000 } },
       { ...rest, kafka: kafkajsClient({ brokers: BROKERS }) },
       { ...rest, producer: idleProducer },
     ];
@@ -156,6 +171,21 @@ describe('kafkajsClient', () => {
     const error = refusal(() => kafkajsClient(loose({ brokers: BROKERS, clientid: 'x' })));
     expect(error.message).toBe(`kafkajsClient: ${named('clientid', 'clientId')}`);
     expect(typeof kafkajsClient({ brokers: BROKERS, clientId: 'x' }).consumer).toBe('function');
+    const timeouts = { connectMs: 1_000, requestMs: 2_000 };
+    expect(typeof kafkajsClient({ brokers: BROKERS, timeouts }).producer).toBe('function');
+    const nested = refusal(() =>
+      kafkajsClient(loose({ brokers: BROKERS, timeouts: { connect: 1 } })),
+    );
+    expect(nested.message).toMatch(/kafkajsClient: unknown option `timeouts.connect`/);
+  });
+
+  it('refuses time limits that are not positive integers', () => {
+    for (const requestMs of [0, -1, 1.5, '1000']) {
+      const error = refusal(() =>
+        kafkajsClient(loose({ brokers: BROKERS, timeouts: { requestMs } })),
+      );
+      expect(error.message).toMatch(/timeouts.requestMs must be an integer/);
+    }
   });
 });
 
