@@ -13,3 +13,5 @@ export type {
  * the way core's are. @internal
  */
 export { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
+/** The consumer skeleton every transport fills in: lifecycle, decision, dead-letter facts, message id. */
+export * from './consumer';

@@ -1,0 +1,84 @@
+import type { InboxOutcome } from '../../inbox/types';
+import { storableDiagnostic } from '../../store/text';
+
+/** Longest error text carried in a dead letter's header; the full text is in the store. */
+const MAX_ERROR_TEXT = 1_000;
+
+/**
+ * What every transport sends along with a dead letter, whatever the broker: why, after how
+ * many attempts, where the letter is in the store, and where the message came from.
+ */
+export interface DeadLetterFacts {
+  /** Short machine-readable reason: `MAX_ATTEMPTS`, `MISSING_MESSAGE_ID`, `PAYLOAD_CONFLICT`… */
+  readonly reason: string;
+  /** The error's code, when it has one. */
+  readonly errorCode: string | undefined;
+  /** The error's message, cut to 1 000 characters. */
+  readonly error: string;
+  /** Attempts made (0 for bad input that never reached a handler). */
+  readonly attempts: number;
+  /** The message id, when the message had a usable one. */
+  readonly messageId: string | undefined;
+  /** The scope (tenant). */
+  readonly scope: string;
+  /** The inbox's consumer name. */
+  readonly consumer: string;
+  /** The topic or queue the message came from. */
+  readonly source: string;
+  /** Id of the letter in the store's dead letters. */
+  readonly deadLetterId: string;
+  /** When the consumer forwarded it. */
+  readonly at: Date;
+}
+
+/**
+ * The one header vocabulary for dead-letter facts, shared by every transport. `x-justonce-`
+ * rather than `x-dead-letter-`, which RabbitMQ uses for its own queue arguments.
+ */
+export const DEAD_LETTER_HEADERS = {
+  reason: 'x-justonce-reason',
+  errorCode: 'x-justonce-error-code',
+  error: 'x-justonce-error',
+  attempts: 'x-justonce-attempts',
+  messageId: 'x-justonce-message-id',
+  scope: 'x-justonce-scope',
+  consumer: 'x-justonce-consumer',
+  source: 'x-justonce-source',
+  deadLetterId: 'x-justonce-dead-letter-id',
+  at: 'x-justonce-dead-lettered-at',
+} as const satisfies Record<keyof DeadLetterFacts, string>;
+
+/** The facts of a dead-lettered outcome. @internal */
+export function deadLetterFacts(
+  outcome: Extract<InboxOutcome, { status: 'dead-lettered' }>,
+  where: { readonly consumer: string; readonly source: string },
+  at: Date = new Date(),
+): DeadLetterFacts {
+  const code = (outcome.error as { code?: unknown }).code;
+  return {
+    reason: outcome.reason,
+    errorCode: typeof code === 'string' ? code : undefined,
+    error: storableDiagnostic(outcome.error.message.slice(0, MAX_ERROR_TEXT)),
+    attempts: outcome.attempt,
+    messageId: outcome.messageId,
+    scope: outcome.scope,
+    consumer: where.consumer,
+    source: where.source,
+    deadLetterId: outcome.deadLetterId,
+    at,
+  };
+}
+
+/**
+ * The facts as headers (strings, {@link DEAD_LETTER_HEADERS} names), added to the original
+ * message's own headers when it is forwarded. Facts without a value are left out.
+ */
+export function deadLetterHeaders(facts: DeadLetterFacts): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const key of Object.keys(DEAD_LETTER_HEADERS) as Array<keyof DeadLetterFacts>) {
+    const value = facts[key];
+    if (value === undefined) continue;
+    headers[DEAD_LETTER_HEADERS[key]] = value instanceof Date ? value.toISOString() : String(value);
+  }
+  return headers;
+}
