@@ -223,7 +223,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     });
 
     const started = performance.now();
-    broker.consume(QUEUE, { inbox, handler: charge, concurrency });
+    await broker.consume(QUEUE, { inbox, handler: charge, concurrency }).start();
     broker.send(
       QUEUE,
       ids.map((id) => {

@@ -8,10 +8,15 @@ import {
   createMemoryBroker,
   isSimulatedCrash,
   seededRandom,
+  type ConsumeOptions,
   type DeliveryProcessor,
   type MemoryBroker,
+  type MemoryConsumer,
+  type MemoryMessage,
 } from '../src/testing';
-import { hasErrorCode } from '../src/errors';
+import { JustonceError, hasErrorCode } from '../src/errors';
+import type { Inbox } from '../src/inbox/types';
+import { DEAD_LETTER_HEADERS, type SettledEvent } from '../src/transport/consumer';
 
 /**
  * These tests drive the broker with scripted processors that return inbox outcomes directly,
@@ -59,6 +64,13 @@ function broker(...args: Parameters<typeof createMemoryBroker>): MemoryBroker {
   return b;
 }
 
+/** A started consumer: the broker's `start` registers it at once, before its promise settles. */
+function consume<R>(b: MemoryBroker, queue: string, options: ConsumeOptions<R>): MemoryConsumer {
+  const consumer = b.consume(queue, options);
+  void consumer.start();
+  return consumer;
+}
+
 afterEach(async () => {
   await Promise.all(brokers.splice(0).map((b) => b.close()));
 });
@@ -67,7 +79,7 @@ describe('memory broker: delivery', () => {
   it('delivers each message once when nothing goes wrong, with delivery facts filled', async () => {
     const b = broker();
     const { seen, process } = recorder();
-    b.consume('q', { process, concurrency: 3 });
+    consume(b, 'q', { process, concurrency: 3 });
     b.send('q', [
       { id: 'a', body: 'A', headers: { tenant: 't1' }, key: 'k' },
       { id: 'b', body: new Uint8Array([1, 2]) },
@@ -95,7 +107,7 @@ describe('memory broker: delivery', () => {
     const b = broker();
     let running = 0;
     let peak = 0;
-    b.consume('q', {
+    consume(b, 'q', {
       concurrency: 3,
       process: async (envelope) => {
         running += 1;
@@ -117,7 +129,7 @@ describe('memory broker: delivery', () => {
   it('redelivers a failed message after the retry delay, with growing attempt facts', async () => {
     const b = broker();
     const attempts: (number | undefined)[] = [];
-    b.consume('q', {
+    consume(b, 'q', {
       process: async (envelope) => {
         attempts.push(envelope.delivery.attempt);
         expect(envelope.delivery.redelivered).toBe(attempts.length > 1);
@@ -138,7 +150,7 @@ describe('memory broker: delivery', () => {
   it('cuts long retry delays to maxRetryDelayMs', async () => {
     const b = broker({ maxRetryDelayMs: 3 });
     let calls = 0;
-    b.consume('q', {
+    consume(b, 'q', {
       process: async (envelope) => (++calls === 1 ? failed(envelope, 60_000) : processed(envelope)),
     });
     b.send('q', { id: 'x', body: '' });
@@ -149,7 +161,7 @@ describe('memory broker: delivery', () => {
 
   it('moves dead-lettered messages to the queue dead-letter list and acknowledges them', async () => {
     const b = broker();
-    b.consume('q', {
+    consume(b, 'q', {
       process: async (envelope) => ({
         status: 'dead-lettered',
         messageId: envelope.id,
@@ -172,7 +184,7 @@ describe('memory broker: delivery', () => {
   it('treats a throwing consumer as a crash and redelivers', async () => {
     const b = broker({ crashRedeliveryDelayMs: 1 });
     let calls = 0;
-    b.consume('q', {
+    consume(b, 'q', {
       process: async (envelope) => {
         calls += 1;
         if (calls === 1) throw new Error('process died');
@@ -189,7 +201,7 @@ describe('memory broker: delivery', () => {
   it('redrives a message that reached maxReceiveCount to the dead-letter list', async () => {
     const b = broker({ maxReceiveCount: 3 });
     let calls = 0;
-    b.consume('q', {
+    consume(b, 'q', {
       process: async (envelope) => {
         calls += 1;
         return failed(envelope, 0);
@@ -206,8 +218,8 @@ describe('memory broker: delivery', () => {
     const b = broker();
     const first = recorder();
     const second = recorder();
-    b.consume('q', { process: first.process });
-    b.consume('q', { process: second.process });
+    consume(b, 'q', { process: first.process });
+    consume(b, 'q', { process: second.process });
     b.send(
       'q',
       Array.from({ length: 10 }, (_, i) => ({ id: `m${i}`, body: '' })),
@@ -224,7 +236,7 @@ describe('memory broker: delivery', () => {
     await b.whenIdle({ timeoutMs: 100 });
     expect(b.stats('later').ready).toBe(1);
     const { seen, process } = recorder();
-    b.consume('later', { process });
+    consume(b, 'later', { process });
     await b.whenIdle({ timeoutMs: 2_000 });
     expect(seen.map((e) => e.id)).toEqual(['m']);
   });
@@ -235,7 +247,7 @@ describe('memory broker: delivery', () => {
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const consumer = b.consume('q', {
+    const consumer = consume(b, 'q', {
       process: async (envelope) => {
         await gate;
         return processed(envelope);
@@ -252,11 +264,159 @@ describe('memory broker: delivery', () => {
   });
 });
 
+describe('memory broker: the consumer skeleton', () => {
+  it('consume returns a stopped consumer: nothing is delivered before start', async () => {
+    const b = broker();
+    const { seen, process } = recorder();
+    const consumer = b.consume('q', { process });
+    b.send('q', { id: 'm', body: '' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toHaveLength(0);
+    expect(consumer.running).toBe(false);
+    await consumer.start();
+    expect(consumer.running).toBe(true);
+    await b.whenIdle({ timeoutMs: 2_000 });
+    expect(seen.map((e) => e.id)).toEqual(['m']);
+    await expect(consumer.start()).rejects.toMatchObject({ code: 'CONSUMER_STATE' });
+  });
+
+  it('reports every settlement through onSettled with the shared actions', async () => {
+    const b = broker();
+    const events: SettledEvent<unknown, MemoryMessage>[] = [];
+    let calls = 0;
+    consume(b, 'q', {
+      onSettled: (event) => events.push(event),
+      process: async (envelope) => (++calls === 1 ? failed(envelope, 1) : processed(envelope)),
+    });
+    b.send('q', { id: 'm', body: 'x' });
+    await b.whenIdle({ timeoutMs: 2_000 });
+    expect(events.map((e) => [e.action, e.messageId, e.message.body])).toEqual([
+      ['redelivered', 'm', 'x'],
+      ['acked', 'm', 'x'],
+    ]);
+    expect(events[0]?.delayMs).toBe(1);
+  });
+
+  it('forwards dead letters with the original headers and the shared facts', async () => {
+    const b = broker();
+    const events: SettledEvent<unknown, MemoryMessage>[] = [];
+    consume(b, 'q', {
+      onSettled: (event) => events.push(event),
+      process: async (envelope) => ({
+        status: 'dead-lettered',
+        messageId: envelope.id,
+        scope: 'default',
+        attempt: 3,
+        reason: 'MAX_ATTEMPTS',
+        error: new Error('gave up'),
+        deadLetterId: '7',
+      }),
+    });
+    b.send('q', { id: 'm', body: '', headers: { 'x-own': 'kept' } });
+    await b.whenIdle({ timeoutMs: 2_000 });
+    const [letter] = b.deadLetters('q');
+    expect(letter?.message.headers).toMatchObject({
+      'x-own': 'kept',
+      [DEAD_LETTER_HEADERS.reason]: 'MAX_ATTEMPTS',
+      [DEAD_LETTER_HEADERS.attempts]: '3',
+      [DEAD_LETTER_HEADERS.source]: 'q',
+      [DEAD_LETTER_HEADERS.deadLetterId]: '7',
+    });
+    expect(events.map((e) => e.action)).toEqual(['dead-lettered']);
+    expect(events[0]?.deadLetter).toMatchObject({ reason: 'MAX_ATTEMPTS', consumer: 'q' });
+  });
+
+  it('holds a delivery while the store is down, uncharged, and acks it once it is back', async () => {
+    const b = broker();
+    const events: string[] = [];
+    let calls = 0;
+    consume(b, 'q', {
+      onSettled: (event) => events.push(event.action),
+      process: async (envelope) => {
+        calls += 1;
+        if (calls <= 2) throw new JustonceError('STORE_UNAVAILABLE', 'the store is down');
+        return processed(envelope);
+      },
+    });
+    b.send('q', { id: 'm', body: '' });
+    await b.whenIdle({ timeoutMs: 5_000 });
+    expect(events).toEqual(['held', 'held', 'acked']);
+    // Held in flight: one receive, not three.
+    expect(b.stats('q')).toMatchObject({ deliveries: 1, acked: 1, crashed: 0 });
+  });
+
+  it('stop without drain gives in-flight deliveries back and aborts their signal', async () => {
+    const b = broker();
+    const events: string[] = [];
+    let signal: AbortSignal | undefined;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const inbox = {
+      consumer: 'c',
+      process: async (
+        envelope: Envelope,
+        _handler: unknown,
+        options?: { signal?: AbortSignal },
+      ) => {
+        signal = options?.signal;
+        await gate;
+        return processed(envelope);
+      },
+      processBatch: async () => [],
+    } as unknown as Inbox;
+    const consumer = consume(b, 'q', {
+      inbox,
+      handler: async () => undefined,
+      onSettled: (event) => events.push(event.action),
+    });
+    b.send('q', { id: 'm', body: '' });
+    await new Promise((resolve) => setImmediate(resolve));
+    const stopped = consumer.stop({ drain: false });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Read before the release: stop waits for the handler's run, which waits for the gate.
+    const aborted = signal?.aborted;
+    release();
+    await stopped;
+    expect(aborted).toBe(true);
+    expect(events).toEqual(['released']);
+    expect(b.stats('q')).toMatchObject({ released: 1, acked: 0, ready: 1 });
+  });
+
+  it('finds the message id by the shared rules: header, extract, then the broker id', async () => {
+    const b = broker();
+    const { seen, process } = recorder();
+    consume(b, 'q', {
+      process,
+      messageId: { extract: (m) => (m.body === 'json' ? 'from-body' : undefined) },
+    });
+    b.send('q', [
+      { id: 'own', body: 'json' },
+      { id: undefined, body: 'json' },
+      { id: undefined, body: 'plain' },
+      { id: undefined, body: 'plain', headers: { 'Message-Id': 'from-header' } },
+    ]);
+    await b.whenIdle({ timeoutMs: 2_000 });
+    expect(seen.map((e) => e.id).sort()).toEqual(['from-body', 'from-header', 'own', 'q#3']);
+  });
+
+  it('refuses unknown consume options and a misspelt messageId option', () => {
+    const b = broker();
+    const { process } = recorder();
+    const loose = (o: object) => o as ConsumeOptions;
+    expect(() => b.consume('q', loose({ process, concurency: 2 }))).toThrow(/concurency/);
+    expect(() => b.consume('q', loose({ process, messageId: { fallbak: false } }))).toThrow(
+      /fallbak/,
+    );
+  });
+});
+
 describe('memory broker: publisher', () => {
   it('publishes relay messages into queues with their id and headers', async () => {
     const b = broker();
     const { seen, process } = recorder();
-    b.consume('events', { process });
+    consume(b, 'events', { process });
     const publisher = b.publisher();
     const results = await publisher.publish([
       {
@@ -286,7 +446,7 @@ describe('memory broker: fault injection', () => {
     const b = broker();
     const { seen, process } = recorder();
     b.faults.duplicate('d', 2);
-    b.consume('q', { process });
+    consume(b, 'q', { process });
     b.send('q', { id: 'd', body: '' });
     await b.whenIdle({ timeoutMs: 2_000 });
     expect(seen.map((e) => e.delivery.receiveCount)).toEqual([1, 2, 3]);
@@ -297,7 +457,7 @@ describe('memory broker: fault injection', () => {
   it('delivers a duplicate at once when the message was already acknowledged', async () => {
     const b = broker();
     const { seen, process } = recorder();
-    b.consume('q', { process });
+    consume(b, 'q', { process });
     b.send('q', { id: 'd', body: '' });
     await b.whenIdle({ timeoutMs: 2_000 });
     b.faults.duplicate('d');
@@ -310,7 +470,7 @@ describe('memory broker: fault injection', () => {
     let running = 0;
     let peak = 0;
     b.faults.concurrent('c');
-    b.consume('q', {
+    consume(b, 'q', {
       concurrency: 1,
       process: async (envelope) => {
         running += 1;
@@ -331,7 +491,7 @@ describe('memory broker: fault injection', () => {
     const b = broker({ crashRedeliveryDelayMs: 1 });
     const steps: string[] = [];
     b.faults.crash('handler-done', 'm', 2);
-    b.consume('q', {
+    consume(b, 'q', {
       // Plays the part of an inbox that calls its onStep hook and lets the throw escape.
       process: async (envelope) => {
         for (const step of ['received', 'attempt-counted', 'handler-done', 'committed'] as const) {
@@ -356,7 +516,7 @@ describe('memory broker: fault injection', () => {
   it('treats a failed outcome caused by a simulated crash as a crash', async () => {
     const b = broker({ crashRedeliveryDelayMs: 1 });
     b.faults.crash('received', 'm');
-    b.consume('q', {
+    consume(b, 'q', {
       // Plays the part of an inbox that reports an onStep throw as a failed outcome.
       process: async (envelope) => {
         try {
@@ -379,7 +539,7 @@ describe('memory broker: fault injection', () => {
     const b = broker({ crashRedeliveryDelayMs: 1 });
     const { seen, process } = recorder();
     b.faults.crash('after-commit-before-ack', 'm');
-    b.consume('q', { process });
+    consume(b, 'q', { process });
     b.send('q', { id: 'm', body: '' });
     await b.whenIdle({ timeoutMs: 2_000 });
     expect(seen).toHaveLength(2);
@@ -397,7 +557,7 @@ describe('memory broker: fault injection', () => {
         faults: { duplicateRate: 0.3, concurrentRate: 0.2, crashRate: 0.2 },
         crashRedeliveryDelayMs: 0,
       });
-      b.consume('q', { concurrency: 1, process: recorder().process });
+      consume(b, 'q', { concurrency: 1, process: recorder().process });
       b.send(
         'q',
         Array.from({ length: 50 }, (_, i) => ({ id: `m${i}`, body: '' })),
@@ -429,7 +589,7 @@ describe('memory broker: idle, close and configuration', () => {
   it('whenIdle rejects with IdleTimeoutError while a delivery hangs', async () => {
     const b = broker();
     let release: () => void = () => undefined;
-    b.consume('q', {
+    consume(b, 'q', {
       process: (envelope) =>
         new Promise<InboxOutcome>((resolve) => {
           release = () => resolve(processed(envelope));
@@ -446,7 +606,7 @@ describe('memory broker: idle, close and configuration', () => {
 
   it('close() drops pending redeliveries and refuses further use', async () => {
     const b = broker();
-    b.consume('q', { process: async (envelope) => failed(envelope, 60_000) });
+    consume(b, 'q', { process: async (envelope) => failed(envelope, 60_000) });
     b.send('q', { id: 'x', body: '' });
     await new Promise((resolve) => setImmediate(resolve));
     expect(b.stats('q').scheduled).toBe(1);

@@ -14,7 +14,7 @@ export { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 export { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 export { ConcurrentDeliveryError } from './errors/concurrent-delivery-error';
 export { AbortedTransactionError } from './errors/aborted-transaction-error';
-export type { InboxErrorClass, InboxErrorClassifier } from './outage';
+export type { InboxErrorClass, InboxErrorClassifier } from './types';
 export type {
   Inbox,
   InboxOptions,

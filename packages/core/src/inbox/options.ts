@@ -7,7 +7,7 @@ import type { BackoffOptions } from '../retry/backoff';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import type { InboxOptions, InboxStep } from './types';
-import type { InboxErrorClassifier } from './outage';
+import type { InboxErrorClassifier } from './types';
 import {
   integerOption,
   optionKeys,
@@ -15,7 +15,7 @@ import {
   optionalFunction,
   rejectUnknownOptions,
 } from '../config/options';
-import { assertRetentionCoversRedelivery } from '../retention/retention-too-short-error';
+import { assertRetentionCoversRedelivery } from '../retention/assert-covers-redelivery';
 
 /** Longest consumer name, in characters. */
 export const MAX_CONSUMER_LENGTH = 200;

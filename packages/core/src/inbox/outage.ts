@@ -1,19 +1,9 @@
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
-import type { ErrorClass } from '../retry/error-class';
 import { isStoreOutage } from '../store/outage';
 import type { InboxRuntime } from './runtime';
+import type { InboxErrorClass } from './types';
 import type { MessageKey } from './sql/message-key';
 import { refundAttempts } from './sql/refund-attempts';
-
-/** What an inbox's `classify` option may answer: a retry class, or `'infrastructure'`. */
-export type InboxErrorClass = ErrorClass | 'infrastructure';
-
-/**
- * Your rule for errors the inbox meets: `'infrastructure'` says the failure is not the
- * message's (a dependency is down), so no attempt is charged and nothing is dead-lettered;
- * a retry class decides as for any handler error; `undefined` leaves it to the built-in rules.
- */
-export type InboxErrorClassifier = (error: unknown) => InboxErrorClass | undefined;
 
 /** The user's answer for `error`; a classifier that throws answers nothing. @internal */
 export function userClass(rt: InboxRuntime, error: unknown): InboxErrorClass | undefined {

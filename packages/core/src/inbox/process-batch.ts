@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Envelope } from '../transport/envelope';
 import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
-import { settleExisting } from './dead-letter';
+import { settleExisting } from './dedup';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';
 import { assertUsable, processOne, processPrepared, report } from './process-one';

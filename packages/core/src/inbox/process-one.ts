@@ -1,6 +1,6 @@
 import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
-import { settleExisting } from './dead-letter';
+import { settleExisting } from './dedup';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';

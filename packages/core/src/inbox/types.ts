@@ -5,7 +5,17 @@ import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
-import type { InboxErrorClassifier } from './outage';
+import type { ErrorClass } from '../retry/error-class';
+
+/** What an inbox's `classify` option may answer: a retry class, or `'infrastructure'`. */
+export type InboxErrorClass = ErrorClass | 'infrastructure';
+
+/**
+ * Your rule for errors the inbox meets: `'infrastructure'` says the failure is not the
+ * message's (a dependency is down), so no attempt is charged and nothing is dead-lettered;
+ * a retry class decides as for any handler error; `undefined` leaves it to the built-in rules.
+ */
+export type InboxErrorClassifier = (error: unknown) => InboxErrorClass | undefined;
 
 /** What a handler receives: capabilities, not just data. */
 export interface HandlerContext {

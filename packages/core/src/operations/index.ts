@@ -1,4 +1,4 @@
-export { createOperations } from './operations';
+export { createOperations } from './create-operations';
 export { canonicalJson, requestHash } from './request-hash';
 export type {
   OperationStatus,

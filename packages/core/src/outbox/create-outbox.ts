@@ -4,7 +4,7 @@ import { ConfigurationError } from '../errors/configuration-error';
 import type { Store } from '../store/store';
 import { outboxChannel } from './channel';
 import { encodeEvents, type EventLimits } from './encode';
-import { NotATransactionError } from './not-a-transaction-error';
+import { NotATransactionError } from './errors/not-a-transaction-error';
 import { insertAll } from './insert-all';
 import type { AddOptions, EventCause, HandlerOutbox, Outbox, OutboxEvent } from './types';
 

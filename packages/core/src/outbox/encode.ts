@@ -6,7 +6,7 @@ import {
   unwritableText,
 } from '../store/text';
 import { MESSAGE_ID_HEADER } from '../transport/message-headers';
-import { InvalidEventError, type InvalidEventField } from './invalid-event-error';
+import { InvalidEventError, type InvalidEventField } from './errors/invalid-event-error';
 import { deriveMessageId } from './message-id';
 import type { EventCause } from './types';
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../store/migration';
-import { DuplicateMessageIdError } from './duplicate-message-id-error';
+import { DuplicateMessageIdError } from './errors/duplicate-message-id-error';
 import type { EncodedEvent } from './encode';
 import { deleteInserted, insertEvents } from './sql/insert';
 

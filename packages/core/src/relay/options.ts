@@ -9,6 +9,9 @@ import type { Publisher } from '../transport/publisher';
 import type { RelayOptions } from './types';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 
+/** The upper bound of the per-call integer options, which have none of their own. @internal */
+export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
 /** {@link RelayOptions} with every default applied and checked. @internal */
 export interface ResolvedRelayOptions {
   readonly store: Store;

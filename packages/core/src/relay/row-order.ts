@@ -1,4 +1,4 @@
-import type { ClaimedRow } from './sql/claim';
+import type { ClaimedRow } from './sql/claimed-row';
 
 /** True if row id `a` is greater than row id `b` (both decimal, without leading zeros). */
 export function idAfter(a: string, b: string): boolean {

@@ -1,10 +1,10 @@
-export { createRetention } from './retention';
+export { createRetention } from './create-retention';
 export {
   RetentionTooShortError,
   RETENTION_TOO_SHORT,
   isRetentionTooShortError,
-  assertRetentionCoversRedelivery,
-} from './retention-too-short-error';
+} from './errors/retention-too-short-error';
+export { assertRetentionCoversRedelivery } from './assert-covers-redelivery';
 export type {
   RetentionOptions,
   RetentionTable,

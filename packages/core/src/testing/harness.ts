@@ -211,7 +211,15 @@ export async function createTestHarness<R>(options: TestHarnessOptions<R>): Prom
       );
       return options.handler(ctx);
     };
-    const consumerHandle = broker.consume(queue, { inbox, handler, concurrency });
+    // No broker fallback id: a message published without an id is dead-lettered
+    // (MISSING_MESSAGE_ID), which is what a test of a handler wants to see.
+    const consumerHandle = broker.consume(queue, {
+      inbox,
+      handler,
+      concurrency,
+      messageId: { fallback: false },
+    });
+    await consumerHandle.start();
 
     const counts = async (): Promise<HarnessCounts> => {
       const stats = broker.stats(queue);

@@ -1,8 +1,9 @@
 /**
  * Test kit for users' own tests: an in-memory at-least-once broker with fault injection
  * (duplicates, concurrent deliveries, crashes at named points) and a harness that wires a
- * store, the broker and an inbox together; and a check, against a real broker, that a
- * transport's publisher keeps the contract the relay relies on.
+ * store, the broker and an inbox together; and two checks, against a real broker, that a
+ * transport's publisher keeps the contract the relay relies on and that its consumer keeps
+ * the effectively-once contract.
  *
  * @packageDocumentation
  */
@@ -13,6 +14,7 @@ export type {
   MemoryMessage,
   MemoryConsumer,
   ConsumeOptions,
+  ConsumeSettings,
   DeliveryProcessor,
   DeliveryKind,
   DeliveryResult,
@@ -39,3 +41,10 @@ export type {
   ContractDelivery,
   PublisherContractOptions,
 } from './publisher-contract';
+export { checkConsumerContract, CONSUMER_CONTRACT_CLAUSES } from './consumer-contract';
+export type {
+  ContractMessage,
+  ContractConsumerSettings,
+  ConsumerFeatures,
+  ConsumerContractOptions,
+} from './consumer-contract';

@@ -1,4 +1,4 @@
-import { JustonceError } from '../errors/justonce-error';
+import { JustonceError } from '../../errors/justonce-error';
 
 /**
  * An event's message id is already in the outbox (added by an earlier, committed

@@ -1,4 +1,4 @@
-import { JustonceError } from '../errors/justonce-error';
+import { JustonceError } from '../../errors/justonce-error';
 
 /**
  * Which part of an `add` call was refused: a part of an {@link OutboxEvent}, or of the call's

@@ -1,4 +1,4 @@
-import { JustonceError } from '../errors/justonce-error';
+import { JustonceError } from '../../errors/justonce-error';
 
 /**
  * `outbox.add` was given something other than an open knex transaction. Events are only ever

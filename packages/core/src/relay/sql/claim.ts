@@ -4,18 +4,10 @@ import { prepared, type StatementStore } from '../../store/prepared';
 import type { MigrationNames } from '../../store/migration';
 import { ascendingId, idsAscending } from '../row-order';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
+import type { ClaimedRow } from './claimed-row';
 import { statementCache } from './statement-cache';
 
-/** One claimed outbox row as the relay reads it. @internal */
-export interface ClaimedRow {
-  readonly id: string;
-  readonly destination: string;
-  readonly partition_key: string | null;
-  readonly message_id: string;
-  readonly headers: Record<string, string> | string;
-  readonly payload: Uint8Array;
-  readonly attempts: number;
-}
+export type { ClaimedRow } from './claimed-row';
 
 /** The columns a claim returns, qualified by `alias`. @internal */
 export function columns(alias: string): string {

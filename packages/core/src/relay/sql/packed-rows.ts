@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import { prepared, type StatementStore } from '../../store/prepared';
-import type { ClaimedRow } from './claim';
+import type { ClaimedRow } from './claimed-row';
 import { idArray } from './id-array';
 import { statementCache } from './statement-cache';
 

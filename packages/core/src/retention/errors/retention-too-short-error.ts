@@ -1,5 +1,5 @@
-import { ConfigurationError } from '../errors/configuration-error';
-import { isJustonceError } from '../errors/justonce-error';
+import { ConfigurationError } from '../../errors/configuration-error';
+import { isJustonceError } from '../../errors/justonce-error';
 
 /** `details.problem` of a {@link RetentionTooShortError}. */
 export const RETENTION_TOO_SHORT = 'RETENTION_TOO_SHORT';
@@ -33,19 +33,4 @@ export function isRetentionTooShortError(value: unknown): value is RetentionTooS
     value.code === 'INVALID_CONFIG' &&
     value.details.problem === RETENTION_TOO_SHORT
   );
-}
-
-/**
- * Refuses a retention window shorter than a redelivery horizon with
- * {@link RetentionTooShortError}. Does nothing when no horizon is known. Use it wherever a
- * dedup window is configured (the inbox, operations fed by a broker, the retention job).
- */
-export function assertRetentionCoversRedelivery(
-  retentionMs: number,
-  redeliveryHorizonMs: number | undefined,
-  option = 'retentionMs',
-): void {
-  if (redeliveryHorizonMs !== undefined && retentionMs < redeliveryHorizonMs) {
-    throw new RetentionTooShortError(retentionMs, redeliveryHorizonMs, option);
-  }
 }

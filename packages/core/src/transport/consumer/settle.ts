@@ -80,13 +80,27 @@ export function decide<R>(outcome: InboxOutcome<R>, context: DecisionContext): D
 }
 
 /**
+ * The inbox's sign of a store outage: `StoreUnavailableError`, or any error whose `code` is
+ * `STORE_UNAVAILABLE` (an inbox of your own, or another copy of this package, may throw its
+ * own).
+ */
+function isStoreUnavailable(error: unknown): boolean {
+  if (hasErrorCode(error, 'STORE_UNAVAILABLE')) return true;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { code?: unknown }).code === 'STORE_UNAVAILABLE'
+  );
+}
+
+/**
  * The decision when `inbox.process` threw instead of answering: an outage of the store
  * (`STORE_UNAVAILABLE`) holds the delivery in flight and tries again after a growing,
  * jittered delay, charging nothing. Anything else (a broken hook, a bug) releases it
  * unacknowledged for the broker to deliver again; the transport logs it.
  */
 export function decideOnThrow(error: unknown, context: DecisionContext): Decision<never> {
-  if (!hasErrorCode(error, 'STORE_UNAVAILABLE')) return { kind: 'release', error: asError(error) };
+  if (!isStoreUnavailable(error)) return { kind: 'release', error: asError(error) };
   const holds = (context.holds ?? 0) + 1;
   const delayMs = fullJitterBackoff(holds, {
     baseMs: context.holdBackoff?.baseMs ?? 200,

@@ -1,0 +1,85 @@
+/**
+ * Where a duplicate is decided. The inbox claims a message with one `insert … on conflict do
+ * nothing` of its dedup record in the business transaction (`sql/claim-messages.ts`); a
+ * claim that inserts nothing means the record exists (or another transaction was inserting it
+ * and committed while this one waited on the unique index). {@link settleExisting} then says
+ * what that record makes of this delivery: a duplicate, a message dead-lettered earlier, or
+ * another payload under the same id (a conflict).
+ */
+import type { Knex } from 'knex';
+import { findDeadLetter } from '../dead-letters/sql/find-dead-letter';
+import { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
+import { PayloadConflictError } from './errors/payload-conflict-error';
+import type { GoodDelivery } from './inspect-envelope';
+import type { InboxRuntime } from './runtime';
+import { keyOf } from './sql/message-key';
+import { readRecords, type StoredRecord } from './sql/read-records';
+import type { TakenAttempts } from './sql/take-attempts';
+import type { InboxOutcome } from './types';
+import { writeLetter } from './write-letter';
+
+type Settled = InboxOutcome<never>;
+
+/**
+ * What to do with a message whose dedup record already exists (seen inside the transaction
+ * that tried to insert it, after waiting on the unique index; `known` when the caller read
+ * it already): the same payload handled →
+ * duplicate; the same payload dead-lettered → dead-lettered again (letter deleted →
+ * duplicate); another payload → a payload-conflict letter, written in `trx`. @internal
+ */
+export async function settleExisting(
+  rt: InboxRuntime,
+  trx: Knex.Transaction,
+  good: GoodDelivery,
+  attempt: number,
+  taken?: TakenAttempts,
+  known?: StoredRecord,
+): Promise<Settled> {
+  const { store, consumer } = rt.options;
+  const record = known ?? (await readRecords(trx, store.names, consumer, [good])).get(keyOf(good));
+  const base = { messageId: good.messageId, scope: good.scope };
+  if (record === undefined) {
+    // The record vanished between the insert and the read (deleted by a requeue or by
+    // retention at that very moment): nothing was done, so let the broker redeliver.
+    return {
+      status: 'failed',
+      ...base,
+      attempt,
+      retriable: true,
+      error: new Error('the dedup record changed while it was read; redeliver'),
+      retryDelayMs: 0,
+    };
+  }
+  const sameMessage =
+    record.requestHash === good.fingerprint &&
+    (record.status === 'SUCCEEDED' || record.status === 'FAILED_FINAL');
+  if (!sameMessage) {
+    const conflict = new PayloadConflictError({
+      messageId: good.messageId,
+      storedFingerprint: record.requestHash,
+      fingerprint: good.fingerprint,
+      storedStatus: record.status,
+    });
+    return writeLetter(rt, trx, good, 'PAYLOAD_CONFLICT', conflict, attempt, taken);
+  }
+  if (record.status === 'SUCCEEDED') return { status: 'duplicate', ...base };
+  const letter = await findDeadLetter(trx, store.names, {
+    scope: good.scope,
+    consumer,
+    messageId: good.messageId,
+    fingerprint: good.fingerprint,
+  });
+  if (letter === undefined) return { status: 'duplicate', ...base };
+  return {
+    status: 'dead-lettered',
+    ...base,
+    attempt,
+    reason: letter.reason,
+    error: new AlreadyDeadLetteredError({
+      messageId: good.messageId,
+      deadLetterId: letter.id,
+      reason: letter.reason,
+    }),
+    deadLetterId: letter.id,
+  };
+}

@@ -1,0 +1,89 @@
+import type { Knex } from 'knex';
+import type { DeadLetterReason } from '../dead-letters/types';
+import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
+import { storableDiagnostic, textOf } from '../store/text';
+import type { DeliveryFacts, Envelope } from '../transport/envelope';
+import type { GoodDelivery } from './inspect-envelope';
+import type { InboxRuntime } from './runtime';
+import type { TakenAttempts } from './sql/take-attempts';
+import type { InboxOutcome } from './types';
+
+type Settled = InboxOutcome<never>;
+
+/**
+ * The delivery facts worth keeping, each of its own type; a transport's (or a caller's)
+ * anything-goes object never reaches the store's JSON column as given. @internal
+ */
+export function deliveryOf(value: unknown): DeliveryFacts {
+  if (typeof value !== 'object' || value === null) return {};
+  const d = value as Record<keyof DeliveryFacts, unknown>;
+  const count = (n: unknown): number | undefined =>
+    typeof n === 'number' && Number.isFinite(n) ? n : undefined;
+  const text = (t: unknown): string | undefined =>
+    typeof t === 'string' ? storableDiagnostic(t) : undefined;
+  const facts: Record<string, unknown> = {
+    attempt: count(d.attempt),
+    receiveCount: count(d.receiveCount),
+    redelivered: typeof d.redelivered === 'boolean' ? d.redelivered : undefined,
+    source: text(d.source),
+    partition: count(d.partition),
+    offset: text(d.offset),
+    receivedAt:
+      d.receivedAt instanceof Date && !Number.isNaN(d.receivedAt.getTime())
+        ? d.receivedAt
+        : undefined,
+  };
+  for (const name of Object.keys(facts)) if (facts[name] === undefined) delete facts[name];
+  return facts as DeliveryFacts;
+}
+
+/** The error's code as text, or null. @internal */
+export function errorCode(error: Error): string | null {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : code === undefined ? null : textOf(code);
+}
+
+/** The envelope's partition key, when it is text. @internal */
+export function keyOfEnvelope(envelope: Envelope): string | null {
+  return typeof envelope.key === 'string' ? envelope.key : null;
+}
+
+/** Writes the dead letter of a message with a usable id, in `trx`. @internal */
+export async function writeLetter(
+  rt: InboxRuntime,
+  trx: Knex.Transaction,
+  good: GoodDelivery,
+  reason: DeadLetterReason,
+  error: Error,
+  attempt: number,
+  taken: TakenAttempts | undefined,
+): Promise<Settled> {
+  const { store, consumer } = rt.options;
+  const id = await insertDeadLetter(trx, store.names, {
+    scope: good.scope,
+    consumer,
+    messageId: good.messageId,
+    dedupe: true,
+    fingerprint: good.fingerprint,
+    reason,
+    errorCode: errorCode(error),
+    errorMessage: error.message,
+    attempts: attempt,
+    key: keyOfEnvelope(good.envelope),
+    headers: good.headers,
+    body: good.body,
+    bodyIsText: good.bodyIsText,
+    exactBody: good.inexactBody,
+    delivery: deliveryOf(good.envelope.delivery),
+    firstAttemptAt: taken?.firstAttemptAt ?? null,
+  });
+  return {
+    status: 'dead-lettered',
+    messageId: good.messageId,
+    scope: good.scope,
+    attempt,
+    reason,
+    error,
+    deadLetterId: id,
+  };
+}

@@ -1,0 +1,36 @@
+import { integerOption } from '../config/options';
+import { ConfigurationError } from '../errors/configuration-error';
+import { NO_LIMIT } from './options';
+import type { RelayRuntime } from './runtime';
+import { deletePublishedBatch } from './sql/cleanup';
+import type { CleanupOptions } from './types';
+
+/**
+ * `Relay.cleanup`: deletes published rows older than `olderThanMs`, `batchSize` at a time,
+ * until a batch comes back short or `maxBatches` ran; resolves to how many went. @internal
+ */
+export async function cleanupPublished(
+  rt: RelayRuntime,
+  cleanupOptions: CleanupOptions = {},
+): Promise<number> {
+  const olderThanMs = integerOption(
+    cleanupOptions.olderThanMs,
+    24 * 3_600_000,
+    'olderThanMs',
+    0,
+    NO_LIMIT,
+  );
+  const batchSize = integerOption(cleanupOptions.batchSize, 1_000, 'batchSize', 1, NO_LIMIT);
+  const maxBatches = cleanupOptions.maxBatches ?? Number.POSITIVE_INFINITY;
+  if (!(maxBatches >= 1)) {
+    throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
+  }
+  const { store } = rt.options;
+  let total = 0;
+  for (let batch = 0; batch < maxBatches; batch += 1) {
+    const deleted = await deletePublishedBatch(store.knex, store.names, olderThanMs, batchSize);
+    total += deleted;
+    if (deleted < batchSize) break;
+  }
+  return total;
+}

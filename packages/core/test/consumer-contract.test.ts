@@ -1,0 +1,137 @@
+import type { Consumer } from '../src';
+import {
+  CONSUMER_CONTRACT_CLAUSES,
+  checkConsumerContract,
+  createMemoryBroker,
+  type ConsumerContractOptions,
+  type ContractCheck,
+  type ContractConsumerSettings,
+  type MemoryBroker,
+  type MemoryMessage,
+} from '../src/testing';
+import { STORE_KINDS, openTestStore } from './db';
+
+type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+
+const bodyText = (m: MemoryMessage): string =>
+  typeof m.body === 'string' ? m.body : new TextDecoder().decode(m.body);
+
+/** The memory broker's consumer built from the contract's settings, as a transport test does. */
+function memoryConsumer(broker: MemoryBroker, queue: string, s: ContractConsumerSettings) {
+  const { extract, fallback } = s.messageId;
+  return broker.consume(queue, {
+    inbox: s.inbox,
+    handler: s.handler,
+    onSettled: s.onSettled,
+    messageId: {
+      fallback,
+      ...(extract === undefined ? {} : { extract: (m: MemoryMessage) => extract(bodyText(m)) }),
+    },
+    ...(s.concurrency === undefined ? {} : { concurrency: s.concurrency }),
+  });
+}
+
+/** The contract's options for the memory broker; `change` breaks one part of it. */
+function memoryContract(
+  broker: MemoryBroker,
+  store: TestStore,
+  change: Partial<ConsumerContractOptions> = {},
+): ConsumerContractOptions {
+  let queues = 0;
+  return {
+    store,
+    newDestination: async () => `contract-${(queues += 1)}`,
+    send: async (queue, messages) =>
+      broker.send(
+        queue,
+        messages.map((m) => ({
+          id: m.id,
+          body: m.body,
+          ...(m.headers === undefined ? {} : { headers: m.headers }),
+          ...(m.key === undefined ? {} : { key: m.key }),
+        })),
+      ),
+    createConsumer: (queue, settings) => memoryConsumer(broker, queue, settings),
+    features: { reportsReceiveCount: true },
+    timeoutMs: 5_000,
+    ...change,
+  };
+}
+
+const failed = (checks: readonly ContractCheck[]): string[] =>
+  checks.filter((c) => !c.ok).map((c) => c.clause);
+
+describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
+  let store: TestStore;
+  let broker: MemoryBroker;
+
+  beforeAll(async () => {
+    store = await openTestStore(kind);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+  beforeEach(() => {
+    broker = createMemoryBroker();
+  });
+  afterEach(async () => {
+    await broker.close();
+  });
+
+  it('passes the memory broker on every clause', async () => {
+    const started = Date.now();
+    const checks = await checkConsumerContract(memoryContract(broker, store));
+    expect(checks.map((c) => c.clause)).toEqual(Object.values(CONSUMER_CONTRACT_CLAUSES));
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('fails a consumer that ignores messageId.extract, or does not drain at stop', async () => {
+    // A short wait: the clause that fails waits it out, the others pass well within it.
+    const noExtract = memoryContract(broker, store, {
+      timeoutMs: 2_000,
+      createConsumer: (queue, s) =>
+        memoryConsumer(broker, queue, { ...s, messageId: { fallback: s.messageId.fallback } }),
+    });
+    expect(failed(await checkConsumerContract(noExtract))).toEqual([
+      CONSUMER_CONTRACT_CLAUSES.extract,
+    ]);
+
+    const noDrain = memoryContract(broker, store, {
+      createConsumer: (queue, s): Consumer => {
+        const inner = memoryConsumer(broker, queue, s);
+        return {
+          start: () => inner.start(),
+          stop: (options) => inner.stop({ ...options, drain: false }),
+          get running() {
+            return inner.running;
+          },
+        };
+      },
+    });
+    expect(failed(await checkConsumerContract(noDrain))).toEqual([CONSUMER_CONTRACT_CLAUSES.drain]);
+  });
+
+  it('fails a consumer that can be started twice', async () => {
+    const restartable = memoryContract(broker, store, {
+      createConsumer: (queue, s): Consumer => {
+        const inner = memoryConsumer(broker, queue, s);
+        return {
+          start: () => (inner.running ? Promise.resolve() : inner.start()),
+          stop: (options) => inner.stop(options),
+          get running() {
+            return inner.running;
+          },
+        };
+      },
+    });
+    const checks = await checkConsumerContract(restartable);
+    expect(failed(checks)).toEqual([CONSUMER_CONTRACT_CLAUSES.lifecycle]);
+    expect(checks.find((c) => !c.ok)?.problem).toMatch(/second start/);
+  });
+
+  it('refuses unknown options', async () => {
+    const options = { ...memoryContract(broker, store), featurez: {} };
+    await expect(checkConsumerContract(options)).rejects.toThrow(/featurez/);
+  });
+});
