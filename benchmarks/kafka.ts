@@ -143,8 +143,9 @@ async function inboxRun(
         Buffer.from(ctx.message.body).toString(),
       ]);
     },
-    onOutcome: (outcome) => {
-      if (outcome.status === 'processed' || outcome.status === 'duplicate') done++;
+    // Processed or duplicate, and its offset committed.
+    onSettled: (event) => {
+      if (event.action === 'acked') done++;
     },
   });
   await consumer.start();

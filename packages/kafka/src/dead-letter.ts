@@ -1,5 +1,6 @@
-import type { KafkaProducerClient, KafkaRecord } from './client';
-import { DEAD_LETTER_HEADERS } from './headers';
+import { deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
+import type { KafkaProducerClient } from './client';
+import type { KafkaDelivery } from './consumer';
 import { DeadLetterPublishError } from './errors';
 
 /** Names the dead-letter topic of a source topic. */
@@ -10,27 +11,16 @@ export function defaultDeadLetterTopic(sourceTopic: string): string {
   return `${sourceTopic}.dlq`;
 }
 
-/** Why a record is being dead-lettered, from the inbox's `dead-lettered` outcome. */
-export interface DeadLetterReason {
-  readonly reason: string;
-  readonly error: Error;
-  readonly attempt: number;
-  readonly deadLetterId: string;
-  readonly consumer: string;
-}
-
-const MAX_ERROR_LENGTH = 1000;
-
 /**
- * The record written to the dead-letter topic: the original key, value and headers, plus
- * headers giving the reason and the original topic, partition and offset.
+ * The record written to the dead-letter topic: the original key, value and headers (their
+ * bytes exactly), plus core's dead-letter headers (`x-justonce-reason`, …) from `facts`,
+ * which replace any original header of the same name.
  */
 export function deadLetterRecord(
-  record: KafkaRecord,
-  topic: string,
-  partition: number,
-  why: DeadLetterReason,
+  delivery: KafkaDelivery,
+  facts: DeadLetterFacts,
 ): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer | string> } {
+  const { record } = delivery;
   const headers: Record<string, Buffer | string> = {};
   for (const [name, value] of Object.entries(record.headers ?? {})) {
     const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
@@ -41,28 +31,26 @@ export function deadLetterRecord(
         : last instanceof Uint8Array
           ? Buffer.from(last)
           : undefined;
-    if (kept !== undefined) {
-      // An own property even for `__proto__`, which a plain assignment would drop.
-      Object.defineProperty(headers, name, {
-        value: kept,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    if (kept !== undefined) ownProperty(headers, name, kept);
   }
-  Object.assign(headers, {
-    [DEAD_LETTER_HEADERS.reason]: why.reason,
-    [DEAD_LETTER_HEADERS.error]: why.error.message.slice(0, MAX_ERROR_LENGTH),
-    [DEAD_LETTER_HEADERS.originalTopic]: topic,
-    [DEAD_LETTER_HEADERS.originalPartition]: String(partition),
-    [DEAD_LETTER_HEADERS.originalOffset]: record.offset,
-    [DEAD_LETTER_HEADERS.consumer]: why.consumer,
-    [DEAD_LETTER_HEADERS.attempts]: String(why.attempt),
-    [DEAD_LETTER_HEADERS.deadLetterId]: why.deadLetterId,
-    [DEAD_LETTER_HEADERS.deadLetteredAt]: new Date().toISOString(),
-  });
+  for (const [name, value] of Object.entries(deadLetterHeaders(facts))) {
+    ownProperty(headers, name, value);
+  }
   return { key: record.key, value: record.value, headers };
+}
+
+/** Sets `name` as an own property even for `__proto__`, which a plain assignment would drop. */
+function ownProperty(
+  target: Record<string, Buffer | string>,
+  name: string,
+  value: Buffer | string,
+) {
+  Object.defineProperty(target, name, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
 }
 
 /**
@@ -73,17 +61,16 @@ export function deadLetterRecord(
 export async function forwardToDeadLetterTopic(
   producer: KafkaProducerClient,
   topicName: DeadLetterTopicName,
-  record: KafkaRecord,
-  topic: string,
-  partition: number,
-  why: DeadLetterReason,
+  delivery: KafkaDelivery,
+  facts: DeadLetterFacts,
 ): Promise<string> {
+  const { topic, partition, record } = delivery;
   const deadLetterTopic = typeof topicName === 'function' ? topicName(topic) : topicName;
   try {
     await producer.send({
       topic: deadLetterTopic,
       acks: -1,
-      messages: [deadLetterRecord(record, topic, partition, why)],
+      messages: [deadLetterRecord(delivery, facts)],
     });
     return deadLetterTopic;
   } catch (error) {

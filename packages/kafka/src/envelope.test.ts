@@ -1,6 +1,6 @@
+import { DEAD_LETTER_HEADERS, deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
 import { toEnvelope, type EnvelopeSettings } from './envelope';
 import { decodeHeaders } from './headers';
-import { resolveMessageId } from './message-id';
 import { deadLetterRecord, defaultDeadLetterTopic } from './dead-letter';
 import type { KafkaRecord } from './client';
 
@@ -14,7 +14,7 @@ const record = (over: Partial<KafkaRecord> = {}): KafkaRecord => ({
 });
 
 const settings = (over: Partial<EnvelopeSettings['messageId']> = {}): EnvelopeSettings => ({
-  messageId: { header: 'message-id', fallbackToOffset: true, ...over },
+  messageId: { header: 'message-id', fallback: true, extract: undefined, ...over },
   scopeHeader: 'tenant',
   onExtractError: () => undefined,
 });
@@ -32,54 +32,36 @@ describe('decodeHeaders', () => {
   });
 });
 
-describe('resolveMessageId', () => {
-  const rules = { header: 'message-id', fallbackToOffset: true };
+describe('the message id of a record (core findMessageId, Kafka fallback)', () => {
+  const idOf = (over: Partial<EnvelopeSettings['messageId']>, r = record(), onError = jest.fn()) =>
+    toEnvelope(r, 'orders', 3, { ...settings(over), onExtractError: onError }).id;
+
   it('prefers the header over the extractor and the offset', () => {
     const extract = jest.fn(() => 'from-extractor');
-    expect(
-      resolveMessageId(record(), { 'message-id': 'm-1' }, 't', 0, { ...rules, extract }, jest.fn()),
-    ).toBe('m-1');
+    expect(idOf({ extract }, record({ headers: { 'message-id': 'm-1' } }))).toBe('m-1');
     expect(extract).not.toHaveBeenCalled();
   });
 
-  it('uses the extractor when the header is absent or empty', () => {
-    expect(
-      resolveMessageId(
-        record(),
-        { 'message-id': '' },
-        't',
-        0,
-        { ...rules, extract: () => 'x-9' },
-        jest.fn(),
-      ),
-    ).toBe('x-9');
+  it('gives the extractor the record with its topic and partition, when the header is empty', () => {
+    const extract = jest.fn(() => 'x-9');
+    const r = record({ headers: { 'message-id': '' } });
+    expect(idOf({ extract }, r)).toBe('x-9');
+    expect(extract).toHaveBeenCalledWith({ topic: 'orders', partition: 3, record: r });
   });
 
   it('falls back to topic/partition/offset, or to nothing when the fallback is off', () => {
-    expect(resolveMessageId(record(), {}, 'orders', 3, rules, jest.fn())).toBe('orders/3/42');
-    expect(
-      resolveMessageId(record(), {}, 'orders', 3, { ...rules, fallbackToOffset: false }, jest.fn()),
-    ).toBeUndefined();
+    expect(idOf({})).toBe('orders/3/42');
+    expect(idOf({ fallback: false })).toBeUndefined();
   });
 
-  it('treats a throwing extractor as no id and reports the error', () => {
+  it('treats a throwing extractor as no id and reports the error with the position', () => {
     const onError = jest.fn();
     const boom = new Error('bad body');
-    const id = resolveMessageId(
-      record(),
-      {},
-      'orders',
-      0,
-      {
-        ...rules,
-        extract: () => {
-          throw boom;
-        },
-      },
-      onError,
-    );
-    expect(id).toBeUndefined();
-    expect(onError).toHaveBeenCalledWith(boom);
+    const extract = () => {
+      throw boom;
+    };
+    expect(idOf({ extract }, record(), onError)).toBeUndefined();
+    expect(onError).toHaveBeenCalledWith(boom, 'orders', 3, '42');
   });
 });
 
@@ -113,7 +95,7 @@ describe('toEnvelope', () => {
       record({ key: null, value: null }),
       'orders',
       0,
-      settings({ fallbackToOffset: false }),
+      settings({ fallback: false }),
     );
     expect(env.id).toBeUndefined();
     expect(env.key).toBeUndefined();
@@ -123,27 +105,36 @@ describe('toEnvelope', () => {
 });
 
 describe('deadLetterRecord', () => {
-  it('keeps key, value and headers and adds the reason and origin', () => {
-    const out = deadLetterRecord(record({ headers: { 'message-id': 'm-1' } }), 'orders', 1, {
+  it("keeps key, value and headers and adds exactly core's dead-letter headers", () => {
+    const at = new Date('2026-01-02T03:04:05.000Z');
+    const facts: DeadLetterFacts = {
       reason: 'MAX_ATTEMPTS',
-      error: new Error('x'.repeat(5000)),
-      attempt: 5,
-      deadLetterId: 'dl-1',
+      errorCode: undefined,
+      error: 'x'.repeat(1000),
+      attempts: 5,
+      messageId: 'm-1',
+      scope: 'acme',
       consumer: 'billing',
-    });
+      source: 'orders',
+      deadLetterId: 'dl-1',
+      at,
+    };
+    // An original header of a shared name is replaced; a `__proto__` one is kept as a header.
+    const headers: Record<string, string> = { 'message-id': 'm-1', 'x-justonce-reason': 'forged' };
+    Object.defineProperty(headers, '__proto__', { value: 'p', enumerable: true });
+    const r = record({ headers });
+    const out = deadLetterRecord({ topic: 'orders', partition: 1, record: r }, facts);
     expect(out.key?.toString()).toBe('order-7');
     expect(out.value?.toString()).toBe('{"n":1}');
-    expect(out.headers).toMatchObject({
+    expect(Object.hasOwn(out.headers, '__proto__')).toBe(true);
+    const { __proto__: _proto, ...rest } = out.headers;
+    expect(rest).toEqual({
       'message-id': 'm-1',
-      'x-dead-letter-reason': 'MAX_ATTEMPTS',
-      'x-original-topic': 'orders',
-      'x-original-partition': '1',
-      'x-original-offset': '42',
-      'x-dead-letter-consumer': 'billing',
-      'x-dead-letter-attempts': '5',
-      'x-dead-letter-id': 'dl-1',
+      ...deadLetterHeaders(facts),
     });
-    expect(String(out.headers['x-dead-letter-error']).length).toBe(1000);
+    expect(out.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
+    expect(out.headers[DEAD_LETTER_HEADERS.at]).toBe(at.toISOString());
+    expect(out.headers[DEAD_LETTER_HEADERS.errorCode]).toBeUndefined();
     expect(defaultDeadLetterTopic('orders')).toBe('orders.dlq');
   });
 });

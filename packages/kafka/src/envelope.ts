@@ -1,12 +1,12 @@
-import type { Envelope } from '@justonce/core';
+import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
 import type { KafkaRecord } from './client';
+import type { KafkaDelivery } from './consumer';
 import { decodeHeaders, headerOf } from './headers';
-import { resolveMessageId, type MessageIdOptions } from './message-id';
 
 /** Settings that shape how a record becomes an {@link Envelope}. */
 export interface EnvelopeSettings {
-  readonly messageId: Required<Pick<MessageIdOptions, 'header' | 'fallbackToOffset'>> &
-    Pick<MessageIdOptions, 'extract'>;
+  /** Core's message-id rules; the broker's identity is `<topic>/<partition>/<offset>`. */
+  readonly messageId: ResolvedMessageId<KafkaDelivery>;
   readonly scopeHeader: string;
   readonly onExtractError: (
     error: unknown,
@@ -40,8 +40,12 @@ export function toEnvelope(
   firstDelivery = false,
 ): Envelope {
   const headers = decodeHeaders(record.headers);
-  const id = resolveMessageId(record, headers, topic, partition, settings.messageId, (error) =>
-    settings.onExtractError(error, topic, partition, record.offset),
+  const id = findMessageId<KafkaDelivery>(
+    { topic, partition, record },
+    headers,
+    settings.messageId,
+    () => `${topic}/${partition}/${String(record.offset)}`,
+    (error) => settings.onExtractError(error, topic, partition, record.offset),
   );
   const scope = headerOf(headers, settings.scopeHeader);
   const key = keyText(record.key);

@@ -145,7 +145,7 @@ describe.each(['batch', 'message'] as const)('the batch processor in %s mode', (
       mode,
       batchSize: 3,
       envelope: {
-        messageId: { header: 'message-id', fallbackToOffset: true },
+        messageId: { header: 'message-id', fallback: true, extract: undefined },
         scopeHeader: 'tenant',
         onExtractError: () => undefined,
       },

@@ -17,28 +17,6 @@ export const HEADERS = {
   tenant: 'tenant',
 } as const;
 
-/** Headers added to a record forwarded to a dead-letter topic. */
-export const DEAD_LETTER_HEADERS = {
-  /** Short machine-readable reason, e.g. `MAX_ATTEMPTS` or `UNDECODABLE_BODY`. */
-  reason: 'x-dead-letter-reason',
-  /** The error message that dead-lettered the record (truncated to 1 000 characters). */
-  error: 'x-dead-letter-error',
-  /** Topic the record was consumed from. */
-  originalTopic: 'x-original-topic',
-  /** Partition the record was consumed from. */
-  originalPartition: 'x-original-partition',
-  /** Offset of the record in its original partition. */
-  originalOffset: 'x-original-offset',
-  /** The consumer (inbox) that gave up on the record. */
-  consumer: 'x-dead-letter-consumer',
-  /** Attempts made before giving up. */
-  attempts: 'x-dead-letter-attempts',
-  /** Id of the dead letter in the justonce store. */
-  deadLetterId: 'x-dead-letter-id',
-  /** When the record was dead-lettered (ISO 8601). */
-  deadLetteredAt: 'x-dead-lettered-at',
-} as const;
-
 /** Header values as kafkajs delivers them (`null` from clients that mark an absent value so). */
 export type RawHeaderValue =
   Buffer | string | ReadonlyArray<Buffer | string | null | undefined> | null | undefined;

@@ -4,9 +4,14 @@
  *
  * @packageDocumentation
  */
-export { createKafkaConsumer, isTopicName } from './consumer';
-export type { KafkaConsumerOptions, KafkaInboxConsumer } from './consumer';
-export type { RecordPosition } from './batch-processor';
+export { createKafkaConsumer } from './consumer';
+export { isTopicName } from './consumer-options';
+export type {
+  KafkaConsumer,
+  KafkaConsumerOptions,
+  KafkaDeadLetterOptions,
+  KafkaDelivery,
+} from './consumer';
 export { createKafkaPublisher } from './publisher';
 export type { KafkaPublisher, KafkaPublisherOptions } from './publisher';
 export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client';
@@ -27,8 +32,9 @@ export type {
   KafkaTopicPartitions,
   KafkaInstrumentationEvent,
 } from './client';
-export type { MessageIdOptions } from './message-id';
-export { HEADERS, DEAD_LETTER_HEADERS } from './headers';
+export { HEADERS } from './headers';
+/** Core's dead-letter header names, re-exported: every transport's dead letters carry them. */
+export { DEAD_LETTER_HEADERS } from '@justonce/core';
 export type { RawHeaders, RawHeaderValue } from './headers';
 export { defaultDeadLetterTopic } from './dead-letter';
 export type { DeadLetterTopicName } from './dead-letter';

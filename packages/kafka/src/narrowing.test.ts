@@ -97,14 +97,14 @@ describe('the batch processor in batch mode, when the inbox call fails for the w
       mode: 'batch',
       batchSize: 8,
       envelope: {
-        messageId: { header: 'message-id', fallbackToOffset: true },
+        messageId: { header: 'message-id', fallback: true, extract: undefined },
         scopeHeader: 'tenant',
         onExtractError: () => undefined,
       },
       consumer: { seek: ({ offset }) => (seekTo = offset) },
       heartbeatEveryMs: 60_000,
       generation: () => 0,
-      forwardDeadLetter: async (record) => {
+      forwardDeadLetter: async ({ record }) => {
         deadLettered.push(record.offset);
         return 'dlq';
       },

@@ -17,7 +17,7 @@ import {
   type KafkaProducerClient,
   type KafkaTimeouts,
 } from './client';
-import { isTopicName } from './consumer';
+import { isTopicName } from './consumer-options';
 import { KafkaPublishError, KafkaStateError, KafkaTimeoutError } from './errors';
 import { createProducerSlot, producerStateError } from './producer-recovery';
 

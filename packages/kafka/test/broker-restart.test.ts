@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInbox, type Logger, type Relay } from '@justonce/core';
 import { Kafka, logLevel } from 'kafkajs';
-import { createKafkaConsumer, createKafkaPublisher, type KafkaInboxConsumer } from '../src';
+import { createKafkaConsumer, createKafkaPublisher, type KafkaConsumer } from '../src';
 import { checkKafka } from '../../../services/checks';
 import { startPrivateKafka, type PrivateKafka } from '../../../services/private';
 import {
@@ -57,7 +57,7 @@ interface Running {
   store: LoadStore;
   clock: LoadClock;
   relay: Relay;
-  consumer: KafkaInboxConsumer;
+  consumer: KafkaConsumer;
   log: string[];
 }
 

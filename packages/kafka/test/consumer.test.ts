@@ -4,12 +4,14 @@ import {
   createInbox,
   type HandlerContext,
   type InboxOutcome,
+  type SettledEvent,
 } from '@justonce/core';
 import {
   createKafkaConsumer,
   DEAD_LETTER_HEADERS,
   type KafkaConsumerOptions,
-  type KafkaInboxConsumer,
+  type KafkaConsumer,
+  type KafkaDelivery,
 } from '../src';
 import {
   FAST_GROUP,
@@ -30,7 +32,7 @@ let admin: Admin;
 let producer: Producer;
 let clients: KafkaClients;
 let store: EffectsStore;
-const running: KafkaInboxConsumer[] = [];
+const running: KafkaConsumer[] = [];
 
 beforeAll(async () => {
   clients = await connectKafkaClients();
@@ -86,7 +88,7 @@ function testConsumer<R>(
   topic: string,
   groupId: string,
   options: Omit<KafkaConsumerOptions<R>, 'kafka' | 'groupId' | 'topics' | 'consumerConfig'>,
-): KafkaInboxConsumer {
+): KafkaConsumer {
   return createKafkaConsumer<R>({
     fromBeginning: true,
     ...options,
@@ -97,7 +99,7 @@ function testConsumer<R>(
   });
 }
 
-function start(consumer: KafkaInboxConsumer): Promise<void> {
+function start(consumer: KafkaConsumer): Promise<void> {
   running.push(consumer);
   return consumer.start();
 }
@@ -123,14 +125,14 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
       testConsumer(topic, groupId, {
         mode,
         batchSize: 16,
-        partitionsConsumedConcurrently: 3,
+        concurrency: 3,
         inbox: createInbox({
           store,
           consumer: name,
           decode: (body) => Buffer.from(body).toString(),
         }),
         handler: recordEffect(name),
-        onOutcome: (outcome) => outcomes.push(outcome),
+        onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
       }),
     );
 
@@ -244,7 +246,7 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
           }
           await effect(ctx);
         },
-        onOutcome: (outcome) => outcomes.push(outcome),
+        onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
       }),
     );
 
@@ -311,13 +313,21 @@ describe('createKafkaConsumer dead letters', () => {
         'message-id': `${name}-2`,
         traceparent: 'tp-1',
         [DEAD_LETTER_HEADERS.reason]: 'MAX_ATTEMPTS',
-        [DEAD_LETTER_HEADERS.originalTopic]: topic,
-        [DEAD_LETTER_HEADERS.originalPartition]: '0',
-        [DEAD_LETTER_HEADERS.originalOffset]: '1',
+        [DEAD_LETTER_HEADERS.attempts]: '3',
+        [DEAD_LETTER_HEADERS.messageId]: `${name}-2`,
+        [DEAD_LETTER_HEADERS.scope]: 'default',
+        [DEAD_LETTER_HEADERS.source]: topic,
         [DEAD_LETTER_HEADERS.consumer]: name,
       },
     });
     expect(letter!.headers[DEAD_LETTER_HEADERS.error]).toContain('cannot digest this');
+    expect(letter!.headers[DEAD_LETTER_HEADERS.deadLetterId]).toMatch(/^\d+$/);
+    expect(new Date(letter!.headers[DEAD_LETTER_HEADERS.at]!).getTime()).not.toBeNaN();
+    // Exactly core's dead-letter headers beside the original ones: no Kafka-only names.
+    const shared: string[] = Object.values(DEAD_LETTER_HEADERS);
+    expect(
+      Object.keys(letter!.headers).filter((h) => h.startsWith('x-') && !shared.includes(h)),
+    ).toEqual([]);
     await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
       timeoutMs: 30_000,
       intervalMs: 100,
@@ -348,8 +358,8 @@ describe('createKafkaConsumer dead letters', () => {
     const outcomes: InboxOutcome[] = [];
     await start(
       testConsumer(topic, groupId, {
-        deadLetterTopic: dlq,
-        messageId: { fallbackToOffset: false },
+        deadLetter: { topic: dlq },
+        messageId: { fallback: false },
         inbox: createInbox({
           store,
           consumer: name,
@@ -361,18 +371,17 @@ describe('createKafkaConsumer dead letters', () => {
             [ctx.messageId, JSON.stringify(ctx.payload), name],
           );
         },
-        onOutcome: (outcome) => outcomes.push(outcome),
+        onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
       }),
     );
 
     const letters = await readTopic(kafka, dlq, 2);
-    const byOffset = new Map(
-      letters.map((l) => [l.headers[DEAD_LETTER_HEADERS.originalOffset], l]),
-    );
-    expect(byOffset.get('1')?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MISSING_MESSAGE_ID');
-    expect(byOffset.get('1')?.value).toBe('{"n":2}');
-    expect(byOffset.get('2')?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
-    expect(byOffset.get('2')?.value).toBe('not json');
+    // The record without an id has no id header in its dead letter either.
+    const byId = new Map(letters.map((l) => [l.headers[DEAD_LETTER_HEADERS.messageId], l]));
+    expect(byId.get(undefined)?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MISSING_MESSAGE_ID');
+    expect(byId.get(undefined)?.value).toBe('{"n":2}');
+    expect(byId.get(`${name}-3`)?.headers[DEAD_LETTER_HEADERS.reason]).toBe('UNDECODABLE_BODY');
+    expect(byId.get(`${name}-3`)?.value).toBe('not json');
     await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
       timeoutMs: 30_000,
       intervalMs: 100,
@@ -400,7 +409,7 @@ describe('createKafkaConsumer dead letters', () => {
     ]);
     await start(
       testConsumer(topic, groupId, {
-        messageId: { extract: (record) => record.headers?.['order-ref']?.toString() },
+        messageId: { extract: ({ record }) => record.headers?.['order-ref']?.toString() },
         inbox: createInbox({ store, consumer: name }),
         handler: recordEffect(name),
       }),
@@ -472,6 +481,70 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     expect(mine.every(([, n]) => n === 1)).toBe(true);
   });
 
+  it.each([
+    ['stop({ drain: false })', { drain: false }],
+    ['stop({ timeoutMs }), draining handlers that wait for their signal,', { timeoutMs: 300 }],
+  ])(
+    '%s aborts the handlers, commits nothing more and gives the records back',
+    async (_, stopOptions) => {
+      const topic = unique('nodrain');
+      const groupId = unique('g');
+      const name = unique('c');
+      await createTopics(admin, [topic], 1);
+      await produce(
+        producer,
+        topic,
+        Array.from({ length: 5 }, (_, i) => ({
+          value: String(i),
+          headers: { 'message-id': `${name}-${i}` },
+        })),
+      );
+      const events: Array<SettledEvent<void, KafkaDelivery>> = [];
+      let started = 0;
+      const stuck = testConsumer<void>(topic, groupId, {
+        batchSize: 10,
+        inbox: createInbox({ store, consumer: name }),
+        // Never ends on its own: only the aborted signal gets the consumer out of it.
+        handler: (ctx) => {
+          started++;
+          return new Promise<void>((_, reject) => {
+            if (ctx.signal.aborted) reject(new Error('aborted'));
+            ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), {
+              once: true,
+            });
+          });
+        },
+        onSettled: (event) => events.push(event),
+      });
+      await start(stuck);
+      await waitFor('the handler to run', () => started > 0, { timeoutMs: 30_000, intervalMs: 50 });
+      const stopping = Date.now();
+      await stuck.stop(stopOptions);
+      expect(Date.now() - stopping).toBeLessThan(10_000);
+      expect(stuck.running).toBe(false);
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      expect(committed!.partitions[0]!.offset).toBe('-1');
+      expect(events.length).toBeGreaterThan(0);
+      expect(events.map((e) => e.action)).toEqual(events.map(() => 'released'));
+
+      // The records come back to the next member and take effect once each.
+      await start(
+        testConsumer(topic, groupId, {
+          inbox: createInbox({ store, consumer: name }),
+          handler: recordEffect(name),
+        }),
+      );
+      await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
+      const counts = await store.effectCounts();
+      expect(Array.from({ length: 5 }, (_, i) => counts.get(`${name}-${i}`))).toEqual([
+        1, 1, 1, 1, 1,
+      ]);
+    },
+  );
+
   it('stopped while starting: start rejects and no member stays in the group', async () => {
     const topic = unique('early');
     const groupId = unique('g');
@@ -483,7 +556,7 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     });
     const starting = consumer.start();
     await consumer.stop();
-    await expect(starting).rejects.toMatchObject({ code: 'KAFKA_INVALID_STATE' });
+    await expect(starting).rejects.toMatchObject({ code: 'CONSUMER_STATE' });
     const { groups } = await admin.describeGroups([groupId]);
     expect(groups[0]?.members ?? []).toHaveLength(0);
   });
@@ -503,14 +576,14 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     await start(
       testConsumer(topic, groupId, {
         // The first two forwards go to a topic name the broker refuses.
-        deadLetterTopic: () => (++asked <= 2 ? 'not a topic!' : dlq),
+        deadLetter: { topic: () => (++asked <= 2 ? 'not a topic!' : dlq) },
         inbox: createInbox({
           store,
           consumer: name,
           decode: (body) => JSON.parse(Buffer.from(body).toString()) as unknown,
         }),
         handler: recordEffect(name),
-        onOutcome: (outcome) => outcomes.push(outcome),
+        onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
       }),
     );
     const [letter] = await readTopic(kafka, dlq, 1);
@@ -555,7 +628,7 @@ describe('createKafkaConsumer heartbeats', () => {
           await new Promise((resolve) => setTimeout(resolve, 200));
           await effect(ctx);
         },
-        onOutcome: (outcome) => outcomes.push(outcome),
+        onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
       }),
     );
     // 40 × 200 ms = 8 s in one batch, beyond the 6 s session timeout: without heartbeats

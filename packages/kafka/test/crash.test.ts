@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, type InboxOutcome } from '@justonce/core';
-import { createKafkaConsumer, type KafkaInboxConsumer } from '../src';
+import { createKafkaConsumer, type KafkaConsumer } from '../src';
 import { databaseUrl } from '../../core/test/db';
 import {
   FAST_GROUP,
@@ -25,7 +25,7 @@ let admin: Admin;
 let producer: Producer;
 let clients: KafkaClients;
 const children: ChildProcess[] = [];
-const consumers: KafkaInboxConsumer[] = [];
+const consumers: KafkaConsumer[] = [];
 
 beforeAll(async () => {
   clients = await connectKafkaClients();
@@ -104,7 +104,7 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
               [ctx.messageId, 'takeover'],
             );
           },
-          onOutcome: (outcome) => outcomes.push(outcome),
+          onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
         });
         consumers.push(takeover);
         await takeover.start();

@@ -112,9 +112,9 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
           randomBytes(ROW_BYTES / 2).toString('hex'),
         ]);
       },
-      onOutcome: (outcome) => {
-        if (outcome.status === 'dead-lettered') deadLettered++;
-        if (outcome.status === 'processed') processedAt.push(Date.now());
+      onSettled: ({ outcome }) => {
+        if (outcome?.status === 'dead-lettered') deadLettered++;
+        if (outcome?.status === 'processed') processedAt.push(Date.now());
       },
     });
     cleanup.push(() => consumer.stop());

@@ -1,4 +1,4 @@
-import { isJustonceError } from '@justonce/core';
+import { isJustonceError, type DeadLetterFacts } from '@justonce/core';
 import { DeadLetterPublishError, type KafkaProducerClient } from '../src';
 import { forwardToDeadLetterTopic } from '../src/dead-letter';
 
@@ -18,20 +18,23 @@ describe('DeadLetterPublishError', () => {
       },
     };
     const record = { key: null, value: Buffer.from('x'), offset: '7', timestamp: '0' };
-    const why = {
+    const facts: DeadLetterFacts = {
       reason: 'NON_RETRIABLE',
-      error: new Error('poison'),
-      attempt: 1,
-      deadLetterId: '1',
+      errorCode: undefined,
+      error: 'poison',
+      attempts: 1,
+      messageId: 'm-1',
+      scope: 'default',
       consumer: 'c',
+      source: 'orders',
+      deadLetterId: '1',
+      at: new Date(),
     };
     const caught: unknown = await forwardToDeadLetterTopic(
       producer,
       'orders.dlq',
-      record,
-      'orders',
-      3,
-      why,
+      { topic: 'orders', partition: 3, record },
+      facts,
     ).catch((error: unknown) => error);
     expect(caught).toBeInstanceOf(DeadLetterPublishError);
     expect(isJustonceError(caught)).toBe(true);

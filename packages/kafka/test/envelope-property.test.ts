@@ -103,7 +103,7 @@ const extractBehaviour = fc.constantFrom('none', 'returns', 'returns-empty', 'th
 const settingsInput = fc.record({
   header: fc.constantFrom('message-id', '__proto__', 'constructor', 'x\u0000y'),
   scopeHeader: fc.constantFrom('tenant', '__proto__', 'toString'),
-  fallbackToOffset: fc.boolean(),
+  fallback: fc.boolean(),
   extract: extractBehaviour,
   reportThrows: fc.boolean(),
 });
@@ -118,7 +118,7 @@ function settingsOf(s: SettingsInput): EnvelopeSettings {
           return s.extract === 'returns' ? 'from-extract' : '';
         };
   return {
-    messageId: { header: s.header, fallbackToOffset: s.fallbackToOffset, extract },
+    messageId: { header: s.header, fallback: s.fallback, extract },
     scopeHeader: s.scopeHeader,
     onExtractError: () => {
       // A logger that throws must not take the record down with it.
@@ -166,7 +166,7 @@ function expectedId(
   if (text !== undefined && text !== '') return text;
   if (s.extract === 'returns') return 'from-extract';
   if (s.extract === 'throws') return undefined;
-  return s.fallbackToOffset ? `${TOPIC}/${PARTITION}/${r.offset}` : undefined;
+  return s.fallback ? `${TOPIC}/${PARTITION}/${r.offset}` : undefined;
 }
 
 describe('toEnvelope (property)', () => {
@@ -293,7 +293,7 @@ describe('toEnvelope → inbox (property, on PostgreSQL)', () => {
 const PLAIN: SettingsInput = {
   header: 'message-id',
   scopeHeader: 'tenant',
-  fallbackToOffset: true,
+  fallback: true,
   extract: 'none',
   reportThrows: false,
 };

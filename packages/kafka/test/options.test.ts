@@ -53,13 +53,9 @@ describe('createKafkaConsumer configuration', () => {
     ['both a client and brokers', { kafka: testKafka() }, /only one of kafka and brokers/],
     ['an unknown mode', { mode: 'stream' as never }, /mode/],
     ['a zero batch size', { batchSize: 0 }, /batchSize/],
-    [
-      'a fractional concurrency',
-      { partitionsConsumedConcurrently: 1.5 },
-      /partitionsConsumedConcurrently/,
-    ],
+    ['a fractional concurrency', { concurrency: 1.5 }, /concurrency/],
     ['an empty id header', { messageId: { header: '' } }, /messageId.header/],
-    ['a bad dead-letter topic', { deadLetterTopic: 'a/b' }, /deadLetterTopic/],
+    ['a bad dead-letter topic', { deadLetter: { topic: 'a/b' } }, /deadLetter.topic/],
     ['a negative session timeout', { consumerConfig: { sessionTimeout: -1 } }, /sessionTimeout/],
     ['a zero request timeout', { timeouts: { requestMs: 0 } }, /timeouts.requestMs/],
     [
@@ -74,7 +70,7 @@ describe('createKafkaConsumer configuration', () => {
   it('refuses to start twice', async () => {
     const consumer = createKafkaConsumer({ ...base(), brokers: undefined, kafka: testKafka() });
     await consumer.stop();
-    await expect(consumer.start()).rejects.toMatchObject({ code: 'KAFKA_INVALID_STATE' });
+    await expect(consumer.start()).rejects.toMatchObject({ code: 'CONSUMER_STATE' });
   });
 });
 

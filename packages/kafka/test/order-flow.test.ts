@@ -1,6 +1,6 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, createOutbox, createRelay, type Publisher, type Relay } from '@justonce/core';
-import { createKafkaConsumer, createKafkaPublisher, type KafkaInboxConsumer } from '../src';
+import { createKafkaConsumer, createKafkaPublisher, type KafkaConsumer } from '../src';
 import { openTestStore } from '../../core/test/db';
 import {
   FAST_GROUP,
@@ -80,7 +80,7 @@ function relayOf(store: TestStore, publisher: Publisher): Relay {
   return relay;
 }
 
-function consumerOf(consumer: KafkaInboxConsumer): KafkaInboxConsumer {
+function consumerOf(consumer: KafkaConsumer): KafkaConsumer {
   cleanup.push(() => consumer.stop());
   return consumer;
 }

@@ -37,8 +37,8 @@ async function main(): Promise<void> {
         'child',
       ]);
     },
-    onOutcome: (outcome) => {
-      if (outcome.status === 'dead-lettered') {
+    onSettled: ({ outcome }) => {
+      if (outcome?.status === 'dead-lettered') {
         process.stdout.write(`AT-STEP dead-lettered attempt=${outcome.attempt}\n`);
       }
     },

@@ -146,7 +146,8 @@ describe('a record whose handler kills the process on every delivery', () => {
         const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
         expect(letter?.value).toBe('poison');
         expect(letter?.headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
-        expect(letter?.headers[DEAD_LETTER_HEADERS.originalOffset]).toBe(String(2 * BATCH_SIZE));
+        expect(letter?.headers[DEAD_LETTER_HEADERS.messageId]).toBe(`${name}-poison`);
+        expect(letter?.headers[DEAD_LETTER_HEADERS.source]).toBe(topic);
 
         // The partition moves on: records after the poison take effect and are committed.
         await produce(producer, topic, good(100, 3));

@@ -137,9 +137,9 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
           n,
         ]);
       },
-      onOutcome: (outcome) => {
-        if (outcome.status === 'dead-lettered') deadLettered++;
-        if (outcome.status === 'processed') processedAt.push(Date.now());
+      onSettled: ({ outcome }) => {
+        if (outcome?.status === 'dead-lettered') deadLettered++;
+        if (outcome?.status === 'processed') processedAt.push(Date.now());
       },
     });
     cleanup.push(() => consumer.stop());

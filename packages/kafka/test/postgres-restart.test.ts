@@ -130,9 +130,9 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
           n,
         ]);
       },
-      onOutcome: (outcome) => {
-        if (outcome.status === 'dead-lettered') deadLettered++;
-        if (outcome.status === 'processed') processedAt.push(Date.now());
+      onSettled: ({ outcome }) => {
+        if (outcome?.status === 'dead-lettered') deadLettered++;
+        if (outcome?.status === 'processed') processedAt.push(Date.now());
       },
     });
     cleanup.push(() => consumer.stop());

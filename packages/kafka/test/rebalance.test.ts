@@ -1,6 +1,6 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, type InboxOutcome } from '@justonce/core';
-import { createKafkaConsumer, type KafkaInboxConsumer } from '../src';
+import { createKafkaConsumer, type KafkaConsumer } from '../src';
 import {
   FAST_GROUP,
   createTopics,
@@ -17,7 +17,7 @@ let admin: Admin;
 let producer: Producer;
 let clients: KafkaClients;
 let store: Awaited<ReturnType<typeof openEffectsStore>>;
-const consumers: KafkaInboxConsumer[] = [];
+const consumers: KafkaConsumer[] = [];
 
 beforeAll(async () => {
   clients = await connectKafkaClients();
@@ -40,7 +40,7 @@ describe('two consumers in one group while members join and leave', () => {
       const name = unique('c');
       await createTopics(admin, [topic], 4);
       const outcomes: InboxOutcome[] = [];
-      const member = (label: string): KafkaInboxConsumer => {
+      const member = (label: string): KafkaConsumer => {
         const consumer = createKafkaConsumer({
           kafka,
           groupId,
@@ -48,7 +48,7 @@ describe('two consumers in one group while members join and leave', () => {
           fromBeginning: true,
           mode,
           batchSize: 10,
-          partitionsConsumedConcurrently: 2,
+          concurrency: 2,
           consumerConfig: FAST_GROUP,
           inbox: createInbox({ store, consumer: name }),
           handler: async (ctx) => {
@@ -59,7 +59,7 @@ describe('two consumers in one group while members join and leave', () => {
               [ctx.messageId, ctx.message.key ?? null, label],
             );
           },
-          onOutcome: (outcome) => outcomes.push(outcome),
+          onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
         });
         consumers.push(consumer);
         return consumer;

@@ -71,11 +71,10 @@ function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 
     mode: 'message',
     batchSize: 10,
     fromBeginning: true,
-    partitionsConsumedConcurrently: 2,
-    messageId: { header: 'id', extract: () => undefined, fallbackToOffset: false },
+    concurrency: 2,
+    messageId: { header: 'id', extract: () => undefined, fallback: false },
     scopeHeader: 'tenant',
-    deadLetterTopic: 't.dlq',
-    deadLetterProducer: idleProducer,
+    deadLetter: { topic: 't.dlq', producer: idleProducer },
     consumerConfig: {
       sessionTimeout: 30_000,
       rebalanceTimeout: 60_000,
@@ -86,7 +85,7 @@ function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 
       allowAutoTopicCreation: false,
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
     },
-    onOutcome: () => undefined,
+    onSettled: () => undefined,
     logger: silentLogger,
   };
 }
@@ -96,10 +95,13 @@ describe('createKafkaConsumer', () => {
     const { kafka: _kafka, ...base } = allConsumerOptions();
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ batchsize: 10 }, named('batchsize', 'batchSize')],
-      [
-        { messageId: { fallbacktooffset: false } },
-        named('messageId.fallbacktooffset', 'messageId.fallbackToOffset'),
-      ],
+      [{ messageId: { fallbak: false } }, named('messageId.fallbak', 'messageId.fallback')],
+      // The options renamed in 0.2 are refused, not silently ignored.
+      [{ messageId: { fallbackToOffset: false } }, 'unknown option `messageId.fallbackToOffset`'],
+      [{ deadLetterTopic: 't.dlq' }, 'unknown option `deadLetterTopic`'],
+      [{ onOutcome: () => undefined }, 'unknown option `onOutcome`'],
+      [{ partitionsConsumedConcurrently: 2 }, 'unknown option `partitionsConsumedConcurrently`'],
+      [{ deadLetter: { topik: 't.dlq' } }, named('deadLetter.topik', 'deadLetter.topic')],
       [
         { consumerConfig: { sessiontimeout: 30_000 } },
         named('consumerConfig.sessiontimeout', 'consumerConfig.sessionTimeout'),

@@ -1,0 +1,238 @@
+import type { KafkaProducerClient } from './client';
+import { KafkaStateError, KafkaTimeoutError } from './errors';
+import { producerStateError, rebuildDelayMs } from './producer-state';
+import type { ProducerRecord, ProducerSlotOptions } from './producer-recovery';
+
+/** One send, as far as its deadline is concerned. @internal */
+export interface SendTicket {
+  /** The caller stopped waiting: a send still connecting must not go out. */
+  expired: boolean;
+  /** The producer the send went out on, once it did. */
+  started: Generation | undefined;
+}
+
+/** One producer built by the slot, from creation until it is disconnected. @internal */
+export interface Generation {
+  /** 1 for the first producer, one more per rebuild. */
+  readonly number: number;
+  readonly producer: KafkaProducerClient;
+  connecting: Promise<void> | undefined;
+  /** Sends started on this producer and not settled yet. */
+  inFlight: number;
+  /** Replaced (or the slot closed): disconnect once `inFlight` reaches 0. */
+  retired: boolean;
+  /** Replaced because its idempotence state broke: its later acknowledgements are suspect. */
+  broken: boolean;
+  disconnecting: Promise<void> | undefined;
+  /** Milliseconds to wait before connecting: the backoff after consecutive failed sends. */
+  delayMs: number;
+  /** Ends the wait early (the slot closed or the producer was replaced). */
+  wake: (() => void) | undefined;
+}
+
+/** What the functions of one producer slot share. @internal */
+export interface SlotRuntime {
+  readonly options: ProducerSlotOptions;
+  current: Generation;
+  /** Generations that may hold connections: the current one and retired ones not yet closed. */
+  readonly live: Set<Generation>;
+  closed: boolean;
+  warnedForeign: boolean;
+  /** Rebuilds since the last successful send; drives {@link rebuildDelayMs}. */
+  failedRebuilds: number;
+}
+
+/** A new generation, built by the slot's `create`; nothing connects yet. @internal */
+export function newGeneration(
+  create: () => KafkaProducerClient,
+  number: number,
+  delayMs: number,
+): Generation {
+  return {
+    number,
+    producer: create(),
+    connecting: undefined,
+    inFlight: 0,
+    retired: false,
+    broken: false,
+    disconnecting: undefined,
+    delayMs,
+    wake: undefined,
+  };
+}
+
+/** Connects `g` once (after its backoff delay); a failed connect is tried again next time. @internal */
+export function connectGeneration(slot: SlotRuntime, g: Generation): Promise<void> {
+  if (!slot.options.owns) return Promise.resolve();
+  g.connecting ??= (async () => {
+    if (g.delayMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, g.delayMs);
+        g.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      g.wake = undefined;
+      g.delayMs = 0;
+      if (slot.closed || g.retired) throw new KafkaStateError('the Kafka publisher is closed');
+    }
+    await g.producer.connect();
+  })().catch((error: unknown) => {
+    g.connecting = undefined;
+    throw error;
+  });
+  return g.connecting;
+}
+
+/** Disconnects `g` once its connect settled, and forgets it. @internal */
+export function disconnectGeneration(slot: SlotRuntime, g: Generation): Promise<void> {
+  g.disconnecting ??= (async () => {
+    try {
+      if (!slot.options.owns || !g.connecting) return;
+      await g.connecting.catch(() => undefined);
+      await g.producer.disconnect();
+    } finally {
+      slot.live.delete(g);
+    }
+  })();
+  return g.disconnecting;
+}
+
+/**
+ * Retires the broken generation and makes a new one current (once per broken generation);
+ * a producer the caller passed in is only reported, once. @internal
+ */
+export function rebuild(
+  slot: SlotRuntime,
+  broken: Generation,
+  reason: string,
+  cause: unknown,
+  topic: string,
+): void {
+  // Another send on the same producer got here first; its rebuild serves this one too.
+  if (broken !== slot.current || slot.closed) return;
+  const { logger, owns, create } = slot.options;
+  const error = cause instanceof Error ? cause.message : String(cause);
+  if (!owns) {
+    if (!slot.warnedForeign) {
+      slot.warnedForeign = true;
+      logger.warn(
+        'kafka producer lost its idempotence state; the producer was passed in, so the publisher cannot rebuild it: replace it',
+        { reason, topic, error },
+      );
+    }
+    return;
+  }
+  broken.retired = true;
+  broken.broken = true;
+  broken.wake?.();
+  slot.failedRebuilds += 1;
+  const next = newGeneration(create, broken.number + 1, rebuildDelayMs(slot.failedRebuilds));
+  slot.current = next;
+  slot.live.add(next);
+  const fields = { reason, topic, error, generation: next.number, delayMs: next.delayMs };
+  const message = `kafka publisher rebuilt its idempotent producer after ${reason}; the failed batch is retried on the new producer`;
+  // While the broker stays unreachable every send fails: the publisher's outage warning
+  // says so once, and the rebuilds behind it are details.
+  if (producerStateError(cause) !== undefined || slot.failedRebuilds === 1) {
+    logger.warn(message, fields);
+  } else {
+    logger.debug(message, fields);
+  }
+  // Connect ahead; a failure here is reported by the next send, which connects again.
+  connectGeneration(slot, next).catch(() => undefined);
+}
+
+/** A send on `g` settled: a retired generation is disconnected after its last one. */
+function settleSend(slot: SlotRuntime, g: Generation): void {
+  g.inFlight--;
+  if (g.retired && g.inFlight === 0) {
+    disconnectGeneration(slot, g).catch((error: unknown) =>
+      slot.options.logger.warn('kafka publisher could not disconnect its replaced producer', {
+        generation: g.number,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
+  }
+}
+
+/**
+ * The send itself. `ticket` learns the producer it went out on, and says when the caller
+ * gave up on it while it was connecting: then it must not go out at all. @internal
+ */
+export async function sendOn(
+  slot: SlotRuntime,
+  record: ProducerRecord,
+  ticket: SendTicket,
+): Promise<void> {
+  let g: Generation;
+  for (;;) {
+    if (slot.closed) throw new KafkaStateError('the Kafka publisher is closed');
+    g = slot.current;
+    await connectGeneration(slot, g);
+    // Rebuilt or closed while connecting: start over on what is current now.
+    if (g === slot.current && !slot.closed) break;
+  }
+  if (ticket.expired) return;
+  // No await between the check above and this call: the send starts on a live producer.
+  g.inFlight++;
+  ticket.started = g;
+  try {
+    await g.producer.send(record);
+    if (!g.broken && g === slot.current) slot.failedRebuilds = 0;
+    // After kafkajs rolled back sequences the broker had accepted, a batch of the same size
+    // is acknowledged as a duplicate without being written: trust no ack of a broken one.
+    if (g.broken) {
+      throw new KafkaStateError(
+        'the producer was replaced after it lost its idempotence state; its acknowledgement is not trusted',
+        { generation: g.number },
+      );
+    }
+  } catch (error) {
+    // Any failed send may have written part of its batch and left kafkajs's sequence
+    // numbers behind the broker's, so that a later batch of the same size is acknowledged
+    // as a duplicate without being written: only a fresh producer id is safe. A passed-in
+    // producer is reported only for the errors that name its broken state.
+    const reason = producerStateError(error);
+    if (reason !== undefined || slot.options.owns) {
+      rebuild(slot, g, reason ?? 'a failed send', error, record.topic);
+    }
+    throw error;
+  } finally {
+    settleSend(slot, g);
+  }
+}
+
+/**
+ * {@link sendOn} within `timeoutMs`: past it, rejects with a {@link KafkaTimeoutError} and
+ * retires the producer the send went out on. @internal
+ */
+export function sendWithDeadline(
+  slot: SlotRuntime,
+  record: ProducerRecord,
+  timeoutMs: number,
+): Promise<void> {
+  const ticket: SendTicket = { expired: false, started: undefined };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new KafkaTimeoutError(
+        `kafka did not answer a send to ${record.topic} within ${timeoutMs} ms`,
+        { topic: record.topic, timeoutMs },
+      );
+      // The send goes on in kafkajs (its retries, its connection): that producer is
+      // suspect like after any failed send, and the next send goes out on a new one.
+      ticket.expired = true;
+      const started = ticket.started;
+      if (started !== undefined && slot.options.owns) {
+        rebuild(slot, started, 'a send timed out', error, record.topic);
+      }
+      reject(error);
+    }, timeoutMs);
+  });
+  const sending = sendOn(slot, record, ticket);
+  // Settled after the deadline: nobody awaits it any more.
+  sending.catch(() => undefined);
+  return Promise.race([sending, expired]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,65 @@
+import type { ConsumerStopOptions } from '@justonce/core';
+import type { ConsumerRuntime } from './consumer-runtime';
+
+/** `setTimeout` fires at once for delays above this; a longer drain waits this long. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The `stop` hook of the consumer's lifecycle. With `drain`, the chunk in flight of every
+ * partition finishes and its offset is committed, for at most `timeoutMs`; after that (or at
+ * once without `drain`) the batches are halted: handlers see their signal abort, nothing
+ * more is committed, and the records in flight are delivered again to the next owner. Then
+ * the member leaves the group and the connections close. @internal
+ */
+export async function stopConsumer<R>(
+  runtime: ConsumerRuntime<R>,
+  options: Required<ConsumerStopOptions>,
+): Promise<void> {
+  const { processor, options: settings } = runtime;
+  if (!options.drain) processor.halt('the consumer stopped without draining');
+  const timer = options.drain
+    ? setTimeout(
+        () => processor.halt(`the consumer's drain exceeded ${options.timeoutMs} ms`),
+        Math.min(Math.max(0, options.timeoutMs), MAX_TIMER_MS),
+      )
+    : undefined;
+  for (const off of runtime.unsubscribe.splice(0)) off();
+  let errors: unknown[];
+  try {
+    errors = await disconnect(runtime);
+  } finally {
+    clearTimeout(timer);
+    processor.dispose();
+  }
+  if (errors.length > 0) {
+    settings.logger.warn('kafka inbox consumer stopped with errors', {
+      groupId: settings.groupId,
+      errors: errors.map(describe),
+    });
+  }
+}
+
+/** Disconnects whatever is connected; safe to call more than once. */
+async function disconnect<R>(runtime: ConsumerRuntime<R>): Promise<unknown[]> {
+  const errors: unknown[] = [];
+  const consumer = runtime.consumer;
+  runtime.consumer = undefined;
+  // The consumer first: its disconnect waits for the batches in flight, which may still
+  // need the dead-letter producer.
+  if (consumer) await consumer.disconnect().catch((error: unknown) => errors.push(error));
+  const producer = runtime.producer;
+  runtime.producer = undefined;
+  if (producer && runtime.options.deadLetterProducer === undefined) {
+    await producer.disconnect().catch((error: unknown) => errors.push(error));
+  }
+  return errors;
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
