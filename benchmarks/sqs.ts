@@ -2,13 +2,13 @@
  * `pnpm bench sqs`: @justonce/sqs on ElasticMQ and PostgreSQL, each case beside a baseline
  * written by hand and measured in the same process and run.
  *
- * - worker-message: `createSqsWorker` in message mode (one inbox transaction per message,
+ * - consumer-message: `createSqsConsumer` in message mode (one inbox transaction per message,
  *   concurrency 10), beside a hand-written loop with as many pollers that runs the inbox's
  *   statements by hand, as the Kafka and RabbitMQ baselines do: ReceiveMessage (10 at a
  *   time, short polls), one transaction per message with the inbox's dedup insert into the
  *   idempotency table (`on conflict do nothing`, a SHA-256 of the body as request hash) and
  *   the same business row, then DeleteMessageBatch for the ten.
- * - worker-batch: the worker in batch mode (one `processBatch` transaction per receive
+ * - consumer-batch: the consumer in batch mode (one `processBatch` transaction per receive
  *   batch, concurrency 20), beside the same loop writing each receive batch in one
  *   transaction (the inbox's multi-row dedup insert, then the business rows of the new ids).
  * - relay: the outbox relay publishing through `createSqsPublisher`, beside raw
@@ -19,17 +19,17 @@
  *   sending it with SendMessageBatch in tens (as many requests in flight per batch as the
  *   publisher's concurrency), deleting the rows and committing.
  *
- * The worker is timed from `start` resolving (the queue is described) to the last message
+ * The consumer is timed from `start` resolving (the queue is described) to the last message
  * deleted; the hand loop from its first receive to its last delete; the relay from `start`
  * to the last message acknowledged by SQS; the hand-written relay from its first claim to
  * its last commit. A warm-up round first, then BENCH_ROUNDS rounds (default 6) alternating
  * which side goes first; `perSec` and `baselinePerSec` are medians, `ratio` the median of
- * per-round ratios. BENCH_SQS_MESSAGES sets the worker's messages per round (default 1 000),
+ * per-round ratios. BENCH_SQS_MESSAGES sets the consumer's messages per round (default 1 000),
  * BENCH_SQS_RELAY_MESSAGES the relay's (default 20 000: a run of 5 000 lasts a quarter of a
  * second on a fast machine, and whichever side ran second in a round often came out a quarter
  * faster or more, so the ratio measured start-up rather than the steady state a relay runs in);
  * the relay's publisher shares the raw loop's warm client. BENCH_SQS_CASES picks a comma-
- * separated subset of worker-message, worker-batch, relay and relay-vs-hand. The last line
+ * separated subset of consumer-message, consumer-batch, relay and relay-vs-hand. The last line
  * printed is the JSON.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -43,7 +43,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { createInbox, createStore, type Store } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker } from '@justonce/sqs';
+import { createSqsPublisher, createSqsConsumer } from '@justonce/sqs';
 import { ensureServices } from '../test-support/services';
 import {
   benchRounds,
@@ -62,13 +62,13 @@ import {
   wantedCases,
 } from './_support';
 
-/** Worker concurrency per mode. */
+/** Consumer concurrency per mode. */
 const CONCURRENCY = { message: 10, batch: 20 } as const;
 type Mode = keyof typeof CONCURRENCY;
 /**
- * Pollers of the hand loop: as many receive loops as the worker runs (one per ten of
+ * Pollers of the hand loop: as many receive loops as the consumer runs (one per ten of
  * concurrency), each receiving ten messages at a time and handling them before the next
- * receive. The worker also receives ahead and deletes asynchronously; the hand loop does not.
+ * receive. The consumer also receives ahead and deletes asynchronously; the hand loop does not.
  */
 const pollers = (mode: Mode): number => Math.ceil(CONCURRENCY[mode] / 10);
 const RELAY_BATCH = 200;
@@ -127,12 +127,12 @@ async function filledQueue(b: Bench, count: number): Promise<string> {
   return queueUrl;
 }
 
-async function workerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
+async function consumerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   let deleted = 0;
-  // The same warm client as the hand loop: a worker runs for hours on one client, and a new
+  // The same warm client as the hand loop: a consumer runs for hours on one client, and a new
   // client's first requests (connections, per-client set-up) would be charged to 1 000 messages.
-  const worker = createSqsWorker({
+  const consumer = createSqsConsumer({
     client: b.sqs,
     queueUrl,
     mode,
@@ -146,16 +146,16 @@ async function workerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
       ]);
     },
     onSettled: (event) => {
-      if (event.action === 'deleted') deleted++;
+      if (event.action === 'acked') deleted++;
     },
   });
-  await worker.start();
+  await consumer.start();
   const cpu = machineCpu();
   const started = performance.now();
   await reached(() => deleted, count);
   const elapsed = performance.now() - started;
   const used = cpu(count);
-  await worker.stop();
+  await consumer.stop();
   return { perSec: count / (elapsed / 1000), ...used };
 }
 
@@ -164,7 +164,7 @@ async function workerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
  * single-row dedup insert) or one for the ten (`batch`, its multi-row one); delete the ten.
  * A first delivery has no attempt counter to clear, so neither side touches one.
  */
-async function rawWorkerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
+async function rawConsumerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   const consumer = `bench-raw-${tag()}`;
   const idempotency = b.store.names.table('idempotency');
@@ -365,11 +365,15 @@ export async function main(): Promise<void> {
       rounds,
       [
         [
-          'worker-message',
-          () => workerRun(b, count, 'message'),
-          () => rawWorkerRun(b, count, 'message'),
+          'consumer-message',
+          () => consumerRun(b, count, 'message'),
+          () => rawConsumerRun(b, count, 'message'),
         ],
-        ['worker-batch', () => workerRun(b, count, 'batch'), () => rawWorkerRun(b, count, 'batch')],
+        [
+          'consumer-batch',
+          () => consumerRun(b, count, 'batch'),
+          () => rawConsumerRun(b, count, 'batch'),
+        ],
         ['relay', () => relayRun(b, relayCount, 'delete'), () => rawSendRun(b, relayCount)],
         [
           'relay-vs-hand',

@@ -1,8 +1,8 @@
 /**
- * A runnable SQS worker: `tsx examples/sqs-worker/main.ts`.
+ * A runnable SQS consumer: `tsx examples/sqs-consumer/main.ts`.
  *
  * It creates a queue with a dead-letter queue (redrive after 3 receives), sends orders to it
- * (some twice, as a producer retrying would, and one that always fails), and runs a worker
+ * (some twice, as a producer retrying would, and one that always fails), and runs a consumer
  * that records each order once in PostgreSQL (DATABASE_URL) or, without it, in embedded
  * PGlite. While handling an order it emits an `order-accepted` event through the outbox; a
  * relay publishes those events to a second queue with the SQS publisher. Ctrl-C (SIGINT) or
@@ -20,8 +20,16 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { consoleLogger, createRelay, createStore, FinalError } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker, type SqsSettledEvent } from '@justonce/sqs';
+import type { Message } from '@aws-sdk/client-sqs';
+import {
+  consoleLogger,
+  createInbox,
+  createRelay,
+  createStore,
+  FinalError,
+  type SettledEvent,
+} from '@justonce/core';
+import { createSqsConsumer, createSqsPublisher } from '@justonce/sqs';
 import { ensureServices } from '../../test-support/services';
 
 interface Order {
@@ -100,15 +108,23 @@ async function main(): Promise<void> {
   }
 
   const logger = consoleLogger('warn');
-  const settled: SqsSettledEvent[] = [];
-  const worker = createSqsWorker({
+  const settled: SettledEvent<unknown, Message>[] = [];
+  const consumer = createSqsConsumer({
     clientConfig,
     queueUrl: ordersUrl,
     concurrency: 5,
     waitTimeSeconds: 2,
     retry: { baseMs: 500, capMs: 2_000 },
-    inbox: { store, consumer: 'order-recorder' },
-    decode: (body) => JSON.parse(String(body)) as Order,
+    // Below the redrive's maxReceiveCount (3): the inbox records the dead letter before SQS's
+    // redrive would move the message; failed orders come back after 0.5-2 s.
+    inbox: createInbox({
+      store,
+      consumer: 'order-recorder',
+      maxAttempts: 2,
+      backoff: { baseMs: 500, capMs: 2_000 },
+      decode: (body) => JSON.parse(String(body)) as Order,
+      logger,
+    }),
     logger,
     handler: async ({ trx, payload, outbox }) => {
       const order = payload as Order;
@@ -133,7 +149,7 @@ async function main(): Promise<void> {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await worker.stop();
+    await consumer.stop();
     await relay.stop();
     await publisher.close();
   };
@@ -141,12 +157,14 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop());
 
   await relay.start();
-  await worker.start();
-  console.log(`worker started on ${ordersUrl} (${entries.length} messages sent)`);
+  await consumer.start();
+  console.log(`consumer started on ${ordersUrl} (${entries.length} messages sent)`);
 
-  // Every message settles once as deleted (processed, duplicate or dead-lettered).
+  // Every message settles once as deleted: acked (processed, duplicate) or dead-lettered.
   const deadline = Date.now() + 60_000;
-  while (!stopping && settled.filter((e) => e.action === 'deleted').length < entries.length) {
+  const deleted = () =>
+    settled.filter((e) => e.action === 'acked' || e.action === 'dead-lettered').length;
+  while (!stopping && deleted() < entries.length) {
     if (Date.now() > deadline) throw new Error('the example did not settle within 60 s');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -168,7 +186,7 @@ async function main(): Promise<void> {
         processed: count('processed'),
         duplicates: count('duplicate'),
         deadLettered: count('dead-lettered'),
-        retries: settled.filter((e) => e.action === 'retry-scheduled').length,
+        retries: settled.filter((e) => e.action === 'redelivered').length,
         ordersRecorded: rows[0]?.n,
         eventsPublished: (await relay.stats()).published,
       },

@@ -3,7 +3,7 @@
  * - `utf8` — the payload as UTF-8 text; a payload that is not valid UTF-8, or holds a
  *   character SQS rejects, fails with a typed error.
  * - `base64` — the payload base64-encoded, marked with the {@link BODY_ENCODING_ATTRIBUTE}
- *   attribute (it takes one of the 10 attribute slots); the worker decodes it back to bytes.
+ *   attribute (it takes one of the 10 attribute slots); the consumer decodes it back to bytes.
  */
 export type BodyEncoding = 'utf8' | 'base64';
 
@@ -46,7 +46,7 @@ export function encodeBody(
 }
 
 /**
- * The body a worker hands to the inbox: bytes when the message says base64, else the text.
+ * The body a consumer hands to the inbox: bytes when the message says base64, else the text.
  * A body that is not a string (SQS never sends one) is returned unchanged, for the inbox to
  * dead-letter as `INVALID_BODY`, rather than throw.
  */

@@ -3,16 +3,16 @@ import { ConfigurationError } from '@justonce/core';
 import type { ResolvedTimeouts } from './time-limits';
 
 /**
- * Where a worker or publisher gets its SQS client: pass `client` to share one you own (it
+ * Where a consumer or publisher gets its SQS client: pass `client` to share one you own (it
  * is never destroyed for you, and keeps its own configuration: request handler, retries),
- * or `clientConfig` to have one created and destroyed with the worker or publisher (its
+ * or `clientConfig` to have one created and destroyed with the consumer or publisher (its
  * request handler gets `timeouts.connectMs` unless the config names one). Either way each
  * call is limited by `timeouts.requestMs`.
  */
 export interface SqsClientSource {
   /** An SQS client you own. Exclusive with `clientConfig`. */
   readonly client?: SQSClient;
-  /** Configuration for a client the worker or publisher creates and destroys. */
+  /** Configuration for a client the consumer or publisher creates and destroys. */
   readonly clientConfig?: SQSClientConfig;
 }
 

@@ -15,6 +15,7 @@ const QUEUE_URL = 'http://localhost:9324/000000000000/q';
 /** Names that collide with `Object.prototype` or with names the mapping looks up. */
 const SPECIAL_NAMES = [
   'message-id',
+  'Message-ID',
   'tenant',
   'body-encoding',
   '__proto__',
@@ -156,9 +157,9 @@ const extractBehaviour = fc.oneof(
 );
 
 const settings = fc.record({
-  attribute: fc.constantFrom('message-id', 'id', '__proto__', 'constructor', 'toString'),
-  scopeAttribute: fc.constantFrom('tenant', '__proto__', 'constructor', 'hasOwnProperty'),
-  fallbackToSqsMessageId: fc.boolean(),
+  header: fc.constantFrom('message-id', 'id', '__proto__', 'constructor', 'toString'),
+  scopeHeader: fc.constantFrom('tenant', '__proto__', 'constructor', 'hasOwnProperty'),
+  fallback: fc.boolean(),
   extract: extractBehaviour,
   loggerThrows: fc.boolean(),
 });
@@ -182,11 +183,11 @@ function build(s: SettingsInput): { settings: EnvelopeSettings; extractErrors: u
     settings: {
       queueUrl: QUEUE_URL,
       messageId: {
-        attribute: s.attribute,
+        header: s.header,
         extract,
-        fallbackToSqsMessageId: s.fallbackToSqsMessageId,
+        fallback: s.fallback,
       },
-      scopeAttribute: s.scopeAttribute,
+      scopeHeader: s.scopeHeader,
       onExtractError: (error) => {
         extractErrors.push(error);
         // A logger that throws must not take the message down with it.
@@ -223,16 +224,27 @@ function expectedHeaders(attributes: unknown): Map<string, string> {
   return out;
 }
 
-/** The id the worker must dedupe on, by the documented rules: attribute, extract, MessageId. */
+/**
+ * The message-id attribute as core's rules read it: the attribute of that exact name, else
+ * the first whose name matches it case-insensitively (proxies change header case).
+ */
+function idAttribute(headers: Map<string, string>, name: string): string | undefined {
+  if (headers.has(name)) return headers.get(name);
+  const lower = name.toLowerCase();
+  for (const [key, value] of headers) if (key.toLowerCase() === lower) return value;
+  return undefined;
+}
+
+/** The id the consumer must dedupe on, by the documented rules: attribute, extract, MessageId. */
 function expectedId(m: Message, headers: Map<string, string>, s: SettingsInput): unknown {
-  const fromAttribute = headers.get(s.attribute);
+  const fromAttribute = idAttribute(headers, s.header);
   if (fromAttribute !== undefined && fromAttribute !== '') return fromAttribute;
   if (s.extract.kind === 'throws') return undefined;
   if (s.extract.kind === 'returns') {
     const v = s.extract.value;
     if (typeof v === 'string' && v !== '') return v;
   }
-  if (!s.fallbackToSqsMessageId) return undefined;
+  if (!s.fallback) return undefined;
   const sqsId: unknown = m.MessageId;
   // Not a string (SQS never sends that): carried unchanged, so the inbox refuses it.
   return sqsId === undefined || sqsId === null || sqsId === '' ? undefined : sqsId;
@@ -259,11 +271,11 @@ describe('toEnvelope (property)', () => {
 
         expect(envelope.id).toBe(expectedId(m, headers, s));
         // `extract` runs only when the attribute gives no id; its throw is reported once.
-        const fromAttribute = headers.get(s.attribute);
+        const fromAttribute = idAttribute(headers, s.header);
         const extractRan = fromAttribute === undefined || fromAttribute === '';
         expect(extractErrors).toHaveLength(s.extract.kind === 'throws' && extractRan ? 1 : 0);
 
-        const scope = headers.get(s.scopeAttribute);
+        const scope = headers.get(s.scopeHeader);
         if (scope !== undefined && scope !== '') expect(envelope.scope).toBe(scope);
         else expect(envelope).not.toHaveProperty('scope');
 
@@ -303,9 +315,9 @@ describe('toEnvelope (property)', () => {
             MessageAttributes: { 'body-encoding': { DataType: 'String', StringValue: 'base64' } },
           },
           build({
-            attribute: 'message-id',
-            scopeAttribute: 'tenant',
-            fallbackToSqsMessageId: true,
+            header: 'message-id',
+            scopeHeader: 'tenant',
+            fallback: true,
             extract: { kind: 'none' },
             loggerThrows: false,
           }).settings,
@@ -321,9 +333,9 @@ describe('toEnvelope (property)', () => {
       fc.property(anyText, anyText, (a, b) => {
         fc.pre(a !== b && a !== '' && b !== '');
         const s = build({
-          attribute: 'message-id',
-          scopeAttribute: 'tenant',
-          fallbackToSqsMessageId: true,
+          header: 'message-id',
+          scopeHeader: 'tenant',
+          fallback: true,
           extract: { kind: 'none' },
           loggerThrows: false,
         }).settings;
@@ -360,9 +372,9 @@ describe('fromMessageAttributes (property)', () => {
 
 describe('toEnvelope: inputs the properties found (each threw or mapped wrongly before)', () => {
   const base = build({
-    attribute: 'message-id',
-    scopeAttribute: 'tenant',
-    fallbackToSqsMessageId: true,
+    header: 'message-id',
+    scopeHeader: 'tenant',
+    fallback: true,
     extract: { kind: 'none' },
     loggerThrows: false,
   }).settings;
@@ -402,7 +414,7 @@ describe('toEnvelope: inputs the properties found (each threw or mapped wrongly 
   it('an onExtractError that throws leaves the message without an id, not thrown', () => {
     const settings: EnvelopeSettings = {
       ...withId({
-        fallbackToSqsMessageId: false,
+        fallback: false,
         extract: () => {
           throw new Error('bad body');
         },
@@ -419,13 +431,11 @@ describe('toEnvelope: inputs the properties found (each threw or mapped wrongly 
       MessageId: 'sqs-id',
       MessageAttributes: JSON.parse('{"__proto__":{"DataType":"String","StringValue":"mine"}}'),
     });
-    const fromProto = toEnvelope(proto, withId({ attribute: '__proto__' }));
+    const fromProto = toEnvelope(proto, withId({ header: '__proto__' }));
     expect(fromProto.id).toBe('mine');
     expect(Object.keys(fromProto.headers)).toEqual(['__proto__']);
-    expect(toEnvelope({ MessageId: 'sqs-id' }, withId({ attribute: 'toString' })).id).toBe(
-      'sqs-id',
-    );
-    const scoped = toEnvelope({ MessageId: 'm' }, { ...base, scopeAttribute: 'constructor' });
+    expect(toEnvelope({ MessageId: 'sqs-id' }, withId({ header: 'toString' })).id).toBe('sqs-id');
+    const scoped = toEnvelope({ MessageId: 'm' }, { ...base, scopeHeader: 'constructor' });
     expect(scoped).not.toHaveProperty('scope');
   });
 

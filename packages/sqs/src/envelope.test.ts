@@ -3,8 +3,8 @@ import { toEnvelope, type EnvelopeSettings } from './envelope';
 
 const settings = (over: Partial<EnvelopeSettings['messageId']> = {}): EnvelopeSettings => ({
   queueUrl: 'http://localhost:9324/000000000000/q',
-  messageId: { attribute: 'message-id', extract: undefined, fallbackToSqsMessageId: true, ...over },
-  scopeAttribute: 'tenant',
+  messageId: { header: 'message-id', extract: undefined, fallback: true, ...over },
+  scopeHeader: 'tenant',
   onExtractError: () => undefined,
 });
 
@@ -38,14 +38,14 @@ describe('toEnvelope', () => {
     const bare = message({ MessageAttributes: {} });
     expect(toEnvelope(bare, settings({ extract })).id).toBe('body-id');
     expect(toEnvelope(bare, settings()).id).toBe('sqs-1');
-    expect(toEnvelope(bare, settings({ fallbackToSqsMessageId: false })).id).toBeUndefined();
+    expect(toEnvelope(bare, settings({ fallback: false })).id).toBeUndefined();
   });
 
   it('reports an extractor that throws and leaves the id missing', () => {
     const seen: unknown[] = [];
     const envelope = toEnvelope(message({ MessageAttributes: {} }), {
       ...settings({
-        fallbackToSqsMessageId: false,
+        fallback: false,
         extract: () => {
           throw new Error('bad body');
         },

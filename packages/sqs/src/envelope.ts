@@ -1,16 +1,16 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import type { Envelope } from '@justonce/core';
+import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
 import { fromMessageAttributes, headerOf } from './attributes';
 import { decodeBody } from './body';
-import { resolveMessageId, type ResolvedMessageIdOptions } from './message-id';
 
 /** Settings that shape how a received message becomes an {@link Envelope}. */
 export interface EnvelopeSettings {
   /** The queue the message came from (the envelope's `delivery.source`). */
   readonly queueUrl: string;
-  readonly messageId: ResolvedMessageIdOptions;
-  /** Attribute holding the scope (tenant). */
-  readonly scopeAttribute: string;
+  /** Where the id comes from (core's message-id rules: attribute, `extract`, SQS `MessageId`). */
+  readonly messageId: ResolvedMessageId<Message>;
+  /** Message attribute holding the scope (tenant). */
+  readonly scopeHeader: string;
   readonly onExtractError: (error: unknown, message: Message) => void;
 }
 
@@ -31,17 +31,21 @@ function systemAttribute(message: Message, name: string): unknown {
 }
 
 /**
- * Maps one received SQS message to the inbox's envelope: id by the message-id rules, scope
- * from the scope attribute, key from the FIFO `MessageGroupId`, string attributes as
+ * Maps one received SQS message to the inbox's envelope: id by core's message-id rules (the
+ * broker's identity is the SQS `MessageId`), scope from the scope attribute, key from the FIFO `MessageGroupId`, string attributes as
  * headers, the body as text (bytes when it carries `body-encoding: base64`), and the
  * `ApproximateReceiveCount` as the delivery's receive count.
  */
 export function toEnvelope(message: Message, settings: EnvelopeSettings): Envelope {
   const headers = fromMessageAttributes(message.MessageAttributes);
-  const id = resolveMessageId(message, headers, settings.messageId, (error) =>
-    settings.onExtractError(error, message),
+  const id = findMessageId(
+    message,
+    headers,
+    settings.messageId,
+    (): unknown => message.MessageId,
+    (error) => settings.onExtractError(error, message),
   );
-  const scope = headerOf(headers, settings.scopeAttribute);
+  const scope = headerOf(headers, settings.scopeHeader);
   const group = systemAttribute(message, 'MessageGroupId');
   const receiveCount = positive(systemAttribute(message, 'ApproximateReceiveCount'));
   return {

@@ -1,32 +1,25 @@
 /**
- * @justonce/sqs — a transactional inbox around SQS workers (long polling, visibility
- * heartbeat, batch delete after commit, retries through the visibility timeout, dead-letter
- * queue, FIFO group order) and the relay's SQS publisher.
+ * @justonce/sqs — a transactional inbox around an SQS consumer (long polling,
+ * visibility heartbeat, batch delete after commit, retries through the visibility timeout,
+ * dead-letter queue, FIFO group order) and the relay's SQS publisher.
  *
  * @packageDocumentation
  */
-export { createSqsWorker } from './worker/create-worker';
+export { createSqsConsumer } from './consumer/create-consumer';
 export type {
-  SqsWorker,
-  SqsWorkerOptions,
-  SqsInboxSettings,
+  SqsConsumer,
+  SqsConsumerOptions,
+  SqsDeadLetterOptions,
   SqsHeartbeatOptions,
-  SqsSettledEvent,
-  SqsWorkerAction,
   SqsQueueInfo,
-  SqsStopOptions,
   SqsMeter,
-} from './worker/types';
-export { DEAD_LETTER_ATTRIBUTES } from './worker/dead-letter';
+} from './consumer/types';
 export { createSqsPublisher } from './publisher/create-publisher';
 export type { SqsPublisherOptions } from './publisher/types';
 export { MESSAGE_ID_ATTRIBUTE } from './publisher/entry';
 export { MAX_BATCH_ENTRIES } from './publisher/plan';
 export type { SqsClientSource } from './client';
 export type { SqsTimeoutOptions } from './time-limits';
-export type { SqsMessageIdOptions } from './message-id';
-export { resolveMessageId } from './message-id';
-export type { ResolvedMessageIdOptions } from './message-id';
 export { toEnvelope } from './envelope';
 export type { EnvelopeSettings } from './envelope';
 export {

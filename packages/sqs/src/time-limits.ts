@@ -7,7 +7,7 @@ import {
 import { SqsTimeoutError } from './errors/timeout-error';
 
 /**
- * Time limits of the SQS calls a worker or publisher makes, in milliseconds; `0` turns one
+ * Time limits of the SQS calls a consumer or publisher makes, in milliseconds; `0` turns one
  * off. Without them a call on a connection the network dropped (a partition, a vanished
  * host) waits for the kernel's TCP retransmissions, which take many minutes.
  */
@@ -22,7 +22,7 @@ export interface SqsTimeoutOptions {
    * Each call from its start to its answer, the SDK's own retries included; a
    * `ReceiveMessage` gets its long-poll wait (`waitTimeSeconds`) on top. When it fires the
    * request is aborted (its connection destroyed) and the call fails with
-   * {@link SqsTimeoutError}. Applies to every call the worker or publisher makes, on a
+   * {@link SqsTimeoutError}. Applies to every call the consumer or publisher makes, on a
    * client you pass in too. Default 10 000.
    */
   readonly requestMs?: number;

@@ -1,11 +1,12 @@
 import { SendMessageCommand, type Message, type MessageAttributeValue } from '@aws-sdk/client-sqs';
-import { createDeadLetters, type DeadLetter } from '@justonce/core';
 import {
-  createSqsWorker,
-  DEAD_LETTER_ATTRIBUTES,
-  type SqsSettledEvent,
-  type SqsWorker,
-} from '../src';
+  createDeadLetters,
+  createInbox,
+  DEAD_LETTER_HEADERS,
+  type DeadLetter,
+  type SettledEvent,
+} from '@justonce/core';
+import { createSqsConsumer, type SqsConsumer } from '../src';
 import {
   TestQueues,
   openEffectsStore,
@@ -18,7 +19,7 @@ import { waitFor } from '../../../test-support/wait-for';
 /**
  * Message ids and scopes the store cannot keep as given, on ElasticMQ: each message is
  * dead-lettered once, with its reason, to the dead-letter queue and the store, deleted from
- * its queue, and the worker goes on with the next message. Nothing comes back.
+ * its queue, and the consumer goes on with the next message. Nothing comes back.
  *
  * SQS itself refuses U+0000 (and every character outside the XML range, lone surrogates
  * included) in message attributes and bodies at SendMessage, so a scope or header holding
@@ -30,7 +31,7 @@ import { waitFor } from '../../../test-support/wait-for';
 
 let store: EffectsStore;
 let queues: TestQueues;
-const workers: SqsWorker[] = [];
+const consumers: SqsConsumer[] = [];
 
 beforeAll(async () => {
   store = await openEffectsStore();
@@ -38,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
+  await Promise.all(consumers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
 });
 
 afterAll(async () => {
@@ -111,6 +112,11 @@ function extractId(message: Message): string | undefined {
   return typeof parsed.id === 'string' ? parsed.id : undefined;
 }
 
+/** Deleted from its queue: acked, or dead-lettered (forwarded, then deleted). */
+function deleted(event: SettledEvent<unknown, Message>): boolean {
+  return event.action === 'acked' || event.action === 'dead-lettered';
+}
+
 function attribute(message: Message | undefined, name: string): string | undefined {
   return message?.MessageAttributes?.[name]?.StringValue;
 }
@@ -152,17 +158,17 @@ describe('bad input on a real broker (SQS / ElasticMQ)', () => {
       }
       await queues.send(queueUrl, [{ body: '{"ok":true}', attributes: { 'message-id': goodId } }]);
 
-      const settled: SqsSettledEvent[] = [];
-      const worker = createSqsWorker({
+      const settled: SettledEvent<unknown, Message>[] = [];
+      const sqsConsumer = createSqsConsumer({
         clientConfig: sqsClientConfig(),
         queueUrl,
-        deadLetterQueueUrl: dlqUrl,
+        deadLetter: { queueUrl: dlqUrl },
         mode,
         concurrency: 4,
         waitTimeSeconds: 1,
         retry: { baseMs: 0, capMs: 0 },
-        messageId: { extract: extractId, fallbackToSqsMessageId: false },
-        inbox: { store, consumer },
+        messageId: { extract: extractId, fallback: false },
+        inbox: createInbox({ store, consumer }),
         handler: async (ctx) => {
           await ctx.trx.raw(
             `insert into ${store.effectsTable} (consumer, message_id) values (?, ?)`,
@@ -171,13 +177,13 @@ describe('bad input on a real broker (SQS / ElasticMQ)', () => {
         },
         onSettled: (event) => settled.push(event),
       });
-      workers.push(worker);
-      await worker.start();
+      consumers.push(sqsConsumer);
+      await sqsConsumer.start();
 
       const total = cases.length + 1;
       await waitFor(
         'every message settled and deleted',
-        () => (settled.filter((e) => e.action === 'deleted').length >= total ? true : undefined),
+        () => (settled.filter(deleted).length >= total ? true : undefined),
         { timeoutMs: 20_000, intervalMs: 100 },
       ).catch((error: Error) => {
         const seen = settled.map((e) => [e.action, e.outcome?.status, e.error?.message]);
@@ -187,7 +193,8 @@ describe('bad input on a real broker (SQS / ElasticMQ)', () => {
 
       // Settled once each: nothing was retried, released or left in flight.
       expect(settled).toHaveLength(total);
-      expect(settled.every((e) => e.action === 'deleted')).toBe(true);
+      expect(settled.every(deleted)).toBe(true);
+      expect(settled.filter((e) => e.action === 'dead-lettered')).toHaveLength(cases.length);
       expect(await queues.depth(queueUrl)).toBe(0);
       expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ [goodId]: 1 });
 
@@ -197,10 +204,7 @@ describe('bad input on a real broker (SQS / ElasticMQ)', () => {
       expect(letters).toHaveLength(cases.length);
       for (const c of cases) {
         const copy = dead.find((m) => m.Body === c.body);
-        expect([c.label, attribute(copy, DEAD_LETTER_ATTRIBUTES.reason)]).toEqual([
-          c.label,
-          c.reason,
-        ]);
+        expect([c.label, attribute(copy, DEAD_LETTER_HEADERS.reason)]).toEqual([c.label, c.reason]);
         // The copy keeps the message's own attributes, Binary ones included.
         for (const [name, value] of Object.entries(c.attributes)) {
           const kept = copy?.MessageAttributes?.[name];
@@ -214,7 +218,7 @@ describe('bad input on a real broker (SQS / ElasticMQ)', () => {
         }
         const letter: DeadLetter | undefined = letters.find((l) => l.body === c.body);
         expect([c.label, letter?.reason]).toEqual([c.label, c.reason]);
-        expect(attribute(copy, DEAD_LETTER_ATTRIBUTES.deadLetterId)).toBe(letter?.id);
+        expect(attribute(copy, DEAD_LETTER_HEADERS.deadLetterId)).toBe(letter?.id);
         // The store gives back the exact id, headers (String attributes) and body.
         expect(letter?.messageId).toBe(c.id);
         const headers = Object.fromEntries(

@@ -2,15 +2,15 @@
  * ElasticMQ killed (SIGKILL) under load and started again, on a private server (the other test
  * files keep the shared one). ElasticMQ keeps queues and messages in memory only: after the
  * restart the queue is gone. The test re-creates it once the server answers, as a deployment's
- * provisioning would; until then the relay's sends and the worker's receives fail with
+ * provisioning would; until then the relay's sends and the consumer's receives fail with
  * `QueueDoesNotExist`: an outage, never the events' or the messages' fault (the publisher
- * reports it as one, so the relay retries without charging attempts; the worker warns once
+ * reports it as one, so the relay retries without charging attempts; the consumer warns once
  * and backs off).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { createInbox, type Logger } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker } from '../src';
+import { createSqsPublisher, createSqsConsumer } from '../src';
 import { checkSqs, sqsClientSettings } from '../../../services/checks';
 import { startPrivateElasticmq, type PrivateElasticmq } from '../../../services/private';
 import {
@@ -103,7 +103,7 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
     const log: string[] = [];
     const logger = collectingLogger(log);
     const clientConfig = { ...sqsClientSettings(server.endpoint), maxAttempts: 1 };
-    const worker = createSqsWorker({
+    const sqsConsumer = createSqsConsumer({
       clientConfig,
       queueUrl,
       waitTimeSeconds: 1,
@@ -111,8 +111,8 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
       handler: loadHandler(store, clock),
       logger,
     });
-    cleanup.push(() => worker.stop());
-    await worker.start();
+    cleanup.push(() => sqsConsumer.stop());
+    await sqsConsumer.start();
     const publisher = createSqsPublisher({ clientConfig, logger });
     cleanup.push(() => publisher.close());
     const relay = loadRelay(store, timedPublisher(publisher, clock));
@@ -127,7 +127,7 @@ describe('ElasticMQ killed under load and started again (queues in memory: gone)
       `select coalesce(max(attempts), 0)::int as n from ${store.names.table('outbox')}`,
     )) as { rows: Array<{ n: number }> };
     const recovery = recoveryAfter(clock, answeredAt);
-    // What the restart can lose: messages the server accepted before the kill that the worker
+    // What the restart can lose: messages the server accepted before the kill that the consumer
     // had not received yet. The outbox marked them published; nothing publishes them again.
     const acceptedBefore = new Set(
       clock.published.filter((p) => p.at <= deadAt).map((p) => p.messageId),

@@ -2,17 +2,13 @@ import { DeleteMessageCommand, SQSClient, type Message } from '@aws-sdk/client-s
 import {
   createDeadLetters,
   createInbox,
+  DEAD_LETTER_HEADERS,
   hasErrorCode,
   type HandlerContext,
   type InboxStep,
+  type SettledEvent,
 } from '@justonce/core';
-import {
-  createSqsWorker,
-  DEAD_LETTER_ATTRIBUTES,
-  type SqsSettledEvent,
-  type SqsWorker,
-  type SqsWorkerOptions,
-} from '../src';
+import { createSqsConsumer, type SqsConsumer, type SqsConsumerOptions } from '../src';
 import {
   TestQueues,
   openEffectsStore,
@@ -24,7 +20,7 @@ import { waitFor } from '../../../test-support/wait-for';
 
 let store: EffectsStore;
 let queues: TestQueues;
-const workers: SqsWorker[] = [];
+const consumers: SqsConsumer[] = [];
 
 beforeAll(async () => {
   store = await openEffectsStore();
@@ -32,7 +28,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
+  await Promise.all(consumers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
 });
 
 afterAll(async () => {
@@ -40,12 +36,12 @@ afterAll(async () => {
   await store.dispose();
 });
 
-/** Starts a worker with test defaults (short polls, quick retries) and records what it settles. */
-async function startWorker<R>(
-  options: Omit<SqsWorkerOptions<R>, 'clientConfig' | 'client'>,
-): Promise<{ worker: SqsWorker; settled: SqsSettledEvent<R>[] }> {
-  const settled: SqsSettledEvent<R>[] = [];
-  const worker = createSqsWorker<R>({
+/** Starts a consumer with test defaults (short polls, quick retries) and records what it settles. */
+async function startConsumer<R>(
+  options: Omit<SqsConsumerOptions<R>, 'clientConfig' | 'client'>,
+): Promise<{ sqsConsumer: SqsConsumer; settled: SettledEvent<R, Message>[] }> {
+  const settled: SettledEvent<R, Message>[] = [];
+  const sqsConsumer = createSqsConsumer<R>({
     clientConfig: sqsClientConfig(),
     waitTimeSeconds: 1,
     retry: { baseMs: 0, capMs: 0 },
@@ -55,9 +51,9 @@ async function startWorker<R>(
       options.onSettled?.(event);
     },
   });
-  workers.push(worker);
-  await worker.start();
-  return { worker, settled };
+  consumers.push(sqsConsumer);
+  await sqsConsumer.start();
+  return { sqsConsumer, settled };
 }
 
 /** A handler that writes one effect row per run, in the message's transaction. */
@@ -70,7 +66,7 @@ function effectHandler(consumer: string, note?: (ctx: HandlerContext) => string)
   };
 }
 
-describe('SQS worker (ElasticMQ)', () => {
+describe('SQS consumer (ElasticMQ)', () => {
   it.each(['message', 'batch'] as const)(
     '%s mode: gives a message sent twice with the same message-id one effect, and deletes both copies',
     async (mode) => {
@@ -82,11 +78,11 @@ describe('SQS worker (ElasticMQ)', () => {
         { body: '{"n":2}', attributes: { 'message-id': 'order-2' } },
         { body: '{"n":3}', attributes: { 'message-id': 'order-3' } },
       ]);
-      const { settled } = await startWorker({
+      const { settled } = await startConsumer({
         queueUrl,
         mode,
         concurrency: 4,
-        inbox: { store, consumer },
+        inbox: createInbox({ store, consumer }),
         handler: effectHandler(consumer),
       });
       await waitFor('four settled messages', () => settled.length === 4, {
@@ -102,7 +98,14 @@ describe('SQS worker (ElasticMQ)', () => {
         'processed',
         'processed',
       ]);
-      expect(settled.every((e) => e.action === 'deleted')).toBe(true);
+      expect(settled.every((e) => e.action === 'acked')).toBe(true);
+      // Every event names its message and id.
+      expect(settled.map((e) => e.messageId).sort()).toEqual([
+        'order-1',
+        'order-1',
+        'order-2',
+        'order-3',
+      ]);
       expect(await queues.depth(queueUrl)).toBe(0);
     },
   );
@@ -111,9 +114,9 @@ describe('SQS worker (ElasticMQ)', () => {
     const queueUrl = await queues.create(unique('extract'));
     const consumer = unique('c');
     await queues.send(queueUrl, [{ body: '{"id":"a-1"}' }, { body: '{"id":"a-1"}' }]);
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
-      inbox: { store, consumer },
+      inbox: createInbox({ store, consumer }),
       messageId: { extract: (m) => (JSON.parse(m.Body ?? '{}') as { id?: string }).id },
       handler: effectHandler(consumer),
     });
@@ -138,7 +141,7 @@ describe('SQS worker (ElasticMQ)', () => {
     });
     await queues.send(queueUrl, [{ body: 'slow', attributes: { 'message-id': 'slow-1' } }]);
     let runs = 0;
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
       concurrency: 2,
       visibilityTimeoutSeconds: 1,
@@ -185,7 +188,7 @@ describe('SQS worker (ElasticMQ)', () => {
       },
     });
     await queues.send(queueUrl, [{ body: 'slow', attributes: { 'message-id': 'slow-2' } }]);
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
       concurrency: 2,
       visibilityTimeoutSeconds: 2,
@@ -221,7 +224,7 @@ describe('SQS worker (ElasticMQ)', () => {
         { body: 'a', attributes: { 'message-id': 'stale-a' } },
         { body: 'b', attributes: { 'message-id': 'stale-b' } },
       ]);
-      // The worker's own client, with the receipt handles it receives noted by message id.
+      // The consumer's own client, with the receipt handles it receives noted by message id.
       const client = new SQSClient(sqsClientConfig());
       const receipts = new Map<string, string>();
       client.middlewareStack.add(
@@ -239,7 +242,7 @@ describe('SQS worker (ElasticMQ)', () => {
         { step: 'initialize', name: 'noteReceipts' },
       );
       const signals = new Map<string, AbortSignal>();
-      const worker = createSqsWorker({
+      const sqsConsumer = createSqsConsumer({
         client,
         queueUrl,
         mode,
@@ -264,9 +267,9 @@ describe('SQS worker (ElasticMQ)', () => {
           signals.set(ctx.messageId, ctx.signal);
         },
       });
-      workers.push(worker);
+      consumers.push(sqsConsumer);
       try {
-        await worker.start();
+        await sqsConsumer.start();
         await waitFor('both messages handled', () => signals.size === 2, {
           timeoutMs: 20_000,
           intervalMs: 50,
@@ -281,7 +284,7 @@ describe('SQS worker (ElasticMQ)', () => {
           expect(signals.get('stale-b')?.aborted).toBe(true);
         }
       } finally {
-        await worker.stop({ timeoutMs: 5_000 });
+        await sqsConsumer.stop({ timeoutMs: 5_000 });
         client.destroy();
       }
     },
@@ -292,23 +295,23 @@ describe('SQS worker (ElasticMQ)', () => {
     const consumer = unique('c');
     await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'flaky-1' } }]);
     let calls = 0;
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
-      inbox: { store, consumer },
+      inbox: createInbox({ store, consumer }),
       handler: async (ctx) => {
         calls += 1;
         if (calls === 1) throw new Error('transient failure');
         await effectHandler(consumer)(ctx);
       },
     });
-    await waitFor('the retry to succeed', () => settled.some((e) => e.action === 'deleted'), {
+    await waitFor('the retry to succeed', () => settled.some((e) => e.action === 'acked'), {
       timeoutMs: 20_000,
       intervalMs: 100,
     });
 
     expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([
-      ['failed', 'retry-scheduled'],
-      ['processed', 'deleted'],
+      ['failed', 'redelivered'],
+      ['processed', 'acked'],
     ]);
     expect(settled[1]?.outcome).toMatchObject({ attempt: 2 });
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'flaky-1': 1 });
@@ -321,10 +324,10 @@ describe('SQS worker (ElasticMQ)', () => {
       queueUrl,
       ['b-0', 'b-1', 'b-2', 'b-3'].map((id) => ({ body: id, attributes: { 'message-id': id } })),
     );
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
       mode: 'batch',
-      inbox: { store, consumer },
+      inbox: createInbox({ store, consumer }),
       handler: async (ctx) => {
         // The first delivery fails in every pass the batch makes over it; the retry succeeds.
         if (ctx.messageId === 'b-2' && ctx.attempt === 1) throw new Error('fails once');
@@ -332,8 +335,8 @@ describe('SQS worker (ElasticMQ)', () => {
       },
     });
     await waitFor(
-      'four deleted messages',
-      () => settled.filter((e) => e.action === 'deleted').length === 4,
+      'four acked messages',
+      () => settled.filter((e) => e.action === 'acked').length === 4,
       { timeoutMs: 20_000, intervalMs: 100 },
     );
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({
@@ -342,7 +345,7 @@ describe('SQS worker (ElasticMQ)', () => {
       'b-2': 1,
       'b-3': 1,
     });
-    const retried = settled.filter((e) => e.action === 'retry-scheduled');
+    const retried = settled.filter((e) => e.action === 'redelivered');
     expect(retried.map((e) => e.outcome?.messageId)).toEqual(['b-2']);
     expect(await queues.depth(queueUrl)).toBe(0);
   });
@@ -352,9 +355,10 @@ describe('SQS worker (ElasticMQ)', () => {
     const consumer = unique('c');
     await queues.send(queueUrl, [{ body: 'poison', attributes: { 'message-id': 'poison-1' } }]);
     let calls = 0;
-    const { worker, settled } = await startWorker({
+    const { sqsConsumer, settled } = await startConsumer({
       queueUrl,
-      inbox: { store, consumer },
+      // Below the redrive's maxReceiveCount, so the inbox gives up before SQS's redrive would.
+      inbox: createInbox({ store, consumer, maxAttempts: 2 }),
       handler: async () => {
         calls += 1;
         throw new Error('always fails');
@@ -362,14 +366,13 @@ describe('SQS worker (ElasticMQ)', () => {
     });
     const [dead] = await queues.receive(dlqUrl, 1, 20);
 
-    expect(worker.queue).toMatchObject({ maxReceiveCount: 3, deadLetterQueueUrl: dlqUrl });
-    // The inbox gives up at min(5, maxReceiveCount - 1) attempts, before SQS's redrive would.
+    expect(sqsConsumer.queue).toMatchObject({ maxReceiveCount: 3, deadLetterQueueUrl: dlqUrl });
     expect(calls).toBe(2);
     expect(dead?.Body).toBe('poison');
     const attrs = dead?.MessageAttributes ?? {};
     expect(attrs['message-id']?.StringValue).toBe('poison-1');
-    expect(attrs[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).toBe('MAX_ATTEMPTS');
-    expect(attrs[DEAD_LETTER_ATTRIBUTES.consumer]?.StringValue).toBe(consumer);
+    expect(attrs[DEAD_LETTER_HEADERS.reason]?.StringValue).toBe('MAX_ATTEMPTS');
+    expect(attrs[DEAD_LETTER_HEADERS.consumer]?.StringValue).toBe(consumer);
     const letters = await createDeadLetters(store).list({ consumer });
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({
@@ -377,12 +380,26 @@ describe('SQS worker (ElasticMQ)', () => {
       reason: 'MAX_ATTEMPTS',
       attempts: 2,
     });
-    expect(attrs[DEAD_LETTER_ATTRIBUTES.deadLetterId]?.StringValue).toBe(letters[0]?.id);
+    expect(attrs[DEAD_LETTER_HEADERS.deadLetterId]?.StringValue).toBe(letters[0]?.id);
+    expect(attrs[DEAD_LETTER_HEADERS.attempts]?.StringValue).toBe('2');
+    expect(attrs[DEAD_LETTER_HEADERS.source]?.StringValue).toBe(queueUrl);
+    // The old attribute names are gone.
+    expect(Object.keys(attrs).filter((name) => name.startsWith('x-dead-letter-'))).toEqual([]);
     await waitFor(
       'the source message to be deleted',
-      () => settled.some((e) => e.outcome?.status === 'dead-lettered' && e.action === 'deleted'),
+      () =>
+        settled.some((e) => e.outcome?.status === 'dead-lettered' && e.action === 'dead-lettered'),
       { timeoutMs: 10_000, intervalMs: 100 },
     );
+    const event = settled.find((e) => e.action === 'dead-lettered');
+    expect(event?.deadLetter).toMatchObject({
+      reason: 'MAX_ATTEMPTS',
+      attempts: 2,
+      messageId: 'poison-1',
+      consumer,
+      source: queueUrl,
+      deadLetterId: letters[0]?.id,
+    });
     expect(await queues.depth(queueUrl)).toBe(0);
     expect(await store.effectCounts(consumer)).toEqual(new Map());
   });
@@ -396,12 +413,15 @@ describe('SQS worker (ElasticMQ)', () => {
       { body: 'not json', attributes: { 'message-id': 'garbled-1' } },
       { body: '{"ok":true}', attributes: { 'message-id': 'good-1' } },
     ]);
-    const { settled } = await startWorker({
+    const { settled } = await startConsumer({
       queueUrl,
-      deadLetterQueueUrl: dlqUrl,
-      messageId: { fallbackToSqsMessageId: false },
-      decode: (body) => JSON.parse(String(body)) as unknown,
-      inbox: { store, consumer },
+      deadLetter: { queueUrl: dlqUrl },
+      messageId: { fallback: false },
+      inbox: createInbox({
+        store,
+        consumer,
+        decode: (body) => JSON.parse(String(body)) as unknown,
+      }),
       handler: effectHandler(consumer),
     });
     await waitFor('three settled messages', () => settled.length === 3, {
@@ -410,9 +430,7 @@ describe('SQS worker (ElasticMQ)', () => {
     });
     const dead = await queues.receive(dlqUrl, 2, 10);
 
-    const reasons = dead.map(
-      (m) => m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue,
-    );
+    const reasons = dead.map((m) => m.MessageAttributes?.[DEAD_LETTER_HEADERS.reason]?.StringValue);
     expect(reasons.sort()).toEqual(['MISSING_MESSAGE_ID', 'UNDECODABLE_BODY']);
     expect(dead.map((m) => m.Body).sort()).toEqual(['not json', '{"ok":true}']);
     const errors = settled.filter((e) => e.outcome?.status === 'dead-lettered');
@@ -442,11 +460,11 @@ describe('SQS worker (ElasticMQ)', () => {
         }
       }
       await queues.send(queueUrl, messages);
-      const { settled } = await startWorker({
+      const { settled } = await startConsumer({
         queueUrl,
         mode,
         concurrency: 8,
-        inbox: { store, consumer },
+        inbox: createInbox({ store, consumer }),
         handler: async (ctx) => {
           if (ctx.messageId === 'g1-2' && ctx.attempt === 1) throw new Error('fails once');
           await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 15)));
@@ -484,9 +502,9 @@ describe('SQS worker (ElasticMQ)', () => {
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let finish!: () => void;
     const gate = new Promise<void>((resolve) => (finish = resolve));
-    const { worker, settled } = await startWorker({
+    const { sqsConsumer, settled } = await startConsumer({
       queueUrl,
-      inbox: { store, consumer },
+      inbox: createInbox({ store, consumer }),
       handler: async (ctx) => {
         entered();
         await gate;
@@ -494,35 +512,73 @@ describe('SQS worker (ElasticMQ)', () => {
       },
     });
     await inHandler;
-    const stopped = worker.stop();
-    const runningAfterStop = worker.running;
+    const stopped = sqsConsumer.stop();
+    const runningAfterStop = sqsConsumer.running;
     finish();
     await stopped;
 
     expect(runningAfterStop).toBe(false);
-    expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([['processed', 'deleted']]);
-    expect(worker.inFlight).toBe(0);
+    expect(settled.map((e) => [e.outcome?.status, e.action])).toEqual([['processed', 'acked']]);
+    expect(sqsConsumer.inFlight).toBe(0);
     await queues.send(queueUrl, [{ body: 'y', attributes: { 'message-id': 'stop-2' } }]);
     expect(await queues.depth(queueUrl)).toBe(1);
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({ 'stop-1': 1 });
   });
 
+  it('stop({ drain: false }): aborts the running handler and gives its message back without waiting for it', async () => {
+    const queueUrl = await queues.create(unique('no-drain'), { VisibilityTimeout: '60' });
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'nodrain-1' } }]);
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let sawAbort = false;
+    const { sqsConsumer, settled } = await startConsumer({
+      queueUrl,
+      inbox: createInbox({ store, consumer }),
+      handler: async (ctx) => {
+        entered();
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+        sawAbort = true;
+        throw new Error('stopped');
+      },
+    });
+    await inHandler;
+    const stoppingAt = Date.now();
+    await sqsConsumer.stop({ drain: false, timeoutMs: 30_000 });
+
+    // Not the 30 s a draining stop would wait for the handler.
+    expect(Date.now() - stoppingAt).toBeLessThan(5_000);
+    expect(sqsConsumer.running).toBe(false);
+    expect(settled.map((e) => [e.action, e.messageId])).toEqual([['released', 'nodrain-1']]);
+    // Hidden only until the long poll the stop aborted has ended on SQS's side (1 s here),
+    // or that poll would take it and hide it for the 60 s visibility timeout.
+    expect(settled[0]?.delayMs).toBeLessThanOrEqual(1_500);
+    await waitFor('the handler to see the abort', () => sawAbort, { timeoutMs: 5_000 });
+    // Visible again within seconds, not after the queue's 60 s visibility timeout.
+    const [again] = await queues.receive(queueUrl, 1, 5);
+    expect(again?.MessageAttributes?.['message-id']?.StringValue).toBe('nodrain-1');
+    expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({});
+  });
+
   it('rejects a queue it cannot describe, and a second start, with typed errors', async () => {
-    const missing = createSqsWorker({
+    const missing = createSqsConsumer({
       clientConfig: sqsClientConfig(),
       queueUrl: `${(await queues.create(unique('exists'))).replace(/[^/]+$/, '')}${unique('missing')}`,
-      inbox: { store, consumer: unique('c') },
+      inbox: createInbox({ store, consumer: unique('c') }),
       handler: async () => undefined,
     });
-    workers.push(missing);
+    consumers.push(missing);
     await expect(missing.start()).rejects.toMatchObject({ code: 'SQS_QUEUE_UNAVAILABLE' });
 
     const queueUrl = await queues.create(unique('twice'));
-    const { worker } = await startWorker({
+    const { sqsConsumer } = await startConsumer({
       queueUrl,
-      inbox: { store, consumer: unique('c') },
+      inbox: createInbox({ store, consumer: unique('c') }),
       handler: async () => undefined,
     });
-    await expect(worker.start()).rejects.toMatchObject({ code: 'SQS_INVALID_STATE' });
+    await expect(sqsConsumer.start()).rejects.toMatchObject({
+      name: 'ConsumerStateError',
+      code: 'CONSUMER_STATE',
+    });
   });
 });

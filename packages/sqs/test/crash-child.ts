@@ -1,10 +1,10 @@
 /**
- * A worker process for the crash test. When the inbox reaches `CRASH_STEP` after
+ * A consumer process for the crash test. When the inbox reaches `CRASH_STEP` after
  * `CRASH_AFTER` effects were written, it prints `AT-STEP` and stops dead (holding its
  * messages), so the parent can kill it with SIGKILL exactly there.
  */
 import { createInbox, createStore } from '@justonce/core';
-import { createSqsWorker } from '@justonce/sqs';
+import { createSqsConsumer } from '@justonce/sqs';
 import { requiredEnv } from '../../../test-support/child-process';
 
 async function main(): Promise<void> {
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const store = await createStore({ connectionString: requiredEnv('DATABASE_URL'), schema });
   let written = 0;
   let frozen = false;
-  const worker = createSqsWorker({
+  const sqsConsumer = createSqsConsumer({
     clientConfig: {
       endpoint: requiredEnv('SQS_ENDPOINT'),
       region: 'us-east-1',
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
       written++;
     },
   });
-  await worker.start();
+  await sqsConsumer.start();
   process.stdout.write('STARTED\n');
 }
 

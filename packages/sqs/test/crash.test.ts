@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInbox, type InboxOutcome } from '@justonce/core';
-import { createSqsWorker, type SqsWorker } from '../src';
+import { createSqsConsumer, type SqsConsumer } from '../src';
 import { databaseUrl } from '../../core/test/db';
 import { sqsEndpoint } from '../../../test-support/services';
 import {
@@ -20,7 +20,7 @@ const CHILD = path.join(__dirname, 'crash-child.ts');
 let store: EffectsStore;
 let queues: TestQueues;
 const children: ChildProcess[] = [];
-const workers: SqsWorker[] = [];
+const consumers: SqsConsumer[] = [];
 
 beforeAll(async () => {
   store = await openEffectsStore();
@@ -29,7 +29,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
+  await Promise.all(consumers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
 });
 
 afterAll(async () => {
@@ -37,7 +37,7 @@ afterAll(async () => {
   await store.dispose();
 });
 
-/** Starts the child worker and resolves once it printed `AT-STEP` (or rejects if it exits). */
+/** Starts the child consumer and resolves once it printed `AT-STEP` (or rejects if it exits). */
 function runChildUntilStep(envs: Record<string, string>): Promise<ChildProcess> {
   return spawnUntilMarker(CHILD, {
     cwd: ROOT,
@@ -46,7 +46,7 @@ function runChildUntilStep(envs: Record<string, string>): Promise<ChildProcess> 
   });
 }
 
-describe('a worker process killed with SIGKILL in the middle of a handler', () => {
+describe('a consumer process killed with SIGKILL in the middle of a handler', () => {
   it.each([
     ['handler-done', 'with its transaction open'],
     ['committed', 'after its transaction committed, before the delete'],
@@ -77,7 +77,7 @@ describe('a worker process killed with SIGKILL in the middle of a handler', () =
     expect(child.signalCode).toBe('SIGKILL');
 
     const outcomes: InboxOutcome[] = [];
-    const takeover = createSqsWorker({
+    const takeover = createSqsConsumer({
       clientConfig: sqsClientConfig(),
       queueUrl,
       concurrency: 4,
@@ -93,7 +93,7 @@ describe('a worker process killed with SIGKILL in the middle of a handler', () =
         if (event.outcome) outcomes.push(event.outcome);
       },
     });
-    workers.push(takeover);
+    consumers.push(takeover);
     await takeover.start();
 
     await waitFor(

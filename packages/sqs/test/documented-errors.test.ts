@@ -1,10 +1,12 @@
+import type { Message } from '@aws-sdk/client-sqs';
 import {
+  createInbox,
   FinalError,
   isJustonceError,
-  isRetentionTooShortError,
   type OutgoingMessage,
+  type SettledEvent,
 } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker, type SqsSettledEvent, type SqsWorker } from '../src';
+import { createSqsConsumer, createSqsPublisher, type SqsConsumer } from '../src';
 import {
   TestQueues,
   openEffectsStore,
@@ -16,13 +18,13 @@ import { waitFor } from '../../../test-support/wait-for';
 
 /**
  * The errors the README names, thrown or reported where it says, with the code it gives, for
- * those no other test shows: `SqsDeadLetterError`, `SqsStateError` after `stop` and after
- * `close`, and the retention check `start` makes (a `RetentionTooShortError` from the inbox).
+ * those no other test shows: `SqsDeadLetterError`, core's `ConsumerStateError` after `stop`,
+ * and `SqsStateError` after `close`.
  */
 
 let store: EffectsStore;
 let queues: TestQueues;
-const workers: SqsWorker[] = [];
+const consumers: SqsConsumer[] = [];
 
 beforeAll(async () => {
   store = await openEffectsStore();
@@ -30,7 +32,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
+  await Promise.all(consumers.splice(0).map((w) => w.stop({ timeoutMs: 5_000 })));
 });
 
 afterAll(async () => {
@@ -41,28 +43,30 @@ afterAll(async () => {
 describe('SQS errors the README names', () => {
   it('reports SqsDeadLetterError (retriable) when the dead-letter queue does not take a message', async () => {
     const queueUrl = await queues.create(unique('dl-fails'));
-    const settled: SqsSettledEvent[] = [];
-    const worker = createSqsWorker({
+    const settled: SettledEvent<unknown, Message>[] = [];
+    const sqsConsumer = createSqsConsumer({
       clientConfig: sqsClientConfig(),
       queueUrl,
-      // A queue that does not exist: the worker checks only the queue it consumes at start.
-      deadLetterQueueUrl: queueUrl.replace(/[^/]+$/, unique('missing-dlq')),
-      inbox: { store, consumer: unique('c') },
+      // A queue that does not exist: the consumer checks only the queue it consumes at start.
+      deadLetter: { queueUrl: queueUrl.replace(/[^/]+$/, unique('missing-dlq')) },
+      inbox: createInbox({ store, consumer: unique('c') }),
       waitTimeSeconds: 1,
       handler: async () => {
         throw new FinalError('poison');
       },
       onSettled: (event) => settled.push(event),
     });
-    workers.push(worker);
-    await worker.start();
+    consumers.push(sqsConsumer);
+    await sqsConsumer.start();
     await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'dl-1' } }]);
 
     await waitFor('the dead-lettered message to settle', () => settled.length > 0);
     const [event] = settled;
     expect(event).toMatchObject({
-      action: 'left-in-flight',
+      action: 'released',
       outcome: { status: 'dead-lettered', reason: 'NON_RETRIABLE' },
+      messageId: 'dl-1',
+      deadLetter: { reason: 'NON_RETRIABLE', messageId: 'dl-1' },
     });
     expect(isJustonceError(event!.error)).toBe(true);
     expect(event!.error).toMatchObject({
@@ -72,37 +76,17 @@ describe('SQS errors the README names', () => {
     });
   });
 
-  it('start rejects inbox settings whose retentionMs is below the queue retention (RetentionTooShortError)', async () => {
-    const queueUrl = await queues.create(unique('short'), { MessageRetentionPeriod: '120' });
-    const worker = createSqsWorker({
-      clientConfig: sqsClientConfig(),
-      queueUrl,
-      inbox: { store, consumer: unique('c'), retentionMs: 60_000 },
-      handler: async () => undefined,
-    });
-    workers.push(worker);
-    const caught: unknown = await worker.start().catch((error: unknown) => error);
-    expect(isRetentionTooShortError(caught)).toBe(true);
-    expect(caught).toMatchObject({
-      name: 'RetentionTooShortError',
-      code: 'INVALID_CONFIG',
-      retentionMs: 60_000,
-    });
-    // The queue's own retention (ElasticMQ may keep its default rather than the one asked).
-    expect((caught as { redeliveryHorizonMs: number }).redeliveryHorizonMs).toBeGreaterThan(60_000);
-  });
-
-  it('rejects start after stop with SqsStateError', async () => {
-    const worker = createSqsWorker({
+  it('rejects start after stop with ConsumerStateError', async () => {
+    const sqsConsumer = createSqsConsumer({
       clientConfig: sqsClientConfig(),
       queueUrl: await queues.create(unique('stopped')),
-      inbox: { store, consumer: unique('c') },
+      inbox: createInbox({ store, consumer: unique('c') }),
       handler: async () => undefined,
     });
-    await worker.stop();
-    await expect(worker.start()).rejects.toMatchObject({
-      name: 'SqsStateError',
-      code: 'SQS_INVALID_STATE',
+    await sqsConsumer.stop();
+    await expect(sqsConsumer.start()).rejects.toMatchObject({
+      name: 'ConsumerStateError',
+      code: 'CONSUMER_STATE',
       retriable: false,
     });
   });

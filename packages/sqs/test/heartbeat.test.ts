@@ -1,8 +1,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { silentLogger } from '@justonce/core';
-import { Heartbeat } from '../src/worker/heartbeat';
-import type { HeldMessage } from '../src/worker/held-message';
-import { createWorkerInstruments } from '../src/worker/instruments';
+import { Heartbeat } from '../src/consumer/heartbeat';
+import type { HeldMessage } from '../src/consumer/held-message';
+import { createConsumerInstruments } from '../src/consumer/instruments';
 import { TestQueues, sqsClientConfig, unique } from './support';
 import { waitFor } from '../../../test-support/wait-for';
 
@@ -16,7 +16,7 @@ afterAll(async () => {
   await queues.dispose();
 });
 
-/** Receives `count` messages of `queueUrl` and holds them as the worker would. */
+/** Receives `count` messages of `queueUrl` and holds them as the consumer would. */
 async function hold(queueUrl: string, count: number): Promise<HeldMessage[]> {
   const messages = await queues.receive(queueUrl, count);
   return messages.map((message, seq) => ({
@@ -54,7 +54,7 @@ describe('visibility heartbeat (ElasticMQ)', () => {
       100,
       10_000,
       silentLogger,
-      createWorkerInstruments(undefined, queueUrl),
+      createConsumerInstruments(undefined, queueUrl),
       () => undefined,
     );
     try {

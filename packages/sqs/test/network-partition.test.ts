@@ -1,14 +1,14 @@
 /**
  * A network partition between the apps and SQS: the kernel's firewall drops every packet to
  * and from a private ElasticMQ's port (no reset, no error) for longer than the time limits,
- * under load, with a relay publishing through the SQS publisher and a worker consuming. Each
+ * under load, with a relay publishing through the SQS publisher and a consumer consuming. Each
  * side must notice within its limit, keep going, and flow again within seconds of the heal;
  * nothing lost, doubled, dead or charged.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { createInbox, createRelay, type Logger } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker } from '../src';
+import { createSqsPublisher, createSqsConsumer } from '../src';
 import { sqsClientSettings } from '../../../services/checks';
 import { startPrivateElasticmq, type PrivateElasticmq } from '../../../services/private';
 import { healAll, partitionOf, partitionUnavailable } from '../../../test-support/partition';
@@ -87,11 +87,11 @@ describe('network partition to SQS (packets dropped) under load', () => {
     cleanup.push(() => store.dispose());
 
     const clock = newClock();
-    const workerLog: Line[] = [];
+    const consumerLog: Line[] = [];
     const relayLog: Line[] = [];
     const clientConfig = sqsClientSettings(server.endpoint);
     const timeouts = { connectMs: 1_000, requestMs: REQUEST_MS };
-    const worker = createSqsWorker({
+    const sqsConsumer = createSqsConsumer({
       clientConfig,
       timeouts,
       queueUrl,
@@ -99,10 +99,10 @@ describe('network partition to SQS (packets dropped) under load', () => {
       visibilityTimeoutSeconds: 5,
       inbox: createInbox({ store, consumer: 'partition-test', decode: decodeLoad }),
       handler: loadHandler(store, clock),
-      logger: recordingLogger(workerLog),
+      logger: recordingLogger(consumerLog),
     });
-    cleanup.push(() => worker.stop({ timeoutMs: 5_000 }));
-    await worker.start();
+    cleanup.push(() => sqsConsumer.stop({ timeoutMs: 5_000 }));
+    await sqsConsumer.start();
     const relayLogger = recordingLogger(relayLog);
     const publisher = createSqsPublisher({ clientConfig, timeouts, logger: relayLogger });
     cleanup.push(() => publisher.close());
@@ -130,13 +130,23 @@ describe('network partition to SQS (packets dropped) under load', () => {
       `select coalesce(max(attempts), 0)::int as n from ${store.names.table('outbox')}`,
     )) as { rows: Array<{ n: number }> };
 
-    const workerNoticedMs = firstAfter(workerLog, cutAt, 'warn', 'sqs worker: ReceiveMessage');
+    const consumerNoticedMs = firstAfter(
+      consumerLog,
+      cutAt,
+      'warn',
+      'sqs consumer: ReceiveMessage',
+    );
     const publisherNoticedMs = firstAfter(relayLog, cutAt, 'warn', 'sqs publisher:');
     const relayNoticedMs = firstAfter(relayLog, cutAt, 'warn', 'relay: publish failed');
-    const receiveWarnings = workerLog.filter(
-      (l) => l.level === 'warn' && l.message.startsWith('sqs worker: ReceiveMessage'),
+    const receiveWarnings = consumerLog.filter(
+      (l) => l.level === 'warn' && l.message.startsWith('sqs consumer: ReceiveMessage'),
     ).length;
-    const workerRecoveredMs = firstAfter(workerLog, healedAt, 'info', 'sqs worker: ReceiveMessage');
+    const consumerRecoveredMs = firstAfter(
+      consumerLog,
+      healedAt,
+      'info',
+      'sqs consumer: ReceiveMessage',
+    );
     const publisherRecoveredMs = firstAfter(relayLog, healedAt, 'info', 'sqs publisher:');
     console.log(
       JSON.stringify({
@@ -146,11 +156,11 @@ describe('network partition to SQS (packets dropped) under load', () => {
         maxOutboxAttempts: charged.rows[0]!.n,
         cutMs: healedAt - cutAt,
         limits: { requestMs: REQUEST_MS, receiveMs: RECEIVE_LIMIT_MS },
-        workerNoticedMs,
+        consumerNoticedMs,
         publisherNoticedMs,
         relayNoticedMs,
         receiveWarnings,
-        workerRecoveredMs,
+        consumerRecoveredMs,
         publisherRecoveredMs,
         ...recovery,
       }),
@@ -159,15 +169,15 @@ describe('network partition to SQS (packets dropped) under load', () => {
     expect(outcome).toMatchObject({ lost: 0, doubled: 0, dead: 0, deadLetters: 0 });
     // An outage is never charged to an event.
     expect(charged.rows[0]!.n).toBe(0);
-    expect(workerNoticedMs).not.toBeNull();
-    expect(workerNoticedMs!).toBeLessThanOrEqual(RECEIVE_LIMIT_MS + MARGIN_MS);
+    expect(consumerNoticedMs).not.toBeNull();
+    expect(consumerNoticedMs!).toBeLessThanOrEqual(RECEIVE_LIMIT_MS + MARGIN_MS);
     expect(publisherNoticedMs).not.toBeNull();
     expect(publisherNoticedMs!).toBeLessThanOrEqual(REQUEST_MS + MARGIN_MS);
     expect(relayNoticedMs).not.toBeNull();
     expect(relayNoticedMs!).toBeLessThanOrEqual(REQUEST_MS + MARGIN_MS);
     // Once per outage, not once per poll (the cut spans several receive limits).
     expect(receiveWarnings).toBe(1);
-    expect(workerRecoveredMs).not.toBeNull();
+    expect(consumerRecoveredMs).not.toBeNull();
     expect(recovery.firstPublishMs).not.toBeNull();
     expect(recovery.firstPublishMs!).toBeLessThan(RECOVERY_BOUND_MS);
     expect(recovery.firstHandledMs).not.toBeNull();

@@ -1,4 +1,5 @@
 import type {
+  Message,
   SQSClient,
   SendMessageBatchCommandInput,
   SendMessageBatchCommandOutput,
@@ -13,8 +14,9 @@ import {
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
+  type SettledEvent,
 } from '@justonce/core';
-import { createSqsPublisher, createSqsWorker, type SqsSettledEvent } from '../src';
+import { createSqsConsumer, createSqsPublisher } from '../src';
 import {
   TestQueues,
   openEffectsStore,
@@ -287,7 +289,7 @@ describe('SQS publisher (ElasticMQ)', () => {
     }
   });
 
-  it('carries outbox events through the relay to a worker that dedupes a re-publish', async () => {
+  it('carries outbox events through the relay to a consumer that dedupes a re-publish', async () => {
     const queueUrl = await queues.create(unique('relay'));
     const consumer = unique('c');
     const outbox = createOutbox({ store });
@@ -307,8 +309,8 @@ describe('SQS publisher (ElasticMQ)', () => {
       close: () => publisher.close(),
     };
     const relay = createRelay({ store, publisher: recording, notify: false });
-    const settled: SqsSettledEvent[] = [];
-    const worker = createSqsWorker({
+    const settled: SettledEvent<unknown, Message>[] = [];
+    const sqsConsumer = createSqsConsumer({
       clientConfig: sqsClientConfig(),
       queueUrl,
       waitTimeSeconds: 1,
@@ -326,7 +328,7 @@ describe('SQS publisher (ElasticMQ)', () => {
       // A relay that crashed before marking would publish the same event again.
       expect(sent.map((m) => m.messageId)).toEqual(ids);
       expect(failures(await publisher.publish([sent[0]!]))).toEqual([]);
-      await worker.start();
+      await sqsConsumer.start();
       await waitFor('three settled messages', () => settled.length === 3, {
         timeoutMs: 20_000,
         intervalMs: 100,
@@ -338,7 +340,7 @@ describe('SQS publisher (ElasticMQ)', () => {
       );
       expect(settled.filter((e) => e.outcome?.status === 'duplicate')).toHaveLength(1);
     } finally {
-      await worker.stop();
+      await sqsConsumer.stop();
       await publisher.close();
     }
   });

@@ -1,17 +1,18 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import {
   ConfigurationError,
+  createInbox,
   createStore,
   resolveMeter,
   silentLogger,
+  type Inbox,
   type Store,
 } from '@justonce/core';
 import {
+  createSqsConsumer,
   createSqsPublisher,
-  createSqsWorker,
-  type SqsInboxSettings,
+  type SqsConsumerOptions,
   type SqsPublisherOptions,
-  type SqsWorkerOptions,
 } from '../src';
 
 /**
@@ -65,29 +66,17 @@ function client(): SQSClient {
   return c;
 }
 
-function allInboxSettings(): Required<SqsInboxSettings> {
-  return {
-    store,
-    consumer: 'sqs-options',
-    defaultScope: 'tenant-a',
-    maxAttempts: 3,
-    maxIdLength: 100,
-    fingerprintHeaders: ['content-type'],
-    outbox: { add: async () => [] },
-    retentionMs: 60_000,
-    onStep: () => undefined,
-    logPayloads: false,
-    alwaysCountAttempts: true,
-    classify: () => undefined,
-  };
+/** A ready inbox: the consumer takes an `Inbox` only. */
+function anInbox(): Inbox {
+  return createInbox({ store, consumer: 'sqs-options' });
 }
 
 /** Every option but `clientConfig` (which excludes `client`). */
-function allWorkerOptions(): Omit<Required<SqsWorkerOptions>, 'clientConfig'> {
+function allConsumerOptions(): Omit<Required<SqsConsumerOptions>, 'clientConfig'> {
   return {
     client: client(),
     queueUrl: QUEUE_URL,
-    inbox: allInboxSettings(),
+    inbox: anInbox(),
     handler: async () => undefined,
     mode: 'batch',
     concurrency: 4,
@@ -95,10 +84,9 @@ function allWorkerOptions(): Omit<Required<SqsWorkerOptions>, 'clientConfig'> {
     visibilityTimeoutSeconds: 30,
     heartbeat: { enabled: true, intervalMs: 10_000 },
     retry: { baseMs: 100, capMs: 1_000 },
-    deadLetterQueueUrl: 'http://127.0.0.1:1/000000000000/jobs-dlq',
-    messageId: { attribute: 'id', extract: () => undefined, fallbackToSqsMessageId: false },
-    scopeAttribute: 'tenant',
-    decode: (body) => body,
+    deadLetter: { queueUrl: 'http://127.0.0.1:1/000000000000/jobs-dlq' },
+    messageId: { header: 'id', extract: () => undefined, fallback: false },
+    scopeHeader: 'tenant',
     shutdownTimeoutMs: 1_000,
     onSettled: () => undefined,
     logger: silentLogger,
@@ -107,41 +95,56 @@ function allWorkerOptions(): Omit<Required<SqsWorkerOptions>, 'clientConfig'> {
   };
 }
 
-describe('createSqsWorker', () => {
+describe('createSqsConsumer', () => {
   it('refuses misspelt options, nested ones with their path', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ waitTimeSecond: 1 }, named('waitTimeSecond', 'waitTimeSeconds')],
       [{ heartbeat: { intervalms: 1_000 } }, named('heartbeat.intervalms', 'heartbeat.intervalMs')],
       [{ retry: { capms: 1_000 } }, named('retry.capms', 'retry.capMs')],
-      [{ messageId: { attribtue: 'id' } }, named('messageId.attribtue', 'messageId.attribute')],
-      [{ timeouts: { requestms: 1_000 } }, named('timeouts.requestms', 'timeouts.requestMs')],
+      [{ messageId: { headr: 'id' } }, named('messageId.headr', 'messageId.header')],
       [
-        { inbox: { ...allInboxSettings(), maxAttempt: 3 } },
-        named('inbox.maxAttempt', 'inbox.maxAttempts'),
+        { deadLetter: { queueURL: QUEUE_URL } },
+        named('deadLetter.queueURL', 'deadLetter.queueUrl'),
       ],
-      // The worker sets the inbox's backoff from `retry`: one given here would be dropped.
-      [{ inbox: { store, consumer: 'c', backoff: {} } }, 'unknown option `inbox.backoff`'],
+      [{ timeouts: { requestms: 1_000 } }, named('timeouts.requestms', 'timeouts.requestMs')],
+      [{ scopeHeadr: 'tenant' }, named('scopeHeadr', 'scopeHeader')],
     ];
     for (const [change, message] of cases) {
-      const options = loose<SqsWorkerOptions>({ ...allWorkerOptions(), ...change });
-      expect(refusal(() => createSqsWorker(options)).message).toContain(
-        `createSqsWorker: ${message}`,
+      const options = loose<SqsConsumerOptions>({ ...allConsumerOptions(), ...change });
+      expect(refusal(() => createSqsConsumer(options)).message).toContain(
+        `createSqsConsumer: ${message}`,
       );
     }
   });
 
-  it('takes every option it documents, with inbox settings or a ready inbox', () => {
-    expect(createSqsWorker(allWorkerOptions()).running).toBe(false);
-    const { client: _client, ...rest } = allWorkerOptions();
-    const withConfig = createSqsWorker({ ...rest, clientConfig: CLIENT_CONFIG });
+  it('refuses the names the SQS worker had, each a ConfigurationError', () => {
+    const renamed: Array<Record<string, unknown>> = [
+      { deadLetterQueueUrl: 'http://127.0.0.1:1/000000000000/jobs-dlq' },
+      { scopeAttribute: 'tenant' },
+      { decode: (body: unknown) => body },
+      { messageId: { attribute: 'id' } },
+      { messageId: { fallbackToSqsMessageId: false } },
+      { inbox: { store, consumer: 'c' } },
+    ];
+    for (const change of renamed) {
+      const options = loose<SqsConsumerOptions>({ ...allConsumerOptions(), ...change });
+      expect(refusal(() => createSqsConsumer(options)).code).toBe('INVALID_CONFIG');
+    }
+  });
+
+  it('takes every option it documents, with a client or a client config', () => {
+    expect(createSqsConsumer(allConsumerOptions()).running).toBe(false);
+    const { client: _client, ...rest } = allConsumerOptions();
+    const withConfig = createSqsConsumer({ ...rest, clientConfig: CLIENT_CONFIG });
     expect(withConfig.running).toBe(false);
-    const readyInbox: SqsWorkerOptions['inbox'] = {
+    const readyInbox: SqsConsumerOptions['inbox'] = {
       consumer: 'c',
       process: async () => ({ status: 'duplicate', messageId: 'm', scope: 'default' }),
       processBatch: async () => [],
     };
-    const { decode: _decode, ...noDecode } = allWorkerOptions();
-    expect(createSqsWorker({ ...noDecode, inbox: readyInbox }).running).toBe(false);
+    expect(
+      createSqsConsumer({ ...rest, clientConfig: CLIENT_CONFIG, inbox: readyInbox }).running,
+    ).toBe(false);
   });
 });
 
@@ -182,7 +185,7 @@ describe('createSqsPublisher', () => {
 
 describe('options that are not an object', () => {
   it('are refused with a ConfigurationError by every factory, never met with a TypeError', () => {
-    const factories = { createSqsWorker, createSqsPublisher };
+    const factories = { createSqsConsumer, createSqsPublisher };
     for (const factory of Object.values(factories)) {
       for (const value of [undefined, null, 42, []]) {
         const error = refusal(() => (factory as (options: unknown) => unknown)(value));

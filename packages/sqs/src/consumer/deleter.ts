@@ -4,7 +4,7 @@ import { errorName, isRetriableRequestError } from '../request-errors';
 import { sleep } from '../sleep';
 import { timeLimited } from '../time-limits';
 import type { HeldMessage } from './held-message';
-import type { WorkerInstruments } from './instruments';
+import type { ConsumerInstruments } from './instruments';
 
 interface Pending {
   readonly held: HeldMessage;
@@ -31,7 +31,7 @@ export class Deleter {
     private readonly client: SQSClient,
     private readonly queueUrl: string,
     private readonly logger: Logger,
-    private readonly instruments: WorkerInstruments,
+    private readonly instruments: ConsumerInstruments,
     private readonly requestMs: number,
     private readonly flushDelayMs = 5,
   ) {}
@@ -118,7 +118,7 @@ export class Deleter {
   private giveUp(p: Pending, code: string, message: string | undefined): void {
     this.instruments.deleteFailed(1);
     this.logger.warn(
-      'sqs worker: could not delete a settled message; its redelivery will be a duplicate',
+      'sqs consumer: could not delete a settled message; its redelivery will be a duplicate',
       { queueUrl: this.queueUrl, sqsMessageId: p.held.message.MessageId, code, error: message },
     );
     p.resolve(false);

@@ -3,7 +3,7 @@ import type { Logger } from '@justonce/core';
 import { OutageNotice } from '../outage-notice';
 import { timeLimited } from '../time-limits';
 import type { HeldMessage } from './held-message';
-import type { WorkerInstruments } from './instruments';
+import type { ConsumerInstruments } from './instruments';
 
 /** Batch-entry error codes that mean the message is no longer ours to extend. */
 const GONE = new Set([
@@ -34,7 +34,7 @@ export class Heartbeat {
     private readonly intervalMs: number,
     private readonly requestMs: number,
     private readonly logger: Logger,
-    private readonly instruments: WorkerInstruments,
+    private readonly instruments: ConsumerInstruments,
     private readonly onStale: (held: HeldMessage) => void,
   ) {
     this.outage = new OutageNotice(logger, { queueUrl });
@@ -65,7 +65,7 @@ export class Heartbeat {
 
   /**
    * Resolves once no extension of `held` is on its way: a beat sent before `unwatch` could
-   * otherwise land after a visibility the worker sets next (a retry delay) and undo it.
+   * otherwise land after a visibility the consumer sets next (a retry delay) and undo it.
    */
   async settled(held: HeldMessage): Promise<void> {
     const beat = this.beating;
@@ -101,12 +101,12 @@ export class Heartbeat {
           { abortSignal: signal },
         ),
       );
-      this.outage.recovered('sqs worker: visibility heartbeat works again');
+      this.outage.recovered('sqs consumer: visibility heartbeat works again');
       this.instruments.extended(response.Successful?.length ?? 0);
       for (const failed of response.Failed ?? []) {
         const held = this.watched.get(Number(failed.Id));
         if (held === undefined) continue;
-        this.logger.warn('sqs worker: could not extend the visibility of a message', {
+        this.logger.warn('sqs consumer: could not extend the visibility of a message', {
           queueUrl: this.queueUrl,
           sqsMessageId: held.message.MessageId,
           code: failed.Code,
@@ -119,7 +119,7 @@ export class Heartbeat {
       }
     } catch (error) {
       // Once per outage: a partition fails every beat until it heals.
-      this.outage.failed('sqs worker: visibility heartbeat failed; retrying at each beat', error);
+      this.outage.failed('sqs consumer: visibility heartbeat failed; retrying at each beat', error);
     }
   }
 }

@@ -1,8 +1,8 @@
 import type { Message } from '@aws-sdk/client-sqs';
 
-/** A message the worker received and has not settled yet. @internal */
+/** A message the consumer received and has not settled yet. @internal */
 export interface HeldMessage {
-  /** Worker-unique number, used as the entry id of batch requests. */
+  /** Consumer-unique number, used as the entry id of batch requests. */
   readonly seq: number;
   readonly message: Message;
   readonly receiptHandle: string;
@@ -12,4 +12,6 @@ export interface HeldMessage {
    * handled together: one going stale aborts the batch.
    */
   readonly controller: AbortController;
+  /** The message id found for it, once its envelope was built (for `onSettled`). */
+  messageId?: string | undefined;
 }

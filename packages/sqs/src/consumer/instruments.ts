@@ -1,8 +1,8 @@
 import { resolveMeter } from '@justonce/core';
 import type { SqsMeter } from './types';
 
-/** The worker's counters. @internal */
-export interface WorkerInstruments {
+/** The consumer's counters. @internal */
+export interface ConsumerInstruments {
   received(count: number): void;
   deleted(count: number): void;
   deleteFailed(count: number): void;
@@ -11,11 +11,11 @@ export interface WorkerInstruments {
   deadLetterForwarded(): void;
 }
 
-/** Creates the worker's OpenTelemetry counters, labelled with the queue URL. @internal */
-export function createWorkerInstruments(
+/** Creates the consumer's OpenTelemetry counters, labelled with the queue URL. @internal */
+export function createConsumerInstruments(
   meter: SqsMeter | undefined,
   queueUrl: string,
-): WorkerInstruments {
+): ConsumerInstruments {
   const m = resolveMeter(meter);
   const attrs = { 'sqs.queue_url': queueUrl };
   const counter = (name: string, description: string) => {

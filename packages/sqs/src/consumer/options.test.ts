@@ -1,30 +1,30 @@
 import { hasErrorCode, type Inbox } from '@justonce/core';
-import { resolveWorkerOptions } from './options';
-import type { SqsWorkerOptions } from './types';
+import { resolveConsumerOptions } from './options';
+import type { SqsConsumerOptions } from './types';
 
 const inbox: Inbox = {
   consumer: 'c',
   process: async () => ({ status: 'duplicate', messageId: 'm', scope: 'default' }),
   processBatch: async () => [],
 };
-const base: SqsWorkerOptions = {
+const base: SqsConsumerOptions = {
   queueUrl: 'http://localhost:9324/000000000000/jobs',
   inbox,
   handler: async () => undefined,
 };
 
-function problem(over: Partial<SqsWorkerOptions>): unknown {
+function problem(over: Partial<SqsConsumerOptions>): unknown {
   try {
-    resolveWorkerOptions({ ...base, ...over } as SqsWorkerOptions);
+    resolveConsumerOptions({ ...base, ...over } as SqsConsumerOptions);
   } catch (error) {
     return error;
   }
   return undefined;
 }
 
-describe('resolveWorkerOptions', () => {
+describe('resolveConsumerOptions', () => {
   it('applies the documented defaults', () => {
-    expect(resolveWorkerOptions(base)).toMatchObject({
+    expect(resolveConsumerOptions(base)).toMatchObject({
       mode: 'message',
       concurrency: 10,
       waitTimeSeconds: 20,
@@ -33,13 +33,13 @@ describe('resolveWorkerOptions', () => {
       heartbeatIntervalMs: undefined,
       retry: { baseMs: 1_000, capMs: 300_000 },
       deadLetterQueueUrl: undefined,
-      messageId: { attribute: 'message-id', fallbackToSqsMessageId: true },
-      scopeAttribute: 'tenant',
+      messageId: { header: 'message-id', fallback: true },
+      scopeHeader: 'tenant',
       shutdownTimeoutMs: 30_000,
     });
   });
 
-  it.each<[string, Partial<SqsWorkerOptions>]>([
+  it.each<[string, Partial<SqsConsumerOptions>]>([
     ['a queue name instead of a URL', { queueUrl: 'jobs' }],
     ['no handler', { handler: undefined as never }],
     ['no inbox', { inbox: undefined as never }],
@@ -51,12 +51,14 @@ describe('resolveWorkerOptions', () => {
       'a heartbeat as slow as the visibility',
       { visibilityTimeoutSeconds: 2, heartbeat: { intervalMs: 2_000 } },
     ],
-    ['a dead-letter queue that is the queue', { deadLetterQueueUrl: base.queueUrl }],
-    ['a dead-letter queue name', { deadLetterQueueUrl: 'dlq' }],
-    ['decode with a ready inbox', { decode: () => undefined }],
-    ['a bad message id attribute', { messageId: { attribute: 'AWS.id' } }],
+    ['a dead-letter queue that is the queue', { deadLetter: { queueUrl: base.queueUrl } }],
+    ['a dead-letter queue name', { deadLetter: { queueUrl: 'dlq' } }],
+    ['a dead-letter option that is not an object', { deadLetter: 'dlq' as never }],
+    ['a bad message id attribute', { messageId: { header: 'AWS.id' } }],
+    ['a message id fallback that is not a boolean', { messageId: { fallback: 'no' as never } }],
+    ['a bad scope attribute', { scopeHeader: 'a..b' }],
     ['a retry cap below its base', { retry: { baseMs: 5_000, capMs: 1_000 } }],
-    ['inbox settings without a store', { inbox: { consumer: 'c' } as never }],
+    ['inbox settings instead of an inbox', { inbox: { consumer: 'c' } as never }],
   ])('refuses %s with a ConfigurationError', (_, over) => {
     expect(hasErrorCode(problem(over), 'INVALID_CONFIG')).toBe(true);
   });

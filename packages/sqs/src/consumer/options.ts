@@ -1,37 +1,41 @@
+import type { Message } from '@aws-sdk/client-sqs';
 import {
   ConfigurationError,
-  createInbox,
+  DEFAULT_MESSAGE_ID_HEADER,
   integerOption,
-  MESSAGE_ID_HEADER,
   optionKeys,
   rejectUnknownOptions,
   silentLogger,
-  type Envelope,
   type Handler,
   type Inbox,
   type Logger,
+  type MessageIdOptions,
+  type ResolvedMessageId,
+  type SettledEvent,
 } from '@justonce/core';
 import { attributeNameProblem } from '../attributes';
-import type { ResolvedMessageIdOptions, SqsMessageIdOptions } from '../message-id';
 import { isQueueUrl } from '../queue-names';
 import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
 import type {
+  SqsConsumerOptions,
+  SqsDeadLetterOptions,
   SqsHeartbeatOptions,
-  SqsInboxSettings,
   SqsMeter,
-  SqsSettledEvent,
-  SqsWorkerOptions,
 } from './types';
 
 /** Longest visibility timeout SQS allows: 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 
-/** {@link SqsWorkerOptions} checked, with defaults applied. @internal */
-export interface ResolvedWorkerOptions<R> {
+/** Longest wait between two tries of a message held through a store outage. @internal */
+export const STORE_OUTAGE_BACKOFF_CAP_MS = 10_000;
+
+/** The factory's name, in configuration errors. */
+const WHO = 'createSqsConsumer';
+
+/** {@link SqsConsumerOptions} checked, with defaults applied. @internal */
+export interface ResolvedConsumerOptions<R> {
   readonly queueUrl: string;
-  /** The caller's inbox, or `undefined` when the worker creates one from `inboxSettings`. */
-  readonly inbox: Inbox | undefined;
-  readonly inboxSettings: SqsInboxSettings | undefined;
+  readonly inbox: Inbox;
   readonly handler: Handler<R>;
   readonly mode: 'message' | 'batch';
   readonly concurrency: number;
@@ -41,17 +45,16 @@ export interface ResolvedWorkerOptions<R> {
   readonly heartbeatIntervalMs: number | undefined;
   readonly retry: { readonly baseMs: number; readonly capMs: number };
   readonly deadLetterQueueUrl: string | undefined;
-  readonly messageId: ResolvedMessageIdOptions;
-  readonly scopeAttribute: string;
-  readonly decode: ((body: Uint8Array | string, envelope: Envelope) => unknown) | undefined;
+  readonly messageId: ResolvedMessageId<Message>;
+  readonly scopeHeader: string;
   readonly shutdownTimeoutMs: number;
-  readonly onSettled: ((event: SqsSettledEvent<R>) => void) | undefined;
+  readonly onSettled: ((event: SettledEvent<R, Message>) => void) | undefined;
   readonly logger: Logger;
   readonly meter: SqsMeter | undefined;
   readonly timeouts: ResolvedTimeouts;
 }
 
-const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
+const CONSUMER_KEYS = optionKeys<SqsConsumerOptions>()([
   'client',
   'clientConfig',
   'queueUrl',
@@ -63,10 +66,9 @@ const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
   'visibilityTimeoutSeconds',
   'heartbeat',
   'retry',
-  'deadLetterQueueUrl',
+  'deadLetter',
   'messageId',
-  'scopeAttribute',
-  'decode',
+  'scopeHeader',
   'shutdownTimeoutMs',
   'onSettled',
   'logger',
@@ -74,47 +76,30 @@ const WORKER_KEYS = optionKeys<SqsWorkerOptions>()([
   'timeouts',
 ]);
 const HEARTBEAT_KEYS = optionKeys<SqsHeartbeatOptions>()(['enabled', 'intervalMs']);
-const RETRY_KEYS = optionKeys<NonNullable<SqsWorkerOptions['retry']>>()(['baseMs', 'capMs']);
-const MESSAGE_ID_KEYS = optionKeys<SqsMessageIdOptions>()([
-  'attribute',
-  'extract',
-  'fallbackToSqsMessageId',
-]);
-const INBOX_SETTINGS_KEYS = optionKeys<SqsInboxSettings>()([
-  'store',
-  'consumer',
-  'defaultScope',
-  'maxAttempts',
-  'maxIdLength',
-  'fingerprintHeaders',
-  'outbox',
-  'retentionMs',
-  'onStep',
-  'logPayloads',
-  'alwaysCountAttempts',
-  'classify',
-]);
+const RETRY_KEYS = optionKeys<NonNullable<SqsConsumerOptions['retry']>>()(['baseMs', 'capMs']);
+const DEAD_LETTER_KEYS = optionKeys<SqsDeadLetterOptions>()(['queueUrl']);
+const MESSAGE_ID_KEYS = optionKeys<MessageIdOptions<Message>>()(['header', 'extract', 'fallback']);
 
 /**
  * Refuses keys the options (or their nested objects) do not declare, e.g. a misspelling.
- * `clientConfig` is the AWS SDK's own and left to it. Inbox settings the worker sets itself
- * (`decode`, `logger`, `meter`, `backoff`, `redeliveryHorizonMs`) are refused there too:
- * they would be overridden in silence.
+ * `clientConfig` is the AWS SDK's own and left to it.
  */
-function rejectUnknownKeys<R>(options: SqsWorkerOptions<R>): void {
-  const context = 'createSqsWorker';
-  rejectUnknownOptions(options, WORKER_KEYS, context);
-  rejectUnknownOptions(options.heartbeat, HEARTBEAT_KEYS, context, 'heartbeat');
-  rejectUnknownOptions(options.retry, RETRY_KEYS, context, 'retry');
-  rejectUnknownOptions(options.messageId, MESSAGE_ID_KEYS, context, 'messageId');
-  if (!isInbox(options.inbox)) {
-    rejectUnknownOptions(options.inbox, INBOX_SETTINGS_KEYS, context, 'inbox');
-  }
+function rejectUnknownKeys<R>(options: SqsConsumerOptions<R>): void {
+  rejectUnknownOptions(options, CONSUMER_KEYS, WHO);
+  rejectUnknownOptions(options.heartbeat, HEARTBEAT_KEYS, WHO, 'heartbeat');
+  rejectUnknownOptions(options.retry, RETRY_KEYS, WHO, 'retry');
+  rejectUnknownOptions(options.deadLetter, DEAD_LETTER_KEYS, WHO, 'deadLetter');
+  rejectUnknownOptions(options.messageId, MESSAGE_ID_KEYS, WHO, 'messageId');
 }
 
 function isInbox(value: unknown): value is Inbox {
   const v = value as Partial<Inbox> | null;
-  return typeof v === 'object' && v !== null && typeof v.process === 'function';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.process === 'function' &&
+    typeof v.processBatch === 'function'
+  );
 }
 
 function optionalFunction<F>(value: unknown, name: string): F | undefined {
@@ -134,19 +119,7 @@ function attributeName(value: unknown, fallback: string, name: string): string {
   return value as string;
 }
 
-/** Validates worker options; every problem is a {@link ConfigurationError}. @internal */
-export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedWorkerOptions<R> {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError('createSqsWorker needs options');
-  }
-  rejectUnknownKeys(options);
-  const { queueUrl } = options;
-  if (typeof queueUrl !== 'string' || !isQueueUrl(queueUrl)) {
-    throw new ConfigurationError('queueUrl must be an SQS queue URL', { queueUrl });
-  }
-  const handler = optionalFunction<Handler<R>>(options.handler, 'handler');
-  if (handler === undefined) throw new ConfigurationError('createSqsWorker needs a handler');
-  const logger = options.logger ?? silentLogger;
+function checkLogger(logger: Logger): void {
   if (
     typeof logger !== 'object' ||
     logger === null ||
@@ -154,41 +127,24 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
   ) {
     throw new ConfigurationError('logger must have debug, info, warn and error methods');
   }
-  const decode = optionalFunction<ResolvedWorkerOptions<R>['decode']>(options.decode, 'decode');
-  const baseMs = integerOption(options.retry?.baseMs, 1_000, 'retry.baseMs', 0, 3_600_000);
+}
+
+function resolveRetry(retry: SqsConsumerOptions['retry']): ResolvedConsumerOptions<never>['retry'] {
+  const baseMs = integerOption(retry?.baseMs, 1_000, 'retry.baseMs', 0, 3_600_000);
   const capMs = integerOption(
-    options.retry?.capMs,
+    retry?.capMs,
     300_000,
     'retry.capMs',
     baseMs,
     MAX_VISIBILITY_SECONDS * 1000,
   );
+  return { baseMs, capMs };
+}
 
-  let inbox: Inbox | undefined;
-  let inboxSettings: SqsInboxSettings | undefined;
-  if (isInbox(options.inbox)) {
-    inbox = options.inbox;
-    if (decode !== undefined) {
-      throw new ConfigurationError(
-        'decode applies to an inbox the worker creates; give your own inbox its decode option',
-      );
-    }
-  } else if (typeof options.inbox === 'object' && options.inbox !== null) {
-    inboxSettings = options.inbox;
-    // Fails now, with the inbox's own ConfigurationError, for settings that cannot work.
-    createInbox({
-      ...inboxSettings,
-      decode,
-      logger,
-      meter: options.meter,
-      backoff: { baseMs, capMs },
-    });
-  } else {
-    throw new ConfigurationError(
-      'inbox must be an Inbox (createInbox(...)) or inbox settings ({ store, consumer, ... })',
-    );
-  }
-
+/** The visibility and heartbeat options, checked against each other. */
+function resolveVisibility(
+  options: Pick<SqsConsumerOptions, 'visibilityTimeoutSeconds' | 'heartbeat'>,
+) {
   const visibilityTimeoutSeconds =
     options.visibilityTimeoutSeconds === undefined
       ? undefined
@@ -220,34 +176,72 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
       { intervalMs: heartbeatIntervalMs, visibilityTimeoutSeconds },
     );
   }
+  return {
+    visibilityTimeoutSeconds,
+    heartbeatEnabled: heartbeat.enabled ?? true,
+    heartbeatIntervalMs,
+  };
+}
 
-  const deadLetterQueueUrl = options.deadLetterQueueUrl;
-  if (
-    deadLetterQueueUrl !== undefined &&
-    (typeof deadLetterQueueUrl !== 'string' || !isQueueUrl(deadLetterQueueUrl))
-  ) {
-    throw new ConfigurationError('deadLetterQueueUrl must be an SQS queue URL', {
-      deadLetterQueueUrl,
+function resolveDeadLetterQueue(
+  deadLetter: SqsConsumerOptions['deadLetter'],
+  queueUrl: string,
+): string | undefined {
+  if (deadLetter === undefined) return undefined;
+  if (typeof deadLetter !== 'object' || deadLetter === null) {
+    throw new ConfigurationError('deadLetter must be an object ({ queueUrl })');
+  }
+  const url = deadLetter.queueUrl;
+  if (url !== undefined && (typeof url !== 'string' || !isQueueUrl(url))) {
+    throw new ConfigurationError('deadLetter.queueUrl must be an SQS queue URL', {
+      deadLetterQueueUrl: url,
     });
   }
-  if (deadLetterQueueUrl === queueUrl) {
-    throw new ConfigurationError('deadLetterQueueUrl must not be the queue itself', { queueUrl });
+  if (url === queueUrl) {
+    throw new ConfigurationError('deadLetter.queueUrl must not be the queue itself', { queueUrl });
   }
+  return url;
+}
 
-  const messageIdOptions = options.messageId ?? {};
-  if (typeof messageIdOptions !== 'object' || messageIdOptions === null) {
+function resolveMessageId(options: SqsConsumerOptions['messageId']): ResolvedMessageId<Message> {
+  const messageId = options ?? {};
+  if (typeof messageId !== 'object' || messageId === null) {
     throw new ConfigurationError('messageId must be an object');
   }
-  const fallback = messageIdOptions.fallbackToSqsMessageId ?? true;
+  const fallback = messageId.fallback ?? true;
   if (typeof fallback !== 'boolean') {
-    throw new ConfigurationError('messageId.fallbackToSqsMessageId must be a boolean');
+    throw new ConfigurationError('messageId.fallback must be a boolean');
   }
+  return {
+    header: attributeName(messageId.header, DEFAULT_MESSAGE_ID_HEADER, 'messageId.header'),
+    extract: optionalFunction(messageId.extract, 'messageId.extract'),
+    fallback,
+  };
+}
 
+/** Validates consumer options; every problem is a {@link ConfigurationError}. @internal */
+export function resolveConsumerOptions<R>(
+  options: SqsConsumerOptions<R>,
+): ResolvedConsumerOptions<R> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(`${WHO} needs options`);
+  }
+  rejectUnknownKeys(options);
+  const { queueUrl } = options;
+  if (typeof queueUrl !== 'string' || !isQueueUrl(queueUrl)) {
+    throw new ConfigurationError('queueUrl must be an SQS queue URL', { queueUrl });
+  }
+  const handler = optionalFunction<Handler<R>>(options.handler, 'handler');
+  if (handler === undefined) throw new ConfigurationError(`${WHO} needs a handler`);
+  if (!isInbox(options.inbox)) {
+    throw new ConfigurationError('inbox must be an Inbox (createInbox(...))');
+  }
+  const logger = options.logger ?? silentLogger;
+  checkLogger(logger);
   const mode = options.mode ?? 'message';
   if (mode !== 'message' && mode !== 'batch') {
     throw new ConfigurationError('mode must be message or batch', { mode });
   }
-
   const meter = options.meter;
   if (
     meter !== undefined &&
@@ -255,31 +249,18 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
   ) {
     throw new ConfigurationError('meter must be an OpenTelemetry Meter');
   }
-
   return {
     queueUrl,
-    inbox,
-    inboxSettings,
+    inbox: options.inbox,
     handler,
     mode,
     concurrency: integerOption(options.concurrency, 10, 'concurrency', 1, 1_000),
     waitTimeSeconds: integerOption(options.waitTimeSeconds, 20, 'waitTimeSeconds', 0, 20),
-    visibilityTimeoutSeconds,
-    heartbeatEnabled: heartbeat.enabled ?? true,
-    heartbeatIntervalMs,
-    retry: { baseMs, capMs },
-    deadLetterQueueUrl,
-    messageId: {
-      attribute: attributeName(
-        messageIdOptions.attribute,
-        MESSAGE_ID_HEADER,
-        'messageId.attribute',
-      ),
-      extract: optionalFunction(messageIdOptions.extract, 'messageId.extract'),
-      fallbackToSqsMessageId: fallback,
-    },
-    scopeAttribute: attributeName(options.scopeAttribute, 'tenant', 'scopeAttribute'),
-    decode,
+    ...resolveVisibility(options),
+    retry: resolveRetry(options.retry),
+    deadLetterQueueUrl: resolveDeadLetterQueue(options.deadLetter, queueUrl),
+    messageId: resolveMessageId(options.messageId),
+    scopeHeader: attributeName(options.scopeHeader, 'tenant', 'scopeHeader'),
     shutdownTimeoutMs: integerOption(
       options.shutdownTimeoutMs,
       30_000,
@@ -290,6 +271,6 @@ export function resolveWorkerOptions<R>(options: SqsWorkerOptions<R>): ResolvedW
     onSettled: optionalFunction(options.onSettled, 'onSettled'),
     logger,
     meter,
-    timeouts: resolveTimeouts(options.timeouts, 'createSqsWorker'),
+    timeouts: resolveTimeouts(options.timeouts, WHO),
   };
 }

@@ -26,7 +26,7 @@ function parseRedrivePolicy(text: string | undefined): RedrivePolicy | undefined
 }
 
 /**
- * Reads what the worker needs to know about its queue, and finds the dead-letter queue:
+ * Reads what the consumer needs to know about its queue, and finds the dead-letter queue:
  * the one given, else the target of the queue's redrive policy. Each call is limited to
  * `requestMs`. @internal
  */

@@ -3,7 +3,7 @@ import { JustonceError } from '@justonce/core';
 /**
  * A dead-lettered message could not be sent to the dead-letter queue. The message is not
  * deleted: it becomes visible again after the visibility timeout, the inbox answers the
- * redelivery from its record, and the worker tries the dead-letter queue again.
+ * redelivery from its record, and the consumer tries the dead-letter queue again.
  */
 export class SqsDeadLetterError extends JustonceError {
   constructor(details: { sqsMessageId: string; deadLetterQueueUrl: string }, cause: unknown) {

@@ -1,8 +1,8 @@
 import { JustonceError } from '@justonce/core';
 
 /**
- * A worker or publisher was used in a state that does not allow it: `start` twice, `start`
- * after `stop`, `publish` after `close`.
+ * The publisher was used in a state that does not allow it: `publish` after `close`. (The
+ * consumer's lifecycle errors are core's `ConsumerStateError`.)
  */
 export class SqsStateError extends JustonceError {
   constructor(message: string, details: Record<string, unknown> = {}) {
