@@ -29,6 +29,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, type Channel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import {
+  createInbox,
   createStore,
   rowsOf,
   silentLogger,
@@ -82,8 +83,7 @@ async function inboxConsumer(url: string, store: Store, queue: string, count: nu
   const consumer = createRabbitConsumer({
     url,
     queue,
-    store,
-    consumer: `bench-${tag()}`,
+    inbox: createInbox({ store, consumer: `bench-${tag()}` }),
     prefetch: PREFETCH,
     concurrency: CONCURRENCY,
     handler: async (ctx) => {
@@ -92,8 +92,9 @@ async function inboxConsumer(url: string, store: Store, queue: string, count: nu
         Buffer.from(ctx.message.body as Uint8Array).toString(),
       ]);
     },
-    onEvent: (event) => {
-      if (event.type === 'settled' && ++settled === count) finished();
+    onSettled: (event) => {
+      // A hold is not a settlement: the delivery is tried again in-process.
+      if (event.action !== 'held' && ++settled === count) finished();
     },
   });
   const cpu = machineCpu();

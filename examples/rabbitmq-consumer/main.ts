@@ -1,6 +1,6 @@
 // One shipment per order, however often RabbitMQ delivers it; failures retried with delays,
 // poison messages dead-lettered to `orders.dlx` → `orders.dead` with the reason in headers.
-import { consoleLogger, createStore } from '@justonce/core';
+import { consoleLogger, createInbox, createStore } from '@justonce/core';
 import { createRabbitConsumer } from '@justonce/rabbitmq';
 
 async function main(): Promise<void> {
@@ -10,12 +10,15 @@ async function main(): Promise<void> {
   const consumer = createRabbitConsumer({
     url: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
     queue: 'orders',
-    store,
-    consumer: 'shipping',
-    decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
+    inbox: createInbox({
+      store,
+      consumer: 'shipping',
+      maxAttempts: 4,
+      decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
+    }),
     prefetch: 20,
     concurrency: 4,
-    retry: { delaysMs: [1_000, 5_000, 30_000], maxAttempts: 4 },
+    retry: { delaysMs: [1_000, 5_000, 30_000] },
     logger: consoleLogger('info'),
     handler: async ({ trx, payload }) => {
       const { orderId } = payload as { orderId: string };

@@ -4,20 +4,21 @@
  *
  * @packageDocumentation
  */
-export { createRabbitConsumer, DEAD_LETTER_HEADERS, RETRY_HEADERS } from './consumer/consumer';
+export { createRabbitConsumer } from './consumer/consumer';
+export { RETRY_HEADERS } from './consumer/settle';
 export type { RabbitConsumer } from './consumer/consumer';
 export type {
   RabbitConsumerOptions,
+  RabbitDeadLetterOptions,
   RabbitRetryOptions,
   RabbitReconnectOptions,
   RabbitBackoffOptions,
 } from './consumer/options';
-export type { RabbitConsumerEvent, SettleAction } from './consumer/events';
+export type { RabbitConnectionEvent } from './consumer/events';
 export type { RabbitTopology } from './consumer/topology';
 export { retryQueueName } from './consumer/topology';
 export { DEFAULT_DELAY_LADDER_MS } from './consumer/retry-delays';
 export { PARTITION_KEY_HEADER } from './consumer/envelope';
-export type { MessageIdExtractor, ScopeExtractor } from './consumer/envelope';
 export { createRabbitPublisher } from './publisher/publisher';
 export type { RabbitPublisherOptions } from './publisher/publisher';
 export { parseDestination } from './publisher/destination';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { GetMessage, Options } from 'amqplib';
-import { createDeadLetters } from '@justonce/core';
+import { createDeadLetters, createInbox, DEAD_LETTER_HEADERS } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
-import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
+import { createRabbitConsumer, type RabbitConsumer } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
 import { createEffectsTable, effectCounts, EventLog, writeEffect } from './support';
@@ -83,9 +83,9 @@ async function deadLetterOnce(
   const consumer = createRabbitConsumer({
     url: amqpUrl(),
     queue,
-    store,
+    inbox: createInbox({ store, consumer: queue }),
     handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId),
-    onEvent: log.onEvent,
+    ...log.hooks,
     retry: { delaysMs: [200] },
   });
   running.push(consumer);

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Options } from 'amqplib';
-import { createInbox, hasErrorCode } from '@justonce/core';
-import { openTestStore } from '../../core/test/db';
 import {
-  createRabbitConsumer,
+  ConsumerStateError,
+  createInbox,
   DEAD_LETTER_HEADERS,
-  type RabbitConsumer,
-  type RabbitConsumerOptions,
-} from '../src';
+  hasErrorCode,
+  type InboxOptions,
+} from '@justonce/core';
+import { openTestStore } from '../../core/test/db';
+import { createRabbitConsumer, type RabbitConsumer, type RabbitConsumerOptions } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
 import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
@@ -57,13 +58,15 @@ describe('createRabbitConsumer on a real broker', () => {
     writeEffect(ctx.trx, store, ctx.messageId);
 
   /**
-   * A consumer of a fresh queue named after `label`, on the suite's store, writing one effect
-   * per message and logging its events, stopped and cleaned up after the test; `options`
-   * adds to or replaces any of that.
+   * A consumer of a fresh queue named after `label`, with an inbox on the suite's store named
+   * after the queue (`inbox` adds to its options), writing one effect per message and logging
+   * its events, stopped and cleaned up after the test; `options` adds to or replaces any of
+   * that.
    */
   function testConsumer(
     label: string,
     options: Partial<RabbitConsumerOptions> = {},
+    inbox: Partial<InboxOptions> = {},
   ): { queue: string; log: EventLog; consumer: RabbitConsumer } {
     const queue = uniqueName(label);
     const log = new EventLog();
@@ -71,9 +74,9 @@ describe('createRabbitConsumer on a real broker', () => {
       createRabbitConsumer({
         url: amqpUrl(),
         queue,
-        store,
+        inbox: createInbox({ store, consumer: queue, ...inbox }),
         handler: effect,
-        onEvent: log.onEvent,
+        ...log.hooks,
         ...options,
       }),
     );
@@ -90,6 +93,9 @@ describe('createRabbitConsumer on a real broker', () => {
       concurrency: 4,
     });
     await consumer.start();
+    expect(consumer.running).toBe(true);
+    // One lifecycle for every transport: a second start is a mistake, not a no-op.
+    await expect(consumer.start()).rejects.toBeInstanceOf(ConsumerStateError);
     const [a, b, c] = [id('a'), id('b'), id('c')];
     for (const messageId of [a, a, b, a, c, b, a]) publish(queue, 'x', { messageId });
 
@@ -144,13 +150,17 @@ describe('createRabbitConsumer on a real broker', () => {
 
   it('dead-letters a poison message with the reason after retries delayed by the retry queues', async () => {
     const runs: number[] = [];
-    const { queue, log, consumer } = testConsumer('poison', {
-      retry: { delaysMs: [300, 600], maxAttempts: 3 },
-      handler: async () => {
-        runs.push(Date.now());
-        throw new Error('downstream said no');
+    const { queue, log, consumer } = testConsumer(
+      'poison',
+      {
+        retry: { delaysMs: [300, 600] },
+        handler: async () => {
+          runs.push(Date.now());
+          throw new Error('downstream said no');
+        },
       },
-    });
+      { maxAttempts: 3 },
+    );
     await consumer.start();
     const poison = id('poison');
     publish(queue, '{"order":1}', { messageId: poison, correlationId: 'corr-9' });
@@ -160,7 +170,7 @@ describe('createRabbitConsumer on a real broker', () => {
     // Each wait is at least the retry queue's TTL (a few ms of clock slack allowed).
     expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(290);
     expect(runs[2]! - runs[1]!).toBeGreaterThanOrEqual(590);
-    expect(log.settled('retry-scheduled').map((e) => e.delayMs)).toEqual([300, 600]);
+    expect(log.settled('redelivered').map((e) => e.delayMs)).toEqual([300, 600]);
     expect(consumer.topology().retryQueues).toEqual([
       `${queue}.retry.300ms`,
       `${queue}.retry.600ms`,
@@ -178,19 +188,31 @@ describe('createRabbitConsumer on a real broker', () => {
     expect(message!.properties).toMatchObject({ messageId: poison, correlationId: 'corr-9' });
     const headers = message!.properties.headers as Record<string, unknown>;
     expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
-    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe(3);
+    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe('3');
     expect(String(headers[DEAD_LETTER_HEADERS.error])).toContain('downstream said no');
-    expect(headers[DEAD_LETTER_HEADERS.queue]).toBe(queue);
+    expect(headers[DEAD_LETTER_HEADERS.source]).toBe(queue);
+    expect(headers[DEAD_LETTER_HEADERS.consumer]).toBe(queue);
+    expect(headers[DEAD_LETTER_HEADERS.messageId]).toBe(poison);
     expect(typeof headers[DEAD_LETTER_HEADERS.deadLetterId]).toBe('string');
+    // Only the shared names: the old RabbitMQ-only one is gone.
+    expect(headers).not.toHaveProperty('x-justonce-queue');
+    const [letter] = log.settled('dead-lettered');
+    expect(letter?.deadLetter).toMatchObject({
+      reason: 'MAX_ATTEMPTS',
+      attempts: 3,
+      source: queue,
+    });
     expect(headers).not.toHaveProperty('x-death');
     expect(await admin.depth(queue)).toBe(0);
     expect(await effectCounts(store)).not.toHaveProperty(poison);
   });
 
   it('dead-letters bad input (no id and no extractor, an undecodable body) and keeps going', async () => {
-    const { queue, log, consumer } = testConsumer('bad', {
-      decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
-    });
+    const { queue, log, consumer } = testConsumer(
+      'bad',
+      {},
+      { decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown },
+    );
     await consumer.start();
     const [undecodable, good] = [id('undecodable'), id('good')];
     publish(queue, '{"no":"id"}');
@@ -217,10 +239,12 @@ describe('createRabbitConsumer on a real broker', () => {
     expect(await effectCounts(store)).not.toHaveProperty(undecodable);
   });
 
-  it('takes the id from messageIdExtractor when the message carries none', async () => {
+  it('takes the id from messageId.extract when the message carries none', async () => {
     const { queue, log, consumer } = testConsumer('extract', {
-      messageIdExtractor: (message) =>
-        (JSON.parse(message.content.toString()) as { orderId?: string }).orderId,
+      messageId: {
+        extract: (message) =>
+          (JSON.parse(message.content.toString()) as { orderId?: string }).orderId,
+      },
     });
     await consumer.start();
     const orderId = id('order');
@@ -265,21 +289,56 @@ describe('createRabbitConsumer on a real broker', () => {
       async () => (await admin.depth(queue)) === 2,
     );
     await expect(consumer.start()).rejects.toThrow(/cannot be started again/);
+    await expect(consumer.start()).rejects.toMatchObject({ code: 'CONSUMER_STATE' });
   });
 
-  it('uses an inbox you built, and refuses options that belong to it', async () => {
+  it('stops without drain: gives the running delivery back at once, and drops its late answer', async () => {
+    const held = gate();
+    const reached = gate();
+    let finished = false;
+    const { queue, log, consumer } = testConsumer('nodrain', {
+      prefetch: 5,
+      handler: async (ctx) => {
+        reached.open();
+        await held.promise;
+        await writeEffect(ctx.trx, store, ctx.messageId);
+        finished = true;
+      },
+    });
+    await consumer.start();
+    const ids = [id('n0'), id('n1')];
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+    await reached.promise;
+
+    await consumer.stop({ drain: false });
+    expect(finished).toBe(false);
+    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([[ids[0], 'released']]);
+    await waitFor('both messages back in the queue', async () => (await admin.depth(queue)) === 2);
+    // The handler commits after the stop; nothing more is sent for its delivery.
+    held.open();
+    await waitFor('the late handler to finish', () => finished);
+    expect(log.settled()).toHaveLength(1);
+  });
+
+  it('uses the inbox you built, and refuses the options that belong to it', async () => {
     const queue = uniqueName('own-inbox');
     const inbox = createInbox({ store, consumer: id('own') });
     const handler = async () => undefined;
+    const loose = (options: object) => options as RabbitConsumerOptions;
     expect(() =>
-      createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler, retry: { maxAttempts: 2 } }),
+      createRabbitConsumer(
+        loose({ url: amqpUrl(), queue, inbox, handler, retry: { maxAttempts: 2 } }),
+      ),
     ).toThrow(/retry.maxAttempts/);
-    expect(() => createRabbitConsumer({ url: amqpUrl(), queue, handler })).toThrow(
-      /exactly one of inbox or store/,
+    expect(() =>
+      createRabbitConsumer(loose({ url: amqpUrl(), queue, inbox, handler, store })),
+    ).toThrow(/unknown option `store`/);
+    expect(() => createRabbitConsumer(loose({ url: amqpUrl(), queue, handler }))).toThrow(
+      /inbox must be an Inbox/,
     );
     const log = new EventLog();
     const consumer = track(
-      createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler, onEvent: log.onEvent }),
+      createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler, ...log.hooks }),
     );
     await consumer.start();
     publish(queue, 'x', { messageId: id('one') });
@@ -287,7 +346,11 @@ describe('createRabbitConsumer on a real broker', () => {
   });
 
   it('validates its configuration at construction', () => {
-    const base = { url: amqpUrl(), store, handler: async () => undefined };
+    const base = {
+      url: amqpUrl(),
+      inbox: createInbox({ store, consumer: 'q' }),
+      handler: async () => undefined,
+    };
     const invalid = (options: object) => {
       let caught: unknown;
       try {
@@ -305,7 +368,11 @@ describe('createRabbitConsumer on a real broker', () => {
     expect(invalid({ retry: { delaysMs: [] } })).toBe(true);
     expect(invalid({ retry: { delaysMs: [100], backoff: () => 1 } })).toBe(true);
     expect(invalid({ url: undefined })).toBe(true);
-    expect(invalid({ deadLetterExchangeType: 'weird' })).toBe(true);
+    expect(invalid({ deadLetter: { exchangeType: 'weird' } })).toBe(true);
+    expect(invalid({ deadLetter: { exchange: 'amq.direct' } })).toBe(true);
+    expect(invalid({ messageId: { extract: 'not a function' } })).toBe(true);
+    expect(invalid({ scopeHeader: '' })).toBe(true);
+    expect(invalid({ inbox: { consumer: 'no process' } })).toBe(true);
     expect(invalid({ handler: 'not a function' })).toBe(true);
     expect(invalid({})).toBe(false);
   });
@@ -316,7 +383,7 @@ describe('createRabbitConsumer on a real broker', () => {
     const consumer = createRabbitConsumer({
       url: amqpUrl(),
       queue,
-      store,
+      inbox: createInbox({ store, consumer: queue }),
       handler: async () => undefined,
     });
     let caught: unknown;
@@ -327,6 +394,9 @@ describe('createRabbitConsumer on a real broker', () => {
     }
     expect(hasErrorCode(caught, 'RABBIT_TOPOLOGY')).toBe(true);
     expect(consumer.connected).toBe(false);
+    // A failed start leaves it stopped: a new consumer is needed, not a second start.
+    expect(consumer.running).toBe(false);
+    await expect(consumer.start()).rejects.toBeInstanceOf(ConsumerStateError);
     await admin.remove({ queues: [queue] });
   });
 });

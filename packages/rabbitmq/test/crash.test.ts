@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { createInbox, type InboxStep } from '@justonce/core';
+import { createInbox, DEAD_LETTER_HEADERS, type InboxStep } from '@justonce/core';
 import { databaseUrl, openTestStore } from '../../core/test/db';
-import { createRabbitConsumer, DEAD_LETTER_HEADERS, type RabbitConsumer } from '../src';
+import { createRabbitConsumer, type RabbitConsumer } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
 import type { ConsumerChildJob } from './fixtures/consumer-child';
@@ -79,7 +79,7 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
       queue,
       inbox: createInbox({ store, consumer, maxAttempts }),
       handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId, 'survivor'),
-      onEvent: log.onEvent,
+      ...log.hooks,
     });
     cleanup.push(rabbit);
     await rabbit.start();
@@ -143,7 +143,8 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
     });
     const headers = dead[0]!.properties.headers as Record<string, unknown>;
     expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
-    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe(3);
+    expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe('3');
+    expect(headers[DEAD_LETTER_HEADERS.messageId]).toBe(messageId);
     expect(await effectCounts(store)).not.toHaveProperty(messageId);
   });
 });

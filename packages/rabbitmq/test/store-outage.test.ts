@@ -81,7 +81,7 @@ describe('the store (or a dependency classified infrastructure) unavailable', ()
         if (Date.now() < downUntil) throw new DependencyDown();
         await writeEffect(ctx.trx, store, ctx.messageId);
       },
-      onEvent: log.onEvent,
+      ...log.hooks,
     });
     await consumer.start();
 
@@ -100,7 +100,7 @@ describe('the store (or a dependency classified infrastructure) unavailable', ()
     );
     const recoveredAfterMs = Date.now() - downUntil;
 
-    const held = log.events.filter((e) => e.type === 'held');
+    const held = log.settled('held');
     const acked = log.settled('acked');
     const attempts = acked.map(
       (e) => (e.outcome as Extract<InboxOutcome, { status: 'processed' }> | undefined)?.attempt,
@@ -127,7 +127,7 @@ describe('the store (or a dependency classified infrastructure) unavailable', ()
     expect(calls.get(ids[0]!)!).toBeGreaterThan(MAX_ATTEMPTS * 2);
     expect(held.length).toBeGreaterThan(MAX_ATTEMPTS * 2);
     // Held, not sent around: no retry copy, no requeue, nothing dead-lettered anywhere.
-    const otherActions = log.settled().filter((e) => e.action !== 'acked');
+    const otherActions = log.settled().filter((e) => e.action !== 'acked' && e.action !== 'held');
     expect(otherActions).toEqual([]);
     expect(deadLetters).toEqual([]);
     expect(depth).toBe(0);
@@ -149,16 +149,24 @@ describe('the store (or a dependency classified infrastructure) unavailable', ()
       handler: async () => {
         throw new DependencyDown();
       },
-      onEvent: log.onEvent,
+      ...log.hooks,
     });
     await stopping.start();
     admin.channel.sendToQueue(stoppedQueue, Buffer.from('x'), { messageId: 'held-on-stop' });
-    await log.next('a held delivery', (e) => e.type === 'held' && e.attempt >= 3);
+    await log.next(
+      'a delivery held three times',
+      (e) => e.type === 'settled' && e.action === 'held' && log.settled('held').length >= 3,
+    );
     await stopping.stop();
 
-    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([
-      ['held-on-stop', 'released'],
-    ]);
+    const held = log.settled('held');
+    expect(held.every((e) => e.messageId === 'held-on-stop' && e.delayMs !== undefined)).toBe(true);
+    expect(
+      log
+        .settled()
+        .filter((e) => e.action !== 'held')
+        .map((e) => [e.messageId, e.action]),
+    ).toEqual([['held-on-stop', 'released']]);
     // Back in the queue, unprocessed, for whoever consumes next.
     await waitFor('the message back in the queue', async () =>
       (await admin.depth(stoppedQueue)) === 1 ? true : undefined,

@@ -1,6 +1,14 @@
 import type { Knex } from 'knex';
 import type { Store } from '@justonce/core';
-import type { RabbitConsumerEvent } from '../src';
+import type { SettledEvent } from '@justonce/core';
+import type { ConsumeMessage } from 'amqplib';
+import type { RabbitConnectionEvent } from '../src';
+
+/** A settled event as the log keeps it, tagged to tell it from a connection event. */
+export type LoggedSettled = { readonly type: 'settled' } & SettledEvent<unknown, ConsumeMessage>;
+
+/** What {@link EventLog} records: the consumer's `onSettled` and `onConnection` events. */
+export type LoggedEvent = LoggedSettled | RabbitConnectionEvent;
 
 /** Creates the business table the test handlers write to: one row per applied effect. */
 export async function createEffectsTable(store: Store): Promise<void> {
@@ -33,22 +41,38 @@ export async function effectCounts(store: Store): Promise<Record<string, number>
 
 /** Collects consumer events and lets a test wait for one. */
 export class EventLog {
-  readonly events: RabbitConsumerEvent[] = [];
-  private waiters: Array<{ match: (e: RabbitConsumerEvent) => boolean; resolve: () => void }> = [];
+  readonly events: LoggedEvent[] = [];
+  private waiters: Array<{ match: (e: LoggedEvent) => boolean; resolve: () => void }> = [];
 
-  readonly onEvent = (event: RabbitConsumerEvent): void => {
+  readonly onSettled = (event: SettledEvent<unknown, ConsumeMessage>): void => {
+    this.record({ type: 'settled', ...event });
+  };
+
+  readonly onConnection = (event: RabbitConnectionEvent): void => {
+    this.record(event);
+  };
+
+  /** Both hooks, to spread into the consumer's options. */
+  get hooks(): {
+    onSettled: (event: SettledEvent<unknown, ConsumeMessage>) => void;
+    onConnection: (event: RabbitConnectionEvent) => void;
+  } {
+    return { onSettled: this.onSettled, onConnection: this.onConnection };
+  }
+
+  private record(event: LoggedEvent): void {
     this.events.push(event);
     this.waiters = this.waiters.filter((w) => {
       if (!w.match(event)) return true;
       w.resolve();
       return false;
     });
-  };
+  }
 
-  /** Settled events with the given action, in order. */
-  settled(action?: string): Array<Extract<RabbitConsumerEvent, { type: 'settled' }>> {
+  /** Settled events (`held` included) with the given action, in order. */
+  settled(action?: string): LoggedSettled[] {
     return this.events.filter(
-      (e): e is Extract<RabbitConsumerEvent, { type: 'settled' }> =>
+      (e): e is LoggedSettled =>
         e.type === 'settled' && (action === undefined || e.action === action),
     );
   }
@@ -56,7 +80,7 @@ export class EventLog {
   /** Resolves at the next event matching `match` (or at once if one was already seen). */
   next(
     what: string,
-    match: (e: RabbitConsumerEvent) => boolean,
+    match: (e: LoggedEvent) => boolean,
     timeoutMs = 15_000,
     includePast = false,
   ): Promise<void> {

@@ -55,8 +55,8 @@ afterAll(async () => {
   await store.close();
 });
 
-/** Every option but `connect` and `inbox` (which exclude `url` and `store`). */
-function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect' | 'inbox'> {
+/** Every option but `connect` (which excludes `url`). */
+function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect'> {
   return {
     url: URL,
     connectionName: 'rabbit-options',
@@ -65,28 +65,24 @@ function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect' |
     operationTimeoutMs: 1_000,
     queue: 'jobs',
     handler: async () => undefined,
-    store,
-    consumer: 'jobs-consumer',
-    decode: (body) => body,
+    inbox: createInbox({ store, consumer: 'jobs-consumer', decode: (body) => body }),
+    messageId: { header: 'x-id', extract: () => undefined, fallback: false },
+    scopeHeader: 'x-tenant',
     prefetch: 10,
     concurrency: 2,
     // `delaysMs` excludes `backoff`; it is taken below, with a ready inbox.
-    retry: { backoff: (attempt) => attempt * 100, ladderMs: [100, 1_000], maxAttempts: 3 },
-    deadLetterExchange: 'jobs.dlx',
-    deadLetterExchangeType: 'topic',
-    deadLetterQueue: null,
+    retry: { backoff: (attempt) => attempt * 100, ladderMs: [100, 1_000] },
+    deadLetter: { exchange: 'jobs.dlx', exchangeType: 'topic', queue: null },
     declareTopology: false,
     durable: false,
     queueArguments: { 'x-queue-type': 'quorum' },
-    messageIdExtractor: () => undefined,
-    scopeExtractor: () => undefined,
     confirmTimeoutMs: 1_000,
     reconnect: { baseMs: 10, capMs: 100 },
     storeRetry: { baseMs: 10, capMs: 100 },
-    shutdownTimeoutMs: 1_000,
     logger: silentLogger,
     meter: resolveMeter(),
-    onEvent: () => undefined,
+    onSettled: () => undefined,
+    onConnection: () => undefined,
   };
 }
 
@@ -94,8 +90,10 @@ describe('createRabbitConsumer', () => {
   it('refuses misspelt options, nested ones with their path', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ prefech: 10 }, named('prefech', 'prefetch')],
-      [{ deadLetterQeue: null }, named('deadLetterQeue', 'deadLetterQueue')],
-      [{ retry: { maxattempts: 3 } }, named('retry.maxattempts', 'retry.maxAttempts')],
+      [{ deadLeter: {} }, named('deadLeter', 'deadLetter')],
+      [{ deadLetter: { qeue: null } }, named('deadLetter.qeue', 'deadLetter.queue')],
+      [{ messageId: { heder: 'x' } }, named('messageId.heder', 'messageId.header')],
+      [{ retry: { ladderMS: [1] } }, named('retry.ladderMS', 'retry.ladderMs')],
       [{ reconnect: { capMS: 100 } }, named('reconnect.capMS', 'reconnect.capMs')],
       [{ storeRetry: { baseMS: 100 } }, named('storeRetry.baseMS', 'storeRetry.baseMs')],
       [{ connectTimeoutMS: 100 }, named('connectTimeoutMS', 'connectTimeoutMs')],
@@ -108,15 +106,41 @@ describe('createRabbitConsumer', () => {
     }
   });
 
+  it('refuses the names of before the shared consumer shape', () => {
+    for (const old of [
+      'store',
+      'consumer',
+      'decode',
+      'deadLetterExchange',
+      'deadLetterExchangeType',
+      'deadLetterQueue',
+      'messageIdExtractor',
+      'scopeExtractor',
+      'shutdownTimeoutMs',
+      'onEvent',
+    ]) {
+      const options = loose<RabbitConsumerOptions>({ ...allConsumerOptions(), [old]: undefined });
+      expect(refusal(() => createRabbitConsumer(options)).message).toMatch(
+        new RegExp(`^createRabbitConsumer: unknown option \`${old}\``),
+      );
+    }
+    const maxAttempts = loose<RabbitConsumerOptions>({
+      ...allConsumerOptions(),
+      retry: { maxAttempts: 3 },
+    });
+    expect(refusal(() => createRabbitConsumer(maxAttempts)).message).toMatch(
+      /unknown option `retry.maxAttempts`/,
+    );
+  });
+
   it('takes every option it documents', async () => {
     const built = createRabbitConsumer(allConsumerOptions());
     expect(built.connected).toBe(false);
     await built.stop();
-    const { url: _url, store: _store, consumer: _c, decode: _d, ...rest } = allConsumerOptions();
+    const { url: _url, ...rest } = allConsumerOptions();
     const ready = createRabbitConsumer({
       ...rest,
       connect: neverConnects,
-      inbox: createInbox({ store, consumer: 'ready' }),
       retry: { delaysMs: [100, 1_000] },
     });
     expect(ready.topology().queue).toBe('jobs');

@@ -2,13 +2,8 @@ import { createRequire } from 'node:module';
 import type { ConsumeMessage } from 'amqplib';
 import fc from 'fast-check';
 import { encodableHeaders, headersToStrings } from '../amqp/headers';
-import {
-  findMessageId,
-  tenantHeaderScope,
-  toEnvelope,
-  type MessageIdExtractor,
-  type ScopeExtractor,
-} from './envelope';
+import { resolveMessageIdOptions } from '@justonce/core';
+import { messageIdOf, toEnvelope } from './envelope';
 
 /**
  * Property tests of the mapping from an AMQP delivery to the inbox's envelope. Header tables
@@ -191,7 +186,7 @@ const delivery: fc.Arbitrary<ConsumeMessage> = fc
       }) as unknown as ConsumeMessage,
   );
 
-/** An extractor (for the id or the scope) that is absent, answers anything, or throws. */
+/** An id extractor that is absent, answers anything, or throws. */
 const extractor = fc.oneof(
   fc.constant(undefined),
   fc.oneof(anyText, fc.integer(), fc.constant(undefined)).map((v) => () => v as string),
@@ -214,29 +209,48 @@ function isUtf8(b: Buffer): boolean {
   return Buffer.from(b.toString('utf8'), 'utf8').equals(b);
 }
 
-describe('findMessageId + toEnvelope (property)', () => {
+/** The id options: an optional extract, the fallback to the property on or off. */
+const idOptions = fc
+  .record({ extract: extractor, fallback: fc.boolean() })
+  .map(({ extract, fallback }) =>
+    resolveMessageIdOptions<ConsumeMessage>({
+      ...(extract ? { extract: extract as (m: ConsumeMessage) => string | undefined } : {}),
+      fallback,
+    }),
+  );
+
+const noReport = () => undefined;
+
+describe('messageIdOf + toEnvelope (property)', () => {
   it('never throw, and carry id, headers, scope and body through unchanged', () => {
     fc.assert(
-      fc.property(delivery, extractor, extractor, (message, idExtractor, scopeExtractor) => {
-        const found = findMessageId(message, idExtractor as MessageIdExtractor | undefined);
-        const scopeOf = (scopeExtractor ?? tenantHeaderScope) as ScopeExtractor;
-        const envelope = toEnvelope(message, 'q', found.id, scopeOf);
+      fc.property(delivery, idOptions, (message, options) => {
+        const found = messageIdOf(message, options, noReport);
+        const envelope = toEnvelope(message, 'q', found, 'tenant');
         const input = message.properties.headers;
 
-        // The id: a non-empty string property as given, else the header (bytes that are not
-        // UTF-8 as the bytes, for the inbox to refuse), else the extractor.
+        // The id: the header (bytes that are not UTF-8 as the bytes, for the inbox to refuse),
+        // else the extractor, else (with fallback) the property as given.
         const property: unknown = message.properties.messageId;
         const header = own(input, 'message-id');
-        if (typeof property === 'string' && property !== '') {
-          expect(envelope.id).toBe(property);
-        } else if (typeof header === 'string' && header !== '') {
+        const headerCase = (key: string) => key.toLowerCase() === 'message-id';
+        const anyHeader =
+          typeof input === 'object' && input !== null && Object.keys(input).some(headerCase);
+        if (typeof header === 'string' && header !== '') {
           expect(envelope.id).toBe(header);
         } else if (isBytes(header) && header.length > 0) {
           if (isUtf8(header)) expect(envelope.id).toBe(header.toString('utf8'));
           else expect(envelope.id).toBe(header);
+        } else if (!anyHeader && options.extract === undefined) {
+          const usable = options.fallback && property !== undefined && property !== null;
+          expect(envelope.id).toBe(usable && property !== '' ? property : undefined);
         }
+        // Anything but text is what the inbox refuses (INVALID_MESSAGE_ID): a header's bytes
+        // that are not UTF-8, or a property a hand-built delivery set to something else.
         const id: unknown = envelope.id;
-        expect(id === undefined || typeof id === 'string' || Buffer.isBuffer(id)).toBe(true);
+        expect(
+          id === undefined || typeof id === 'string' || Buffer.isBuffer(id) || id === property,
+        ).toBe(true);
 
         // Headers: strings only, every string header unchanged under its own name.
         for (const key of Object.keys(envelope.headers)) {
@@ -253,13 +267,11 @@ describe('findMessageId + toEnvelope (property)', () => {
           }
         }
 
-        // The scope: what the default extractor reads from `tenant` (or the custom one's answer).
-        if (scopeExtractor === undefined) {
-          const tenant = own(input, 'tenant');
-          if (typeof tenant === 'string' && tenant !== '') expect(envelope.scope).toBe(tenant);
-          if (isBytes(tenant) && tenant.length > 0 && !isUtf8(tenant)) {
-            expect(envelope.scope).toBe(tenant);
-          }
+        // The scope: what the `tenant` header holds (bytes that are not UTF-8 as the bytes).
+        const tenant = own(input, 'tenant');
+        if (typeof tenant === 'string' && tenant !== '') expect(envelope.scope).toBe(tenant);
+        if (isBytes(tenant) && tenant.length > 0 && !isUtf8(tenant)) {
+          expect(envelope.scope).toBe(tenant);
         }
 
         expect(envelope.body).toBe(message.content);
@@ -288,8 +300,9 @@ describe('findMessageId + toEnvelope (property)', () => {
     fc.assert(
       fc.property(wireText, wireText, (a, b) => {
         fc.pre(!a.equals(b));
-        const idA: unknown = findMessageId(withHeader(a), undefined).id;
-        const idB: unknown = findMessageId(withHeader(b), undefined).id;
+        const options = resolveMessageIdOptions<ConsumeMessage>(undefined);
+        const idA: unknown = messageIdOf(withHeader(a), options, noReport);
+        const idB: unknown = messageIdOf(withHeader(b), options, noReport);
         // Equal text would dedupe the second message as a duplicate of the first: lost.
         if (typeof idA === 'string' && typeof idB === 'string') expect(idA).not.toBe(idB);
       }),
@@ -371,7 +384,7 @@ describe('inputs the properties found (each threw, or mapped or republished wron
   );
 
   it('a nested table that inherits from a Buffer is mapped, and republished, without a TypeError', () => {
-    expect(toEnvelope(withHeaders(bufferLike), 'q', 'm', tenantHeaderScope).headers).toEqual({
+    expect(toEnvelope(withHeaders(bufferLike), 'q', 'm', 'tenant').headers).toEqual({
       nested: '{}',
     });
     expect(() => encode(bufferLike)).toThrow(/TypedArray/);
@@ -380,7 +393,7 @@ describe('inputs the properties found (each threw, or mapped or republished wron
 
   it('an invalid Date is "Invalid Date", not a RangeError', () => {
     const headers = { d: new Date(Number.NaN) };
-    expect(toEnvelope(withHeaders(headers), 'q', 'm', tenantHeaderScope).headers).toEqual({
+    expect(toEnvelope(withHeaders(headers), 'q', 'm', 'tenant').headers).toEqual({
       d: 'Invalid Date',
     });
   });
@@ -388,11 +401,12 @@ describe('inputs the properties found (each threw, or mapped or republished wron
   it('message-id and tenant bytes that are not UTF-8 are handed on as the bytes', () => {
     const fe = Buffer.from([0x61, 0xfe]);
     const ff = Buffer.from([0x61, 0xff]);
+    const options = resolveMessageIdOptions<ConsumeMessage>(undefined);
     const idOf = (b: Buffer) =>
-      findMessageId(withHeaders({ 'message-id': b }, false, null), undefined).id;
+      messageIdOf(withHeaders({ 'message-id': b }, false, null), options, noReport);
     expect(idOf(fe)).toBe(fe);
     expect(idOf(ff)).toBe(ff);
-    expect(tenantHeaderScope(withHeaders({ tenant: ff }))).toBe(ff);
+    expect(toEnvelope(withHeaders({ tenant: ff }), 'q', 'm', 'tenant').scope).toBe(ff);
   });
 
   it('an x-delivery-count beyond 2^53 is no receive count; a non-boolean redelivered is false', () => {
@@ -400,7 +414,7 @@ describe('inputs the properties found (each threw, or mapped or republished wron
       withHeaders({ 'x-delivery-count': 2 ** 60 }, 1),
       'q',
       'm',
-      tenantHeaderScope,
+      'tenant',
     );
     expect(envelope.delivery).not.toHaveProperty('receiveCount');
     expect(envelope.delivery.redelivered).toBe(false);

@@ -1,5 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
-import { findMessageId, tenantHeaderScope, toEnvelope } from './envelope';
+import { resolveMessageIdOptions } from '@justonce/core';
+import { messageIdOf, toEnvelope } from './envelope';
 
 function message(
   properties: Partial<ConsumeMessage['properties']> = {},
@@ -34,37 +35,51 @@ function message(
   };
 }
 
-describe('findMessageId', () => {
-  it('prefers properties.messageId, then the message-id header, then the extractor', () => {
-    const extractor = () => 'from-extractor';
+describe('messageIdOf (core findMessageId over an AMQP delivery)', () => {
+  const extract = () => 'from-extract';
+  const withExtract = resolveMessageIdOptions<ConsumeMessage>({ extract });
+  const defaults = resolveMessageIdOptions<ConsumeMessage>(undefined);
+  const none = () => undefined;
+
+  it('prefers the message-id header (any case), then extract, then the message-id property', () => {
     expect(
-      findMessageId(message({ messageId: 'p', headers: { 'message-id': 'h' } }), extractor),
-    ).toEqual({ id: 'p', source: 'property' });
-    expect(findMessageId(message({ headers: { 'message-id': 'h' } }), extractor)).toEqual({
-      id: 'h',
-      source: 'header',
-    });
+      messageIdOf(message({ messageId: 'p', headers: { 'message-id': 'h' } }), withExtract, none),
+    ).toBe('h');
+    expect(messageIdOf(message({ headers: { 'Message-Id': 'h' } }), withExtract, none)).toBe('h');
     expect(
-      findMessageId(message({ headers: { 'message-id': Buffer.from('b') } }), undefined),
-    ).toEqual({ id: 'b', source: 'header' });
-    expect(findMessageId(message(), extractor)).toEqual({
-      id: 'from-extractor',
-      source: 'extractor',
-    });
+      messageIdOf(message({ headers: { 'message-id': Buffer.from('b') } }), defaults, none),
+    ).toBe('b');
+    expect(messageIdOf(message({ messageId: 'p' }), withExtract, none)).toBe('from-extract');
+    expect(messageIdOf(message({ messageId: 'p' }), defaults, none)).toBe('p');
   });
 
-  it('reports no id when none is found or the extractor throws', () => {
-    expect(findMessageId(message({ messageId: '' }), undefined)).toEqual({
-      id: undefined,
-      source: 'none',
-    });
-    expect(findMessageId(message(), () => undefined).id).toBeUndefined();
-    const boom = new Error('bad');
+  it('reads another header when told to, and ignores the property without fallback', () => {
+    const custom = resolveMessageIdOptions<ConsumeMessage>({ header: 'x-id', fallback: false });
     expect(
-      findMessageId(message(), () => {
+      messageIdOf(
+        message({ messageId: 'p', headers: { 'x-id': 'x', 'message-id': 'h' } }),
+        custom,
+        none,
+      ),
+    ).toBe('x');
+    expect(messageIdOf(message({ messageId: 'p' }), custom, none)).toBeUndefined();
+  });
+
+  it('reports no id when none is found, and a throwing extract as no id, reported', () => {
+    expect(messageIdOf(message({ messageId: '' }), defaults, none)).toBeUndefined();
+    const nothing = resolveMessageIdOptions<ConsumeMessage>({ extract: () => undefined });
+    expect(messageIdOf(message(), nothing, none)).toBeUndefined();
+    const boom = new Error('bad');
+    const reported: unknown[] = [];
+    const throwing = resolveMessageIdOptions<ConsumeMessage>({
+      extract: () => {
         throw boom;
-      }),
-    ).toEqual({ id: undefined, source: 'none', extractorError: boom });
+      },
+    });
+    expect(messageIdOf(message({ messageId: 'p' }), throwing, (e) => reported.push(e))).toBe(
+      undefined,
+    );
+    expect(reported).toEqual([boom]);
   });
 });
 
@@ -85,7 +100,7 @@ describe('toEnvelope', () => {
       },
       true,
     );
-    const envelope = toEnvelope(msg, 'orders', 'id-1', tenantHeaderScope);
+    const envelope = toEnvelope(msg, 'orders', 'id-1', 'tenant');
     expect(envelope).toMatchObject({
       id: 'id-1',
       scope: 'acme',
@@ -110,15 +125,18 @@ describe('toEnvelope', () => {
       message({ messageId: 'm', headers: { 'x-justonce-retry-attempt': 2 } }),
       'q',
       'm',
-      tenantHeaderScope,
+      'tenant',
     );
     expect(envelope.delivery).toMatchObject({ redelivered: true, attempt: 3 });
   });
 
-  it('leaves scope, key and receive count out when absent; a throwing scope extractor means none', () => {
-    const envelope = toEnvelope(message(), 'q', undefined, () => {
-      throw new Error('no');
-    });
+  it('reads the scope from the scopeHeader given', () => {
+    const msg = message({ headers: { tenant: 'acme', 'x-org': 'org-7' } });
+    expect(toEnvelope(msg, 'q', 'm', 'x-org').scope).toBe('org-7');
+  });
+
+  it('leaves scope, key and receive count out when absent', () => {
+    const envelope = toEnvelope(message({ headers: { tenant: '' } }), 'q', undefined, 'tenant');
     expect(envelope.id).toBeUndefined();
     expect(envelope).not.toHaveProperty('scope');
     expect(envelope).not.toHaveProperty('key');

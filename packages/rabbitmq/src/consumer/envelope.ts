@@ -1,16 +1,6 @@
-import { MESSAGE_ID_HEADER, type Envelope } from '@justonce/core';
+import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
 import { headerCount, headerKey, headersToStrings } from '../amqp/headers';
-
-/**
- * Finds a message id when neither `properties.messageId` nor a `message-id` header carries
- * one. Return `undefined` when there is none: the inbox then dead-letters the message with
- * reason `MISSING_MESSAGE_ID`. A throw counts as "no id".
- */
-export type MessageIdExtractor = (message: ConsumeMessage) => string | undefined;
-
-/** Finds the scope (tenant) of a message; `undefined` means the inbox's default scope. */
-export type ScopeExtractor = (message: ConsumeMessage) => string | undefined;
 
 /**
  * The header a consumer sets on the copy it sends to a retry queue: the number of the
@@ -20,9 +10,6 @@ export const RETRY_ATTEMPT_HEADER = 'x-justonce-retry-attempt';
 
 /** The header the relay's publisher writes the outbox partition key to. */
 export const PARTITION_KEY_HEADER = 'partition-key';
-
-/** Where a message id was found, for logs. @internal */
-export type IdSource = 'property' | 'header' | 'extractor' | 'none';
 
 /**
  * A header's bytes that are not valid UTF-8, handed on as the id or scope unchanged: the
@@ -40,38 +27,49 @@ function keyHeader(headers: unknown, name: string): string | undefined {
 }
 
 /**
- * The message id: `properties.messageId`, else the `message-id` header, else the
- * extractor's answer. A `message-id` header of bytes that are not UTF-8 is passed on as
- * the bytes, which the inbox refuses. @internal
+ * The message id by core's one rule ({@link findMessageId}): the `messageId.header` header
+ * (default `message-id`, any case), then `messageId.extract`, then, with
+ * `messageId.fallback`, the AMQP `message-id` property. A header of bytes that are not UTF-8
+ * is passed on as the bytes, which the inbox refuses (`INVALID_MESSAGE_ID`). @internal
  */
-export function findMessageId(
+export function messageIdOf(
   message: ConsumeMessage,
-  extractor: MessageIdExtractor | undefined,
-): { id: string | undefined; source: IdSource; extractorError?: unknown } {
-  const property: unknown = message.properties.messageId;
-  if (typeof property === 'string' && property !== '') return { id: property, source: 'property' };
-  const header = keyHeader(message.properties.headers, MESSAGE_ID_HEADER);
-  if (header !== undefined) return { id: header, source: 'header' };
-  if (extractor === undefined) return { id: undefined, source: 'none' };
-  try {
-    const id = extractor(message);
-    if (typeof id === 'string' && id !== '') return { id, source: 'extractor' };
-    return { id: undefined, source: 'none' };
-  } catch (error) {
-    return { id: undefined, source: 'none', extractorError: error };
+  options: ResolvedMessageId<ConsumeMessage>,
+  onExtractError: (error: unknown) => void,
+): string | undefined {
+  const raw: unknown = message.properties.headers;
+  const wanted = options.header.toLowerCase();
+  // Only the id header, read as {@link keyHeader} reads it (bytes kept), under each name
+  // that matches it without case: core picks among them the way it does for every transport.
+  const headers: Record<string, string> = {};
+  if (typeof raw === 'object' && raw !== null) {
+    for (const name of Object.keys(raw)) {
+      if (name.toLowerCase() !== wanted) continue;
+      const value = keyHeader(raw, name);
+      if (value !== undefined) headers[name] = value;
+    }
   }
+  return findMessageId(
+    message,
+    headers,
+    options,
+    () => message.properties.messageId as unknown,
+    onExtractError,
+  );
 }
 
 /**
  * Maps one AMQP delivery to the inbox's {@link Envelope}. The message id comes from
- * {@link findMessageId}; `x-delivery-count` (quorum queues) becomes `receiveCount`; the
- * `redelivered` flag and the queue travel as delivery facts. @internal
+ * {@link messageIdOf}; the scope from the `scopeHeader` header (bytes that are not UTF-8
+ * are passed on as the bytes, which the inbox refuses); `x-delivery-count` (quorum queues)
+ * becomes `receiveCount`; the `redelivered` flag and the queue travel as delivery facts.
+ * @internal
  */
 export function toEnvelope(
   message: ConsumeMessage,
   queue: string,
   id: string | undefined,
-  scopeExtractor: ScopeExtractor,
+  scopeHeader: string,
 ): Envelope {
   const headers = headersToStrings(message.properties.headers);
   const correlationId: unknown = message.properties.correlationId;
@@ -82,12 +80,7 @@ export function toEnvelope(
   // A copy that came back from a retry queue arrives with `redelivered: false`, yet it is a
   // later attempt of the same message: say so, or the inbox would take it for a first one.
   const retriedAttempt = headerCount(message.properties.headers, RETRY_ATTEMPT_HEADER);
-  let scope: string | undefined;
-  try {
-    scope = scopeExtractor(message);
-  } catch {
-    scope = undefined;
-  }
+  const scope = keyHeader(message.properties.headers, scopeHeader);
   return {
     id,
     ...(scope !== undefined && scope !== '' ? { scope } : {}),
@@ -104,10 +97,3 @@ export function toEnvelope(
     },
   };
 }
-
-/**
- * The default scope extractor: the `tenant` header the outbox writes (bytes that are not
- * UTF-8 are passed on as the bytes, which the inbox refuses). @internal
- */
-export const tenantHeaderScope: ScopeExtractor = (message) =>
-  keyHeader(message.properties.headers, 'tenant');

@@ -1,17 +1,30 @@
 import {
+  ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
+  resolveMessageIdOptions,
+  silentLogger,
   type Handler,
   type Inbox,
   type InboxOptions,
   type Logger,
-  type Store,
+  type MessageIdOptions,
+  type ResolvedMessageId,
+  type SettledEvent,
 } from '@justonce/core';
-import { CONNECTION_KEYS, type ConnectionOptions } from '../amqp/connection';
-import type { MessageIdExtractor, ScopeExtractor } from './envelope';
-import type { RabbitConsumerEvent } from './events';
+import type { ConsumeMessage } from 'amqplib';
+import {
+  CONNECTION_KEYS,
+  resolveConnection,
+  type ConnectionOptions,
+  type ConnectionSettings,
+} from '../amqp/connection';
+import { positiveInteger, validateName } from '../options';
+import type { RabbitConnectionEvent } from './events';
+import { retryDelays, type RetryDelays } from './retry-delays';
+import type { TopologySettings } from './topology';
 
-/** How failed messages are retried. */
+/** How failed messages are retried. The attempts allowed are the inbox's `maxAttempts`. */
 export interface RabbitRetryOptions {
   /**
    * Fixed delays in ms: failed attempt `n` waits `delaysMs[n-1]`, the last entry repeating.
@@ -28,11 +41,6 @@ export interface RabbitRetryOptions {
    * {@link DEFAULT_DELAY_LADDER_MS} (100 ms … 1 h). Ignored with `delaysMs`.
    */
   readonly ladderMs?: readonly number[];
-  /**
-   * Attempts before a message is dead-lettered, counted durably by the inbox. Passed to the
-   * inbox the consumer builds (default 5 there); not allowed together with `inbox`.
-   */
-  readonly maxAttempts?: number;
 }
 
 /**
@@ -49,40 +57,47 @@ export interface RabbitBackoffOptions {
 /** Reconnection backoff after the connection or channel is lost. Defaults 100 / 10 000 ms. */
 export type RabbitReconnectOptions = RabbitBackoffOptions;
 
+/** Where dead letters go: an exchange, and optionally a queue the consumer binds to it. */
+export interface RabbitDeadLetterOptions {
+  /** Exchange dead letters are published to, routing key = the consumed queue. Default `<queue>.dlx`. */
+  readonly exchange?: string;
+  /** Type the dead-letter exchange is declared with. Default `direct`. */
+  readonly exchangeType?: 'direct' | 'topic' | 'fanout' | 'headers';
+  /**
+   * Queue bound to the dead-letter exchange with the consumed queue's name as routing key.
+   * Default `<queue>.dead`; `null` declares none (bind your own, or dead letters are
+   * returned as unroutable and retried).
+   */
+  readonly queue?: string | null;
+}
+
 /**
- * Options of {@link createRabbitConsumer}. Give `url` or `connect`, the `queue`, the
- * `handler`, and either a ready `inbox` or a `store` (plus optional `consumer` name) for the
- * consumer to build one.
+ * Options of {@link createRabbitConsumer}: `url` or `connect`, the `queue`, the `inbox` and
+ * the `handler`; the rest has defaults.
  */
 export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
   /** The queue to consume from. Required; at most 255 bytes; not `amq.*`. */
   readonly queue: string;
   /** The handler; its effects commit if and only if the dedup record commits. */
   readonly handler: Handler<R>;
-  /** A ready inbox. Give this, or `store`. */
-  readonly inbox?: Inbox;
-  /** The store for an inbox the consumer builds. Give this, or `inbox`. */
-  readonly store?: Store;
-  /** Consumer name for the inbox the consumer builds (dedup is per name). Default: `queue`. */
-  readonly consumer?: string;
-  /** Turns the raw body into `ctx.payload`; a throw dead-letters the message. Only with `store`. */
-  readonly decode?: InboxOptions['decode'];
+  /** The inbox (its store, consumer name, `maxAttempts`, `decode`, …). Required. */
+  readonly inbox: Inbox;
+  /**
+   * Where the message id is found: the `message-id` header (any case), then `extract`, then
+   * (with `fallback`, the default) the AMQP `message-id` property. A message with none is
+   * dead-lettered (`MISSING_MESSAGE_ID`).
+   */
+  readonly messageId?: MessageIdOptions<ConsumeMessage>;
+  /** Header holding the scope (tenant). Default `tenant`; absent = the inbox's default scope. */
+  readonly scopeHeader?: string;
   /** Unacknowledged deliveries the broker may send ahead (`basic.qos`). Default 20. */
   readonly prefetch?: number;
   /** Handlers running at once; at most `prefetch`. Default 1 (queue order kept). */
   readonly concurrency?: number;
-  /** Retry delays and attempts. */
+  /** Retry delays (the retry queues). */
   readonly retry?: RabbitRetryOptions;
-  /** Exchange dead letters are published to. Default `<queue>.dlx`. */
-  readonly deadLetterExchange?: string;
-  /** Type the dead-letter exchange is declared with. Default `direct`. */
-  readonly deadLetterExchangeType?: 'direct' | 'topic' | 'fanout' | 'headers';
-  /**
-   * Queue bound to the dead-letter exchange with the consumed queue's name as routing key.
-   * Default `<queue>.dead`; `null` declares none (bind your own, or dead letters are
-   * returned as unroutable and retried).
-   */
-  readonly deadLetterQueue?: string | null;
+  /** The dead-letter exchange and queue. */
+  readonly deadLetter?: RabbitDeadLetterOptions;
   /**
    * Declare the queue, the dead-letter exchange and queue, and the retry queues. Default
    * true. With false they are only checked, and must exist (retry queues included).
@@ -93,13 +108,6 @@ export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
   /** Arguments of the consumed queue, e.g. `{ 'x-queue-type': 'quorum' }`. Default none. */
   readonly queueArguments?: Readonly<Record<string, unknown>>;
   /**
-   * Finds the message id when neither `properties.messageId` nor a `message-id` header has
-   * one. Default none: such messages are dead-lettered with reason `MISSING_MESSAGE_ID`.
-   */
-  readonly messageIdExtractor?: MessageIdExtractor;
-  /** Finds the scope (tenant). Default: the `tenant` header; absent = the inbox's default. */
-  readonly scopeExtractor?: ScopeExtractor;
-  /**
    * Confirm timeout for retry and dead-letter publishes. Default 15 000 ms. When it fires the
    * connection is presumed dead: it is destroyed and reopened, and the delivery comes back.
    */
@@ -108,18 +116,18 @@ export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
   readonly reconnect?: RabbitReconnectOptions;
   /**
    * Backoff between in-process retries of a delivery while the store is unavailable (the
-   * inbox throws `STORE_UNAVAILABLE`): the delivery is held unacknowledged, so it is neither
-   * redelivered nor charged an attempt. Defaults 200 / 5 000 ms.
+   * inbox throws `STORE_UNAVAILABLE`): the delivery is held unacknowledged (`held`), so it
+   * is neither redelivered nor charged an attempt. Defaults 200 / 5 000 ms.
    */
   readonly storeRetry?: RabbitBackoffOptions;
-  /** How long `stop()` waits for running handlers. Default 30 000 ms. */
-  readonly shutdownTimeoutMs?: number;
   /** Where the consumer logs. Default: silent. */
   readonly logger?: Logger;
   /** OpenTelemetry meter. Default: the global provider's. */
   readonly meter?: InboxOptions['meter'];
-  /** Called synchronously for each {@link RabbitConsumerEvent}; must not throw. */
-  readonly onEvent?: (event: RabbitConsumerEvent) => void;
+  /** Called synchronously for each delivery settled (and each hold); must not throw. */
+  readonly onSettled?: (event: SettledEvent<R, ConsumeMessage>) => void;
+  /** Called synchronously for each {@link RabbitConnectionEvent}; must not throw. */
+  readonly onConnection?: (event: RabbitConnectionEvent) => void;
 }
 
 const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
@@ -127,40 +135,36 @@ const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
   'queue',
   'handler',
   'inbox',
-  'store',
-  'consumer',
-  'decode',
+  'messageId',
+  'scopeHeader',
   'prefetch',
   'concurrency',
   'retry',
-  'deadLetterExchange',
-  'deadLetterExchangeType',
-  'deadLetterQueue',
+  'deadLetter',
   'declareTopology',
   'durable',
   'queueArguments',
-  'messageIdExtractor',
-  'scopeExtractor',
   'confirmTimeoutMs',
   'reconnect',
   'storeRetry',
-  'shutdownTimeoutMs',
   'logger',
   'meter',
-  'onEvent',
+  'onSettled',
+  'onConnection',
 ]);
-const RETRY_KEYS = optionKeys<RabbitRetryOptions>()([
-  'delaysMs',
-  'backoff',
-  'ladderMs',
-  'maxAttempts',
-]);
+const RETRY_KEYS = optionKeys<RabbitRetryOptions>()(['delaysMs', 'backoff', 'ladderMs']);
 const BACKOFF_KEYS = optionKeys<RabbitBackoffOptions>()(['baseMs', 'capMs']);
+const DEAD_LETTER_KEYS = optionKeys<RabbitDeadLetterOptions>()([
+  'exchange',
+  'exchangeType',
+  'queue',
+]);
+const MESSAGE_ID_KEYS = optionKeys<MessageIdOptions>()(['header', 'extract', 'fallback']);
 
 /**
- * Refuses keys {@link RabbitConsumerOptions} (or its `retry`, `reconnect` and `storeRetry`) do
- * not declare, e.g. a misspelling. `url` as an object and `queueArguments` belong to amqplib
- * and the broker, and are left to them. @internal
+ * Refuses keys {@link RabbitConsumerOptions} (or its nested objects) do not declare, e.g. a
+ * misspelling. `url` as an object and `queueArguments` belong to amqplib and the broker, and
+ * are left to them. @internal
  */
 export function rejectUnknownConsumerOptions(options: RabbitConsumerOptions<unknown>): void {
   const context = 'createRabbitConsumer';
@@ -168,4 +172,165 @@ export function rejectUnknownConsumerOptions(options: RabbitConsumerOptions<unkn
   rejectUnknownOptions(options.retry, RETRY_KEYS, context, 'retry');
   rejectUnknownOptions(options.reconnect, BACKOFF_KEYS, context, 'reconnect');
   rejectUnknownOptions(options.storeRetry, BACKOFF_KEYS, context, 'storeRetry');
+  rejectUnknownOptions(options.deadLetter, DEAD_LETTER_KEYS, context, 'deadLetter');
+  rejectUnknownOptions(options.messageId, MESSAGE_ID_KEYS, context, 'messageId');
+}
+
+/** {@link RabbitConsumerOptions}, checked, with the defaults applied. @internal */
+export interface ResolvedConsumerOptions<R> {
+  readonly queue: string;
+  readonly connection: ConnectionSettings;
+  readonly handler: Handler<R>;
+  readonly inbox: Inbox;
+  readonly messageId: ResolvedMessageId<ConsumeMessage>;
+  readonly scopeHeader: string;
+  readonly prefetch: number;
+  readonly concurrency: number;
+  readonly confirmTimeoutMs: number;
+  readonly reconnect: { readonly baseMs: number; readonly capMs: number };
+  readonly storeRetry: { readonly baseMs: number; readonly capMs: number };
+  readonly delays: RetryDelays;
+  readonly topology: TopologySettings;
+  readonly logger: Logger;
+  readonly meter: InboxOptions['meter'];
+  readonly onSettled: ((event: SettledEvent<R, ConsumeMessage>) => void) | undefined;
+  readonly onConnection: ((event: RabbitConnectionEvent) => void) | undefined;
+}
+
+/** Validates `options` (unknown keys included) and applies the defaults. @internal */
+export function resolveConsumerOptions<R>(
+  options: RabbitConsumerOptions<R>,
+): ResolvedConsumerOptions<R> {
+  rejectUnknownConsumerOptions(options as RabbitConsumerOptions<unknown>);
+  const queue = validateName(options.queue, 'queue');
+  const connection = resolveConnection(options, 'createRabbitConsumer', `justonce:${queue}`);
+  if (typeof options.handler !== 'function') {
+    throw new ConfigurationError('createRabbitConsumer: handler must be a function');
+  }
+  const prefetch = positiveInteger(options.prefetch, 20, 'prefetch');
+  const concurrency = positiveInteger(options.concurrency, 1, 'concurrency');
+  if (concurrency > prefetch) {
+    throw new ConfigurationError('concurrency cannot exceed prefetch', { concurrency, prefetch });
+  }
+  return {
+    queue,
+    connection,
+    handler: options.handler,
+    inbox: inboxFrom(options),
+    messageId: messageIdFrom(options.messageId),
+    scopeHeader: scopeHeaderFrom(options.scopeHeader),
+    prefetch,
+    concurrency,
+    confirmTimeoutMs: positiveInteger(options.confirmTimeoutMs, 15_000, 'confirmTimeoutMs'),
+    reconnect: backoffFrom(options.reconnect, 'reconnect', 100, 10_000),
+    storeRetry: backoffFrom(options.storeRetry, 'storeRetry', 200, 5_000),
+    delays: retryDelays(options.retry ?? {}),
+    topology: topologyFrom(options, queue),
+    logger: options.logger ?? silentLogger,
+    meter: options.meter,
+    onSettled: hook(options.onSettled, 'onSettled'),
+    onConnection: hook(options.onConnection, 'onConnection'),
+  };
+}
+
+function backoffFrom(
+  value: RabbitBackoffOptions | undefined,
+  what: string,
+  baseMs: number,
+  capMs: number,
+): { baseMs: number; capMs: number } {
+  return {
+    baseMs: positiveInteger(value?.baseMs, baseMs, `${what}.baseMs`),
+    capMs: positiveInteger(value?.capMs, capMs, `${what}.capMs`),
+  };
+}
+
+function hook<F>(value: F | undefined, what: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new ConfigurationError(`createRabbitConsumer: ${what} must be a function`);
+  }
+  return value;
+}
+
+function inboxFrom(options: Pick<RabbitConsumerOptions, 'inbox'>): Inbox {
+  const inbox: unknown = options.inbox;
+  // The inbox is duck-typed: anything with `process` and its consumer name will do.
+  if (
+    typeof inbox !== 'object' ||
+    inbox === null ||
+    typeof (inbox as Partial<Inbox>).process !== 'function'
+  ) {
+    throw new ConfigurationError(
+      'createRabbitConsumer: inbox must be an Inbox (createInbox({ store, consumer, … }))',
+    );
+  }
+  return inbox as Inbox;
+}
+
+function messageIdFrom(
+  value: MessageIdOptions<ConsumeMessage> | undefined,
+): ResolvedMessageId<ConsumeMessage> {
+  const resolved = resolveMessageIdOptions(value);
+  if (resolved.extract !== undefined && typeof resolved.extract !== 'function') {
+    throw new ConfigurationError('messageId.extract must be a function');
+  }
+  if (typeof resolved.header !== 'string' || resolved.header === '') {
+    throw new ConfigurationError('messageId.header must be a non-empty string');
+  }
+  if (typeof resolved.fallback !== 'boolean') {
+    throw new ConfigurationError('messageId.fallback must be a boolean');
+  }
+  return resolved;
+}
+
+function scopeHeaderFrom(value: unknown): string {
+  if (value === undefined) return 'tenant';
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigurationError('scopeHeader must be a non-empty string');
+  }
+  return value;
+}
+
+function topologyFrom(
+  options: Pick<
+    RabbitConsumerOptions,
+    'deadLetter' | 'declareTopology' | 'durable' | 'queueArguments'
+  >,
+  queue: string,
+): TopologySettings {
+  const deadLetter = options.deadLetter ?? {};
+  const deadLetterExchange = validateName(
+    deadLetter.exchange ?? `${queue}.dlx`,
+    'deadLetter.exchange',
+  );
+  const deadLetterQueue =
+    deadLetter.queue === null
+      ? null
+      : validateName(deadLetter.queue ?? `${queue}.dead`, 'deadLetter.queue');
+  const type = deadLetter.exchangeType ?? 'direct';
+  if (!['direct', 'topic', 'fanout', 'headers'].includes(type)) {
+    throw new ConfigurationError(
+      'deadLetter.exchangeType must be direct, topic, fanout or headers',
+    );
+  }
+  const declare = options.declareTopology ?? true;
+  const durable = options.durable ?? true;
+  if (typeof declare !== 'boolean' || typeof durable !== 'boolean') {
+    throw new ConfigurationError('declareTopology and durable must be booleans');
+  }
+  const queueArguments = options.queueArguments ?? {};
+  if (typeof queueArguments !== 'object' || queueArguments === null) {
+    throw new ConfigurationError('queueArguments must be an object');
+  }
+  // Retry queue names are derived from the queue name and must fit the 255-byte limit too.
+  validateName(`${queue}.retry.${2 ** 31 - 1}ms`, 'queue (with its retry suffix)');
+  return {
+    queue,
+    declare,
+    durable,
+    queueArguments,
+    deadLetterExchange,
+    deadLetterExchangeType: type,
+    deadLetterQueue,
+  };
 }

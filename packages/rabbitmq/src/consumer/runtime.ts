@@ -1,0 +1,143 @@
+import { resolveMeter, type SettleAction, type SettledEvent } from '@justonce/core';
+import type { ConsumeMessage } from 'amqplib';
+import { describe, type AmqpSession } from '../amqp/connection';
+import type { ConfirmedPublisher } from '../amqp/confirmed-publisher';
+import { OutageLog } from '../outage-log';
+import type { RabbitConnectionEvent } from './events';
+import type { ResolvedConsumerOptions } from './options';
+import { WorkQueue } from './work-queue';
+
+/** One open connection and channel, with what belongs to it. @internal */
+export interface Live {
+  readonly session: AmqpSession;
+  readonly publisher: ConfirmedPublisher;
+  readonly retryQueues: Map<number, Promise<string>>;
+  /** Aborted when this channel is lost: its deliveries went stale (`ctx.signal`). */
+  readonly abort: AbortController;
+  consumerTag?: string;
+}
+
+/** One delivery, on the channel it came on. @internal */
+export interface Delivery {
+  readonly live: Live;
+  readonly message: ConsumeMessage;
+  /** Its message id, once found (for the `released` event of a stop). */
+  messageId?: string | undefined;
+  /**
+   * Given back to the broker by a stop (nacked): nothing more may be sent for it, since an
+   * ack or nack of a settled delivery tag closes the channel.
+   */
+  released: boolean;
+}
+
+/** What a running consumer holds, passed to the functions of its sibling files. @internal */
+export interface ConsumerRuntime<R> {
+  readonly options: ResolvedConsumerOptions<R>;
+  readonly work: WorkQueue<Delivery>;
+  /** Deliveries a handler is working on (taken off `work`), for a stop without drain. */
+  readonly inFlight: Set<Delivery>;
+  /** Aborted when `stop` begins: no more reconnecting, held deliveries are released. */
+  readonly stopping: AbortController;
+  readonly declaredRetryQueues: Set<string>;
+  readonly brokerOutage: OutageLog;
+  readonly storeOutage: OutageLog;
+  readonly deliveries: { add(value: number, attributes: Record<string, string>): void };
+  readonly reconnects: { add(value: number, attributes: Record<string, string>): void };
+  /** The live connection while consuming. */
+  current: Live | undefined;
+}
+
+/** Builds the runtime record; `handle` runs one delivery. @internal */
+export function createRuntime<R>(
+  options: ResolvedConsumerOptions<R>,
+  handle: (rt: ConsumerRuntime<R>, d: Delivery) => Promise<void>,
+): ConsumerRuntime<R> {
+  const { logger, queue } = options;
+  const meter = resolveMeter(options.meter);
+  const rt: ConsumerRuntime<R> = {
+    options,
+    work: new WorkQueue<Delivery>(options.concurrency, async (d) => {
+      rt.inFlight.add(d);
+      try {
+        await handle(rt, d);
+      } finally {
+        rt.inFlight.delete(d);
+      }
+    }),
+    inFlight: new Set(),
+    stopping: new AbortController(),
+    declaredRetryQueues: new Set(),
+    brokerOutage: new OutageLog(
+      logger,
+      {
+        down: 'rabbitmq consumer lost its connection; reconnecting',
+        up: 'rabbitmq consumer reconnected',
+      },
+      { queue },
+    ),
+    storeOutage: new OutageLog(
+      logger,
+      {
+        down: 'rabbitmq consumer: the store is unavailable; holding deliveries unacknowledged and retrying',
+        up: 'rabbitmq consumer: the store answers again',
+      },
+      { queue },
+    ),
+    deliveries: meter.createCounter('justonce.rabbitmq.deliveries', {
+      description: 'Deliveries settled by the RabbitMQ consumer, by action',
+    }),
+    reconnects: meter.createCounter('justonce.rabbitmq.reconnects', {
+      description: 'Connections or channels the RabbitMQ consumer lost and reopened',
+    }),
+    current: undefined,
+  };
+  return rt;
+}
+
+/** Counts and reports what was done with a delivery; a throwing hook is logged, not thrown. @internal */
+export function settled<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  action: SettleAction,
+  extra: Omit<SettledEvent<R, ConsumeMessage>, 'action' | 'messageId' | 'message'> = {},
+): void {
+  rt.deliveries.add(1, { queue: rt.options.queue, action });
+  const hook = rt.options.onSettled;
+  if (!hook) return;
+  try {
+    hook({ action, messageId, message: d.message, ...extra });
+  } catch (error) {
+    rt.options.logger.warn('rabbitmq consumer onSettled threw', { error: describe(error) });
+  }
+}
+
+/** Reports a connection event; a throwing hook is logged, not thrown. @internal */
+export function connectionEvent<R>(rt: ConsumerRuntime<R>, event: RabbitConnectionEvent): void {
+  const hook = rt.options.onConnection;
+  if (!hook) return;
+  try {
+    hook(event);
+  } catch (error) {
+    rt.options.logger.warn('rabbitmq consumer onConnection threw', { error: describe(error) });
+  }
+}
+
+/** `value` as an Error. @internal */
+export function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
+
+/** Waits `ms`, or less when one of `signals` aborts. @internal */
+export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    if (signals.some((signal) => signal.aborted)) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      for (const signal of signals) signal.removeEventListener('abort', done);
+      resolve();
+    }
+    for (const signal of signals) signal.addEventListener('abort', done, { once: true });
+  });
+}

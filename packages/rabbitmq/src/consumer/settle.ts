@@ -1,0 +1,254 @@
+import {
+  deadLetterHeaders,
+  type Decision,
+  type DeadLetterFacts,
+  type InboxOutcome,
+} from '@justonce/core';
+import type { ConsumeMessage, Options } from 'amqplib';
+import { describe } from '../amqp/connection';
+import { encodableHeaders } from '../amqp/headers';
+import { RETRY_ATTEMPT_HEADER } from './envelope';
+import { asError, settled, type ConsumerRuntime, type Delivery, type Live } from './runtime';
+import { declareRetryQueue } from './topology';
+
+/**
+ * The headers a consumer adds to a message it sends to a retry queue (dead letters carry
+ * core's `DEAD_LETTER_HEADERS` instead).
+ */
+export const RETRY_HEADERS = {
+  attempt: RETRY_ATTEMPT_HEADER,
+  delayMs: 'x-justonce-retry-delay-ms',
+  lastError: 'x-justonce-last-error',
+} as const;
+
+/** Longest error text carried in a retry header. */
+const MAX_ERROR_TEXT = 1_000;
+
+/** Broker-set headers that must not be copied onto a republished message. */
+const BROKER_HEADERS = /^(x-death|x-first-death-.*|x-last-death-.*|x-delivery-count)$/;
+
+/** A decision other than `hold`, which the delivery loop carries out itself. @internal */
+export type SettleDecision<R> = Exclude<Decision<R>, { kind: 'hold' }>;
+
+/**
+ * Carries out the decision core's `decide` / `decideOnThrow` made for a delivery:
+ * `ack` acknowledges; `redeliver` copies it to the retry queue of its delay, then
+ * acknowledges; `dead-letter` copies it to the dead-letter exchange with the shared facts,
+ * then acknowledges; `release` nacks it back to the queue. @internal
+ */
+export async function settle<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  decision: SettleDecision<R>,
+): Promise<void> {
+  // A stop without drain gave it back already: any ack or nack now would close the channel.
+  if (d.released) return;
+  switch (decision.kind) {
+    case 'ack':
+      if (ack(rt, d, messageId, decision.outcome)) {
+        settled(rt, d, messageId, 'acked', { outcome: decision.outcome });
+      }
+      return;
+    case 'redeliver': {
+      const { outcome } = decision;
+      const attempt = outcome.status === 'failed' ? outcome.attempt : 1;
+      const delayMs = rt.options.delays.delayFor(attempt, decision.delayMs);
+      const cause = outcome.status === 'failed' ? outcome.error : new Error('failed');
+      await redeliver(rt, d, messageId, { attempt, delayMs, cause, outcome });
+      return;
+    }
+    case 'dead-letter':
+      await deadLetter(rt, d, decision.outcome, decision.facts);
+      return;
+    case 'release':
+      rt.options.logger.error('inbox failed; returning the message to the queue', {
+        queue: rt.options.queue,
+        messageId,
+        error: decision.error.message,
+      });
+      release(rt, d, messageId, { error: decision.error });
+      return;
+  }
+}
+
+/**
+ * Nacks a delivery back to the queue (`released`), or reports it `abandoned` when its channel
+ * is gone (the broker requeues it by itself). @internal
+ */
+export function release<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  extra: { error?: Error; outcome?: InboxOutcome<R> } = {},
+): void {
+  try {
+    if (d.live.session.lost) throw new Error('the channel is closed');
+    d.live.session.channel.nack(d.message, false, true);
+    d.released = true;
+    settled(rt, d, messageId, 'released', extra);
+  } catch (error) {
+    settled(rt, d, messageId, 'abandoned', { ...extra, error: extra.error ?? asError(error) });
+  }
+}
+
+/** Acknowledges on the delivery's own channel; false (and reported) when it is gone. */
+function ack<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  outcome: InboxOutcome<R>,
+): boolean {
+  // Released by a stop while the copy was being published: the broker has it back already.
+  if (d.released) return false;
+  try {
+    if (d.live.session.lost) throw new Error('the channel is closed');
+    d.live.session.channel.ack(d.message);
+    return true;
+  } catch (error) {
+    settled(rt, d, messageId, 'abandoned', { error: asError(error), outcome });
+    return false;
+  }
+}
+
+function retryQueue<R>(rt: ConsumerRuntime<R>, live: Live, delayMs: number): Promise<string> {
+  let declared = live.retryQueues.get(delayMs);
+  if (!declared) {
+    declared = live.session
+      .bounded(
+        `declaring the retry queue of ${delayMs} ms`,
+        declareRetryQueue(live.session.channel, rt.options.topology, delayMs),
+      )
+      .then((name) => {
+        rt.declaredRetryQueues.add(name);
+        return name;
+      });
+    declared.catch(() => live.retryQueues.delete(delayMs));
+    live.retryQueues.set(delayMs, declared);
+  }
+  return declared;
+}
+
+/**
+ * The `redeliver` decision: a copy to the retry queue of `delayMs` (its TTL dead-letters it
+ * back into the queue), confirmed before the original is acknowledged, so waiting never
+ * blocks the channel. When the copy cannot be published, the original is released.
+ */
+async function redeliver<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  retry: { attempt: number; delayMs: number; cause: Error; outcome: InboxOutcome<R> },
+): Promise<void> {
+  const { attempt, delayMs, cause, outcome } = retry;
+  try {
+    const name = await retryQueue(rt, d.live, delayMs);
+    await d.live.publisher.writable();
+    await d.live.publisher.publish(
+      '',
+      name,
+      d.message.content,
+      republished(d.message, {
+        [RETRY_HEADERS.attempt]: attempt,
+        [RETRY_HEADERS.delayMs]: delayMs,
+        [RETRY_HEADERS.lastError]: truncate(cause.message),
+      }),
+    );
+  } catch (error) {
+    rt.options.logger.warn('cannot schedule a retry; returning the message to the queue', {
+      queue: rt.options.queue,
+      messageId,
+      error: describe(error),
+    });
+    if (!d.released) release(rt, d, messageId, { error: asError(error), outcome });
+    return;
+  }
+  if (ack(rt, d, messageId, outcome)) {
+    settled(rt, d, messageId, 'redelivered', { delayMs, error: cause, outcome });
+  }
+}
+
+/**
+ * The `dead-letter` decision: a copy to the dead-letter exchange (routing key = the queue)
+ * with the original headers plus core's dead-letter headers, confirmed, then the ack.
+ */
+async function deadLetter<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  outcome: InboxOutcome<R>,
+  facts: DeadLetterFacts,
+): Promise<void> {
+  const { logger, queue, topology, delays } = rt.options;
+  logger.warn('message dead-lettered', {
+    queue,
+    messageId: facts.messageId,
+    reason: facts.reason,
+    attempt: facts.attempts,
+    error: facts.error,
+  });
+  try {
+    await d.live.publisher.writable();
+    await d.live.publisher.publish(
+      topology.deadLetterExchange,
+      queue,
+      d.message.content,
+      republished(d.message, deadLetterHeaders(facts)),
+    );
+  } catch (error) {
+    // The store holds the dead letter; the broker copy failed (no binding, channel gone).
+    // Try again later rather than acknowledge a message nobody received.
+    logger.error('cannot publish to the dead-letter exchange', {
+      queue,
+      exchange: topology.deadLetterExchange,
+      messageId: facts.messageId,
+      error: describe(error),
+    });
+    const attempt = Math.max(1, facts.attempts);
+    await redeliver(rt, d, facts.messageId, {
+      attempt,
+      delayMs: delays.delayFor(attempt, 1_000),
+      cause: asError(error),
+      outcome,
+    });
+    return;
+  }
+  if (ack(rt, d, facts.messageId, outcome)) {
+    settled(rt, d, facts.messageId, 'dead-lettered', { outcome, deadLetter: facts });
+  }
+}
+
+/** Properties for a copy of `message` (retry or dead letter), with extra headers. */
+function republished(
+  message: ConsumeMessage,
+  extraHeaders: Record<string, string | number>,
+): Options.Publish {
+  const p = message.properties;
+  // Only what amqplib can encode again: a header it cannot would fail this publish on every
+  // delivery, and the message would be requeued forever.
+  const headers = encodableHeaders(p.headers);
+  for (const name of Object.keys(headers)) {
+    if (BROKER_HEADERS.test(name)) delete headers[name];
+  }
+  Object.assign(headers, extraHeaders);
+  const out: Options.Publish = { headers, deliveryMode: p.deliveryMode ?? 2 };
+  const copy = [
+    'contentType',
+    'contentEncoding',
+    'priority',
+    'correlationId',
+    'replyTo',
+    'messageId',
+    'timestamp',
+    'type',
+    'appId',
+  ] as const;
+  for (const key of copy) {
+    const value: unknown = p[key];
+    if (value !== undefined && value !== null) (out as Record<string, unknown>)[key] = value;
+  }
+  return out;
+}
+
+function truncate(text: string): string {
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
+}
