@@ -20,7 +20,9 @@ const PAGES = [
   ...readdirSync(join(ROOT, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),
-  // Next: 'packages/kafka/README.md', 'packages/sqs/README.md', 'packages/rabbitmq/README.md'.
+  'packages/kafka/README.md',
+  'packages/sqs/README.md',
+  'packages/rabbitmq/README.md',
 ];
 
 /** Blocks marked `ts nocheck`, by `file:line`, each with why it cannot compile. */
