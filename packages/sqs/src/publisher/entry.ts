@@ -12,6 +12,7 @@ import { SqsInvalidMessageError } from '../errors/invalid-message-error';
 import { SqsMessageTooLargeError } from '../errors/message-too-large-error';
 import { SqsTooManyAttributesError } from '../errors/too-many-attributes-error';
 import { MAX_BATCH_ENTRIES } from './plan';
+import type { PreparedEntry } from './prepared-entry';
 
 /** The attribute every published message carries its id in. */
 export const MESSAGE_ID_ATTRIBUTE = MESSAGE_ID_HEADER;
@@ -38,15 +39,6 @@ const FIFO_ID = /^[\x21-\x7E]{1,128}$/;
 /** A FIFO id for `value`: itself when SQS accepts it, else its SHA-256 in hex. @internal */
 export function fifoId(value: string): string {
   return FIFO_ID.test(value) ? value : createHash('sha256').update(value).digest('hex');
-}
-
-/** One message ready for a `SendMessageBatch` request (without its batch `Id`). @internal */
-export interface PreparedEntry {
-  readonly index: number;
-  readonly message: OutgoingMessage;
-  readonly entry: Omit<SendMessageBatchRequestEntry, 'Id'>;
-  /** Bytes SQS counts for it. */
-  readonly bytes: number;
 }
 
 /** Settings for {@link prepareEntry}. @internal */

@@ -1,4 +1,4 @@
-import type { PreparedEntry } from './entry';
+import type { PreparedEntry } from './prepared-entry';
 import { planBatches, type PlannedBatch } from './plan';
 
 const entry = (index: number, key: string | null, bytes = 10): PreparedEntry => ({

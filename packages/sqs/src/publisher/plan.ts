@@ -1,4 +1,4 @@
-import type { PreparedEntry } from './entry';
+import type { PreparedEntry } from './prepared-entry';
 
 /** Entries SQS takes in one `SendMessageBatch` request. */
 export const MAX_BATCH_ENTRIES = 10;

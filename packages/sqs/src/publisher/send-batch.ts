@@ -10,7 +10,8 @@ import { isFifoQueue } from '../queue-names';
 import { errorName, isQueueMissing, isRetriableRequestError, isSqsOutage } from '../request-errors';
 import { sleep } from '../sleep';
 import { timeLimited } from '../time-limits';
-import { entryOf, requestEntry, type PreparedEntry } from './entry';
+import { entryOf, requestEntry } from './entry';
+import type { PreparedEntry } from './prepared-entry';
 import type { Failure, PublisherRuntime } from './runtime';
 
 /** Fails every entry of a request that failed as a whole. */
