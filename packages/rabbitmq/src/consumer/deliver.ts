@@ -41,6 +41,7 @@ async function decideHolding<R>(
     try {
       const outcome = await inbox.process(envelope, handler, { signal: d.live.abort.signal });
       rt.storeOutage.end();
+      rt.inboxThrows = 0;
       decision = decide(outcome, where);
     } catch (error) {
       decision = decideOnThrow(error, { ...where, holds });

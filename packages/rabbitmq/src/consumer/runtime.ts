@@ -45,6 +45,11 @@ export interface ConsumerRuntime<R> {
   readonly reconnects: { add(value: number, attributes: Record<string, string>): void };
   /** The live connection while consuming. */
   current: Live | undefined;
+  /**
+   * Inbox calls in a row that threw something other than a store outage; the wait before
+   * such a delivery goes back to the queue grows with it. Reset by any answer of the inbox.
+   */
+  inboxThrows: number;
 }
 
 /** Builds the runtime record; `handle` runs one delivery. @internal */
@@ -90,6 +95,7 @@ export function createRuntime<R>(
       description: 'Connections or channels the RabbitMQ consumer lost and reopened',
     }),
     current: undefined,
+    inboxThrows: 0,
   };
   return rt;
 }

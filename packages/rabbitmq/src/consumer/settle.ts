@@ -1,5 +1,6 @@
 import {
   deadLetterHeaders,
+  fullJitterBackoff,
   type Decision,
   type DeadLetterFacts,
   type InboxOutcome,
@@ -8,7 +9,7 @@ import type { ConsumeMessage, Options } from 'amqplib';
 import { describe } from '../amqp/connection';
 import { encodableHeaders } from '../amqp/headers';
 import { RETRY_ATTEMPT_HEADER } from './envelope';
-import { asError, settled, type ConsumerRuntime, type Delivery, type Live } from './runtime';
+import { asError, settled, sleep, type ConsumerRuntime, type Delivery, type Live } from './runtime';
 import { declareRetryQueue } from './topology';
 
 /**
@@ -34,7 +35,7 @@ export type SettleDecision<R> = Exclude<Decision<R>, { kind: 'hold' }>;
  * Carries out the decision core's `decide` / `decideOnThrow` made for a delivery:
  * `ack` acknowledges; `redeliver` copies it to the retry queue of its delay, then
  * acknowledges; `dead-letter` copies it to the dead-letter exchange with the shared facts,
- * then acknowledges; `release` nacks it back to the queue. @internal
+ * then acknowledges; `release` nacks it back to the queue after a growing delay. @internal
  */
 export async function settle<R>(
   rt: ConsumerRuntime<R>,
@@ -62,14 +63,40 @@ export async function settle<R>(
       await deadLetter(rt, d, decision.outcome, decision.facts);
       return;
     case 'release':
-      rt.options.logger.error('inbox failed; returning the message to the queue', {
-        queue: rt.options.queue,
-        messageId,
-        error: decision.error.message,
-      });
-      release(rt, d, messageId, { error: decision.error });
+      await releaseLater(rt, d, messageId, decision.error);
       return;
   }
+}
+
+/**
+ * The `release` decision (the inbox threw, not for a store outage: a broken hook, a bug, an
+ * error of the database that is not an outage): the delivery goes back to the queue, but
+ * only after a jittered delay that grows while the inbox keeps throwing (the `storeRetry`
+ * backoff). An immediate nack puts it back at the head of the queue and brings it straight
+ * back: a hot loop on the broker, the store and the log for as long as the cause lasts, and
+ * on a quorum queue each return raises its delivery count, so the broker's delivery limit
+ * (20 by default since RabbitMQ 4.0) would drop the message. A stop or a lost channel ends
+ * the wait early.
+ */
+async function releaseLater<R>(
+  rt: ConsumerRuntime<R>,
+  d: Delivery,
+  messageId: string | undefined,
+  error: Error,
+): Promise<void> {
+  rt.inboxThrows += 1;
+  const delayMs = fullJitterBackoff(rt.inboxThrows, rt.options.storeRetry);
+  rt.options.logger.error('inbox failed; returning the message to the queue', {
+    queue: rt.options.queue,
+    messageId,
+    error: error.message,
+    delayMs,
+  });
+  await sleep(delayMs, rt.stopping.signal, d.live.abort.signal);
+  // Given back by a stop without drain meanwhile: a second nack would close the channel.
+  // A lost channel is reported `abandoned` by `release`: the broker requeues it itself.
+  if (d.released) return;
+  release(rt, d, messageId, { error });
 }
 
 /**
