@@ -1,67 +1,10 @@
-import type { DeadLetterFacts, Handler, Inbox, Logger, SettledEvent } from '@justonce/core';
-import type { KafkaBatchContext, KafkaConsumerClient } from './client';
-import type { KafkaDelivery } from './consumer';
-import type { EnvelopeSettings } from './envelope';
-import { createFirstDeliveryTracker, type FirstDeliveryTracker } from './first-delivery';
-import type { Narrowing } from './narrowing';
+import type { KafkaBatchContext } from './client';
+import type { BatchProcessor, ProcessorDeps, ProcessorRuntime } from './consumer-types';
+import { createFirstDeliveryTracker } from './first-delivery';
 import { closeBatchRun, commitOffset, mustStop, openBatchRun, revoked } from './batch-run';
 import { chunkSize, narrow, recordsToHandle, retryLater } from './partition-pacing';
 import { processOneByOne, processTogether } from './process-chunk';
 import { emitSettled } from './settle-records';
-
-/** What the batch processor needs from the consumer around it. @internal */
-export interface ProcessorDeps<R> {
-  readonly inbox: Inbox;
-  readonly handler: Handler<R>;
-  readonly mode: 'batch' | 'message';
-  readonly batchSize: number;
-  readonly envelope: EnvelopeSettings;
-  readonly consumer: Pick<KafkaConsumerClient, 'seek'>;
-  readonly heartbeatEveryMs: number;
-  /** Counts group joins; a change means partitions may have been revoked. */
-  readonly generation: () => number;
-  /** Sends the record to its dead-letter topic; resolves to that topic's name. */
-  readonly forwardDeadLetter: (delivery: KafkaDelivery, facts: DeadLetterFacts) => Promise<string>;
-  readonly onSettled?: (event: SettledEvent<R, KafkaDelivery>) => void;
-  readonly logger: Logger;
-}
-
-/**
- * The state of one batch processor, per topic-partition (keyed `topic\0partition`), shared
- * by the functions in `batch-run.ts`, `partition-pacing.ts`, `process-chunk.ts` and
- * `settle-records.ts`. @internal
- */
-export interface ProcessorRuntime<R> {
-  readonly deps: ProcessorDeps<R>;
-  /** The offset a failed record must be retried from. */
-  readonly retryFrom: Map<string, bigint>;
-  /** Consecutive infrastructure failures (store outage, dead-letter topic), for the backoff. */
-  readonly holds: Map<string, number>;
-  /** Pending resumes of paused partitions. */
-  readonly timers: Set<ReturnType<typeof setTimeout>>;
-  /** What decides which records are declared first deliveries. */
-  readonly firstDeliveries: FirstDeliveryTracker;
-  /** A stretch taken in smaller chunks after a chunk failed as a whole. */
-  readonly narrowed: Map<string, Narrowing>;
-  /** The abort controllers of the batches under way, aborted by `halt`. */
-  readonly running: Set<AbortController>;
-  /** Set by `halt`: why no batch may go on or commit anything. */
-  halted: Error | undefined;
-}
-
-/** The `eachBatch` handler of the consumer and what its lifecycle needs from it. @internal */
-export interface BatchProcessor {
-  eachBatch(context: KafkaBatchContext): Promise<void>;
-  /** Forgets retry positions and partition state; called after the group was joined again. */
-  reset(): void;
-  /** Cancels pending resumes and forgets partition state; called when the consumer stopped. */
-  dispose(): void;
-  /**
-   * Stops every batch at its next step, aborting handlers' signals; nothing more is
-   * committed, so the records in flight are delivered again. For `stop({ drain: false })`.
-   */
-  halt(reason: string): void;
-}
 
 /**
  * The one mechanism behind both consumer modes: an `eachBatch` handler that walks a

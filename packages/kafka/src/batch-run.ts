@@ -1,5 +1,5 @@
 import type { KafkaBatchContext } from './client';
-import type { ProcessorRuntime } from './batch-processor';
+import type { ProcessorRuntime } from './consumer-types';
 
 /** One `eachBatch` call under way: one partition's fetched records. @internal */
 export interface BatchRun {

@@ -18,8 +18,13 @@ import {
   type KafkaConsumerConfig,
   type KafkaProducerClient,
 } from './client';
-import type { KafkaConsumerOptions, KafkaDeadLetterOptions, KafkaDelivery } from './consumer';
-import { defaultDeadLetterTopic, type DeadLetterTopicName } from './dead-letter';
+import type {
+  DeadLetterTopicName,
+  KafkaConsumerOptions,
+  KafkaDeadLetterOptions,
+  KafkaDelivery,
+} from './consumer-types';
+import { defaultDeadLetterTopic } from './dead-letter';
 import { HEADERS } from './headers';
 
 /**

@@ -1,6 +1,7 @@
 import type { KafkaConsumerClient, KafkaProducerClient } from './client';
 import type { ResolvedConsumerOptions } from './consumer-options';
-import { createBatchProcessor, type BatchProcessor } from './batch-processor';
+import { createBatchProcessor } from './batch-processor';
+import type { BatchProcessor } from './consumer-types';
 import { forwardToDeadLetterTopic } from './dead-letter';
 import { KafkaStateError } from './errors';
 

@@ -1,10 +1,7 @@
 import { deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
 import type { KafkaProducerClient } from './client';
-import type { KafkaDelivery } from './consumer';
+import type { DeadLetterTopicName, KafkaDelivery } from './consumer-types';
 import { DeadLetterPublishError } from './errors';
-
-/** Names the dead-letter topic of a source topic. */
-export type DeadLetterTopicName = string | ((sourceTopic: string) => string);
 
 /** The default dead-letter topic: `<topic>.dlq`. */
 export function defaultDeadLetterTopic(sourceTopic: string): string {

@@ -1,5 +1,6 @@
 import { DEAD_LETTER_HEADERS, deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
-import { toEnvelope, type EnvelopeSettings } from './envelope';
+import type { EnvelopeSettings } from './consumer-types';
+import { toEnvelope } from './envelope';
 import { decodeHeaders } from './headers';
 import { deadLetterRecord, defaultDeadLetterTopic } from './dead-letter';
 import type { KafkaRecord } from './client';

@@ -1,20 +1,7 @@
-import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
+import { findMessageId, type Envelope } from '@justonce/core';
 import type { KafkaRecord } from './client';
-import type { KafkaDelivery } from './consumer';
+import type { EnvelopeSettings, KafkaDelivery } from './consumer-types';
 import { decodeHeaders, headerOf } from './headers';
-
-/** Settings that shape how a record becomes an {@link Envelope}. */
-export interface EnvelopeSettings {
-  /** Core's message-id rules; the broker's identity is `<topic>/<partition>/<offset>`. */
-  readonly messageId: ResolvedMessageId<KafkaDelivery>;
-  readonly scopeHeader: string;
-  readonly onExtractError: (
-    error: unknown,
-    topic: string,
-    partition: number,
-    offset: string,
-  ) => void;
-}
 
 const EMPTY = new Uint8Array(0);
 

@@ -11,7 +11,7 @@ export type {
   KafkaConsumerOptions,
   KafkaDeadLetterOptions,
   KafkaDelivery,
-} from './consumer';
+} from './consumer-types';
 export { createKafkaPublisher } from './publisher';
 export type { KafkaPublisher, KafkaPublisherOptions } from './publisher';
 export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client';
@@ -37,7 +37,7 @@ export { HEADERS } from './headers';
 export { DEAD_LETTER_HEADERS } from '@justonce/core';
 export type { RawHeaders, RawHeaderValue } from './headers';
 export { defaultDeadLetterTopic } from './dead-letter';
-export type { DeadLetterTopicName } from './dead-letter';
+export type { DeadLetterTopicName } from './consumer-types';
 export {
   DeadLetterPublishError,
   KafkaPublishError,

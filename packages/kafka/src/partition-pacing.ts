@@ -1,5 +1,5 @@
 import type { KafkaBatchContext, KafkaRecord } from './client';
-import type { ProcessorRuntime } from './batch-processor';
+import type { ProcessorRuntime } from './consumer-types';
 import { partitionKey, type BatchRun } from './batch-run';
 import { narrowAfterFailure, nextChunk } from './narrowing';
 

@@ -1,6 +1,6 @@
 import { decide, type Envelope, type InboxOutcome } from '@justonce/core';
 import type { KafkaRecord } from './client';
-import type { ProcessorRuntime } from './batch-processor';
+import type { ProcessorRuntime } from './consumer-types';
 import { mustStop, revoked, type BatchRun } from './batch-run';
 import { toEnvelope } from './envelope';
 import {

@@ -1,37 +1,15 @@
-import type { Logger } from '@justonce/core';
-import type { KafkaProducerClient } from './client';
 import {
   connectGeneration,
   disconnectGeneration,
   newGeneration,
   sendOn,
   sendWithDeadline,
+  type ProducerRecord,
+  type ProducerSlotOptions,
   type SlotRuntime,
 } from './producer-slot';
 
 export { producerStateError, rebuildDelayMs } from './producer-state';
-
-/** What {@link createProducerSlot} needs. */
-export interface ProducerSlotOptions {
-  /** Builds a producer: once at creation, once more per rebuild (only when `owns`). */
-  readonly create: () => KafkaProducerClient;
-  /**
-   * Whether the slot connects, rebuilds and disconnects its producers. When false, the one
-   * producer `create` returns belongs to the caller and is never replaced.
-   */
-  readonly owns: boolean;
-  /** Where rebuilds and failed disconnects are reported. */
-  readonly logger: Logger;
-  /**
-   * Milliseconds one `send` may take, connecting included, before it rejects with a
-   * {@link KafkaTimeoutError}; the producer it ran on is then replaced like after any failed
-   * send. Default: no limit beyond the client's own.
-   */
-  readonly sendTimeoutMs?: number;
-}
-
-/** The record {@link ProducerSlot.send} passes to the producer. */
-export type ProducerRecord = Parameters<KafkaProducerClient['send']>[0];
 
 /**
  * Holds the publisher's current producer and replaces it when its idempotence state broke.

@@ -1,7 +1,32 @@
+import type { Logger } from '@justonce/core';
 import type { KafkaProducerClient } from './client';
 import { KafkaStateError, KafkaTimeoutError } from './errors';
 import { producerStateError, rebuildDelayMs } from './producer-state';
-import type { ProducerRecord, ProducerSlotOptions } from './producer-recovery';
+
+// The slot's options and record live here, beside the functions that use them, and not in
+// producer-recovery.ts, which builds on this module: importing them back would close a circle.
+
+/** What {@link createProducerSlot} needs. */
+export interface ProducerSlotOptions {
+  /** Builds a producer: once at creation, once more per rebuild (only when `owns`). */
+  readonly create: () => KafkaProducerClient;
+  /**
+   * Whether the slot connects, rebuilds and disconnects its producers. When false, the one
+   * producer `create` returns belongs to the caller and is never replaced.
+   */
+  readonly owns: boolean;
+  /** Where rebuilds and failed disconnects are reported. */
+  readonly logger: Logger;
+  /**
+   * Milliseconds one `send` may take, connecting included, before it rejects with a
+   * {@link KafkaTimeoutError}; the producer it ran on is then replaced like after any failed
+   * send. Default: no limit beyond the client's own.
+   */
+  readonly sendTimeoutMs?: number;
+}
+
+/** The record {@link ProducerSlot.send} passes to the producer. */
+export type ProducerRecord = Parameters<KafkaProducerClient['send']>[0];
 
 /** One send, as far as its deadline is concerned. @internal */
 export interface SendTicket {

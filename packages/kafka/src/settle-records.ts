@@ -7,8 +7,7 @@ import {
   type SettledEvent,
 } from '@justonce/core';
 import type { KafkaRecord } from './client';
-import type { KafkaDelivery } from './consumer';
-import type { ProcessorRuntime } from './batch-processor';
+import type { KafkaDelivery, ProcessorRuntime } from './consumer-types';
 import { errorMessage, type AckResult, type BatchRun } from './batch-run';
 
 /**

@@ -7,9 +7,9 @@ import {
   type InboxOutcome,
   type SettledEvent,
 } from '@justonce/core';
-import { createBatchProcessor, type ProcessorDeps } from './batch-processor';
+import { createBatchProcessor } from './batch-processor';
 import type { KafkaBatchContext, KafkaRecord } from './client';
-import type { KafkaDelivery } from './consumer';
+import type { KafkaDelivery, ProcessorDeps } from './consumer-types';
 
 /** What the consumer reports to `onSettled`, through core's `decide` / `decideOnThrow`. */
 

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { createInbox, type Envelope } from '@justonce/core';
 import type { KafkaRecord } from '../src';
-import { toEnvelope, type EnvelopeSettings } from '../src/envelope';
+import type { EnvelopeSettings } from '../src/consumer-types';
+import { toEnvelope } from '../src/envelope';
 import { decodeHeaders } from '../src/headers';
 import { utf8Bytes, utf8Text } from '../src/text';
 import { openTestStore } from '../../core/test/db';

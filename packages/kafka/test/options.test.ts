@@ -66,12 +66,6 @@ describe('createKafkaConsumer configuration', () => {
   ])('rejects %s', (_, change, message) => {
     expect(configError(() => createKafkaConsumer({ ...base(), ...change }))).toMatch(message);
   });
-
-  it('refuses to start twice', async () => {
-    const consumer = createKafkaConsumer({ ...base(), brokers: undefined, kafka: testKafka() });
-    await consumer.stop();
-    await expect(consumer.start()).rejects.toMatchObject({ code: 'CONSUMER_STATE' });
-  });
 });
 
 describe('createKafkaPublisher configuration', () => {
