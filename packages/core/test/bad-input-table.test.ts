@@ -18,7 +18,8 @@ import {
   type Store,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
-import { countEffects, createEffectsTable, freshId, writeEffect } from './fixtures/inbox-support';
+import { freshId } from './fixtures/inbox-support';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 interface Row {
   readonly kind: string;
@@ -55,7 +56,7 @@ type TestStore = Store & { dispose(): Promise<void> };
 type Case = (store: TestStore) => Promise<Seen>;
 
 const handler = (store: Store) => async (ctx: HandlerContext) => {
-  await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+  await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
 };
 
 function env(id: unknown, extra: Partial<Record<keyof Envelope, unknown>> = {}): Envelope {
@@ -96,7 +97,7 @@ async function refusedInTransaction(
   const marker = freshId('business');
   let thrown: unknown;
   await store.knex.transaction(async (trx) => {
-    await writeEffect(trx, store, 'default', marker);
+    await writeEffect(trx, store, marker, { scope: 'default' });
     try {
       await fn(trx);
     } catch (error) {

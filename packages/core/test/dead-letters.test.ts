@@ -9,13 +9,8 @@ import {
   type InboxOptions,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
-import {
-  countEffects,
-  createEffectsTable,
-  envelope,
-  freshId,
-  writeEffect,
-} from './fixtures/inbox-support';
+import { envelope, freshId } from './fixtures/inbox-support';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -33,7 +28,7 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
   const inboxFor = (extra: Partial<InboxOptions> = {}) =>
     createInbox({ store, consumer: freshId('dl'), ...extra });
   const effect = async (ctx: HandlerContext) => {
-    await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+    await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
   };
   const poison = async () => {
     throw new Error('always fails');

@@ -1,12 +1,7 @@
 import { FinalError, createInbox, rowsOf, type HandlerContext, type InboxOptions } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
-import {
-  countEffects,
-  createEffectsTable,
-  envelope,
-  freshId,
-  writeEffect,
-} from './fixtures/inbox-support';
+import { envelope, freshId } from './fixtures/inbox-support';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -34,7 +29,7 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
         await ctx.trx.raw('select txid_current()::text as txid'),
       )[0];
       if (row) txids.add(row.txid);
-      await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+      await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
       return ctx.messageId;
     };
     return { handler, txids, ran };
@@ -91,7 +86,7 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     const calls = new Map<string, number>();
     const handler = async (ctx: HandlerContext) => {
       calls.set(ctx.messageId, (calls.get(ctx.messageId) ?? 0) + 1);
-      await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+      await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
       if (ctx.messageId === bad) throw new Error('this one fails');
     };
     const outcomes = await inbox.processBatch(
@@ -113,7 +108,7 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     const again = await inbox.processBatch(
       ids.map((id) => envelope(id)),
       async (ctx) => {
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
         return 'fixed';
       },
     );
@@ -135,7 +130,7 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     const outcomes = await inbox.processBatch(
       ids.map((id) => envelope(id)),
       async (ctx) => {
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
         if (ctx.messageId === ids[0]) throw new FinalError('never valid');
       },
     );
@@ -190,7 +185,7 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     const ids = Array.from({ length: 30 }, () => freshId());
     const reversed = [...ids].reverse();
     const handler = async (ctx: HandlerContext) => {
-      await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+      await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
     };
     const [a, b] = await Promise.all([
       inbox.processBatch(

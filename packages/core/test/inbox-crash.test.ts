@@ -1,42 +1,23 @@
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { createInbox, rowsOf, type DeliveryFacts, type InboxStep } from '../src';
 import { databaseUrl, openTestStore } from './db';
-import type { ChildJob } from './fixtures/inbox-child';
+import { countRows, envelope, freshId } from './fixtures/inbox-support';
 import {
-  countEffects,
-  countRows,
-  createEffectsTable,
-  envelope,
-  freshId,
-  writeEffect,
-} from './fixtures/inbox-support';
+  killCrashChildren,
+  spawnCrashChild,
+  type CrashJob,
+} from '../../../test-support/crash-child';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
-const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-const CHILD = join(__dirname, 'fixtures', 'inbox-child.ts');
-
-interface ChildResult {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs the child consumer once and resolves when it exits (normally or killed). */
-function runChild(job: ChildJob): Promise<ChildResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, INBOX_CHILD_JOB: JSON.stringify(job) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
-  });
+/** What a test varies in a child's job: the one delivery it processes, and where it stops. */
+interface ChildRun {
+  readonly messageId: string;
+  readonly delivery?: DeliveryFacts;
+  readonly maxAttempts?: number;
+  /** SIGKILL at this step. */
+  readonly stopAt?: InboxStep;
+  /** SIGKILL inside the handler, after its business write. */
+  readonly killInHandler?: boolean;
+  readonly decodeFails?: boolean;
 }
 
 describe('inbox crash safety on postgres (child processes killed with SIGKILL)', () => {
@@ -50,22 +31,34 @@ describe('inbox crash safety on postgres (child processes killed with SIGKILL)',
     await store.dispose();
   });
 
-  const job = (extra: Partial<ChildJob>): ChildJob => ({
+  afterEach(async () => {
+    await killCrashChildren();
+  });
+
+  const job = (run: ChildRun): CrashJob => ({
     databaseUrl: databaseUrl(),
     schema: store.schema,
     consumer: 'crashy',
-    messageId: freshId('crash'),
-    body: 'payload',
-    ...extra,
+    maxAttempts: run.maxAttempts,
+    stopAt: run.stopAt,
+    stopInHandlerOn: run.killInHandler ? 'payload' : undefined,
+    decodeFails: run.decodeFails,
+    transport: {
+      kind: 'inbox',
+      messageId: run.messageId,
+      body: 'payload',
+      delivery: run.delivery,
+    },
   });
 
-  async function killedAt(killAt: InboxStep | undefined, extra: Partial<ChildJob> = {}) {
-    const result = await runChild(job({ killAt, ...extra }));
-    expect({ signal: result.signal, stderr: result.stderr }).toEqual({
+  /** Runs a child until it stops where it was told, and kills it there with SIGKILL. */
+  async function killedAt(stopAt: InboxStep | undefined, run: Omit<ChildRun, 'stopAt'>) {
+    const child = spawnCrashChild(job({ ...run, stopAt }));
+    await child.next('stopped');
+    expect({ signal: await child.kill(), stderr: child.stderr() }).toEqual({
       signal: 'SIGKILL',
       stderr: '',
     });
-    return result;
   }
 
   const redeliver = (messageId: string, delivery: DeliveryFacts = {}, maxAttempts?: number) => {
@@ -74,7 +67,7 @@ describe('inbox crash safety on postgres (child processes killed with SIGKILL)',
     return inbox
       .process(envelope(messageId, 'payload', { delivery }), async (ctx) => {
         ran = true;
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
       })
       .then((outcome) => ({ outcome, ran }));
   };
@@ -138,8 +131,9 @@ describe('inbox crash safety on postgres (child processes killed with SIGKILL)',
         ),
       );
     expect(await letters()).toEqual([{ reason: 'UNDECODABLE_BODY' }]);
-    const result = await runChild(job({ messageId, decodeFails: true }));
-    expect(result.stdout.trim()).toBe('{"status":"dead-lettered"}');
+    const child = spawnCrashChild(job({ messageId, decodeFails: true }));
+    expect(await child.next('outcome')).toEqual({ type: 'outcome', status: 'dead-lettered' });
+    expect((await child.exited).code).toBe(0);
     expect(await letters()).toHaveLength(1);
     expect(await countRows(store, 'dead_letters')).toBe(before + 1);
   });

@@ -16,7 +16,8 @@ import {
 } from '../src';
 import { anyText, fcRuns, storable, writable } from '../../../test-support/fuzz';
 import { STORE_KINDS, openTestStore } from './db';
-import { countEffects, createEffectsTable, freshId, writeEffect } from './fixtures/inbox-support';
+import { freshId } from './fixtures/inbox-support';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -169,7 +170,7 @@ describe.each(STORE_KINDS)('inbox input boundary on %s', (kind) => {
   });
 
   const handler = async (ctx: HandlerContext) => {
-    await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+    await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
   };
 
   /** Checks one settled outcome against the rules, and a dead letter against the input. */
@@ -182,7 +183,9 @@ describe.each(STORE_KINDS)('inbox input boundary on %s', (kind) => {
     if (reason === undefined) {
       expect(outcome.status).toBe('processed');
       expect(
-        await countEffects(store, given.id as string, (given.scope as string) ?? 'default'),
+        await countEffects(store, given.id as string, {
+          scope: (given.scope as string) ?? 'default',
+        }),
       ).toBe(1);
       return;
     }
@@ -220,7 +223,9 @@ describe.each(STORE_KINDS)('inbox input boundary on %s', (kind) => {
         expect(again.status).toBe(reason === undefined ? 'duplicate' : 'dead-lettered');
         if (reason === undefined) {
           expect(
-            await countEffects(store, given.id as string, (given.scope as string) ?? 'default'),
+            await countEffects(store, given.id as string, {
+              scope: (given.scope as string) ?? 'default',
+            }),
           ).toBe(1);
         }
       }),

@@ -15,15 +15,13 @@ import {
   type Store,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
+import { freshId, recordingLogger, recordingMeter } from './fixtures/inbox-support';
 import {
   countEffects,
   createEffectsTable,
   effectsTable,
-  freshId,
-  recordingLogger,
-  recordingMeter,
   writeEffect,
-} from './fixtures/inbox-support';
+} from '../../../test-support/effects';
 
 /** Makes every insert into the effects table fail with `sqlstate` until `heal`. */
 async function breakEffects(store: Store, sqlstate: string): Promise<{ heal(): Promise<void> }> {
@@ -62,7 +60,7 @@ describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
   });
 
   const handler = async (ctx: HandlerContext) => {
-    await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+    await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
   };
   const envelope = (id: string, receiveCount?: number): Envelope => ({
     id,

@@ -11,15 +11,8 @@ import {
   type InboxStep,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
-import {
-  countEffects,
-  createEffectsTable,
-  envelope,
-  freshId,
-  recordingLogger,
-  recordingMeter,
-  writeEffect,
-} from './fixtures/inbox-support';
+import { envelope, freshId, recordingLogger, recordingMeter } from './fixtures/inbox-support';
+import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -37,7 +30,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
   const inboxFor = (extra: Partial<InboxOptions> = {}) =>
     createInbox({ store, consumer: freshId('consumer'), ...extra });
   const effect = async (ctx: HandlerContext) => {
-    await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+    await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
     return 'done';
   };
 
@@ -81,7 +74,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       const outcomes = await Promise.all(
         Array.from({ length: 50 }, () =>
           inbox.process(envelope(id), async (ctx) => {
-            await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+            await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
             // Hold the transaction open briefly so the other deliveries pile up on the index.
             await ctx.trx.raw('select pg_sleep(0.02)');
           }),
@@ -146,7 +139,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       let calls = 0;
       const flaky = async (ctx: HandlerContext) => {
         calls += 1;
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
         if (calls === 1) {
           const timeout = new Error('upstream timed out');
           timeout.name = 'TimeoutError';
@@ -174,8 +167,8 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       const b = await inbox.process(envelope(id, 'same', { scope: 'tenant-b' }), effect);
       expect(a).toMatchObject({ status: 'processed', scope: 'tenant-a' });
       expect(b).toMatchObject({ status: 'processed', scope: 'tenant-b' });
-      expect(await countEffects(store, id, 'tenant-a')).toBe(1);
-      expect(await countEffects(store, id, 'tenant-b')).toBe(1);
+      expect(await countEffects(store, id, { scope: 'tenant-a' })).toBe(1);
+      expect(await countEffects(store, id, { scope: 'tenant-b' })).toBe(1);
       const again = await inbox.process(envelope(id, 'same', { scope: 'tenant-a' }), effect);
       expect(again).toEqual({ status: 'duplicate', messageId: id, scope: 'tenant-a' });
       // A different payload under tenant-b's id is judged against tenant-b's record only.
@@ -243,7 +236,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       const outcome = await inbox.process(
         envelope(id, 'body-1', { headers: { 'x-a': '1' } }),
         async (ctx) => {
-          await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+          await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
           throw new FinalError('order does not exist');
         },
       );
@@ -297,7 +290,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       let calls = 0;
       const failing = async (ctx: HandlerContext) => {
         calls += 1;
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
         throw new Error(`boom ${calls}`);
       };
       expect(await inbox.process(envelope(id), failing)).toMatchObject({
@@ -392,7 +385,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       const inbox = inboxFor();
       const id = freshId();
       const outcome = await inbox.process(envelope(id), async (ctx) => {
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
         await ctx.trx.raw('select * from no_such_table').catch(() => undefined);
       });
       expect(outcome).toMatchObject({ status: 'failed', retriable: true });
@@ -409,7 +402,7 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
         await ctx.trx
           .transaction(async (sp) => sp.raw('select * from no_such_table'))
           .catch(() => undefined);
-        await writeEffect(ctx.trx, store, ctx.scope, ctx.messageId);
+        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
       });
       expect(outcome.status).toBe('processed');
       expect(await countEffects(store, id)).toBe(1);

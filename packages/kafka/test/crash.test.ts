@@ -1,5 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createInbox, type InboxOutcome } from '@justonce/core';
 import { createKafkaConsumer, type KafkaConsumer } from '../src';
@@ -8,23 +6,24 @@ import {
   FAST_GROUP,
   createTopics,
   kafkaBrokers,
-  openEffectsStore,
   produce,
   unique,
   connectKafkaClients,
   type KafkaClients,
 } from './support';
 import { waitFor } from '../../../test-support/wait-for';
-import { spawnUntilMarker } from '../../../test-support/child-process';
-
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const CHILD = path.join(__dirname, 'crash-child.ts');
+import { killCrashChildren, spawnCrashChild } from '../../../test-support/crash-child';
+import {
+  doubledAndMissing,
+  listEffects,
+  openEffectsStore,
+  writeEffect,
+} from '../../../test-support/effects';
 
 let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
 let clients: KafkaClients;
-const children: ChildProcess[] = [];
 const consumers: KafkaConsumer[] = [];
 
 beforeAll(async () => {
@@ -33,7 +32,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  await killCrashChildren();
   await Promise.all(consumers.splice(0).map((c) => c.stop()));
 });
 
@@ -41,22 +40,13 @@ afterAll(async () => {
   await clients.close();
 });
 
-/** Starts the child consumer and resolves once it printed `AT-STEP` (or rejects if it exits). */
-function runChildUntilStep(envs: Record<string, string>): Promise<ChildProcess> {
-  return spawnUntilMarker(CHILD, {
-    cwd: ROOT,
-    env: envs,
-    onSpawn: (child) => children.push(child),
-  });
-}
-
 describe('a consumer process killed with SIGKILL in the middle of a batch', () => {
   it.each([
     ['handler-done', 'with its transaction open'],
     ['committed', 'after its transaction committed, before the offset commit'],
-  ])(
+  ] as const)(
     'at %s (%s): a new member takes over and every message has exactly one effect',
-    async (step) => {
+    async (step, _when) => {
       const store = await openEffectsStore();
       try {
         const topic = unique('crash');
@@ -74,20 +64,27 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
           })),
         );
 
-        const child = await runChildUntilStep({
-          KAFKA_BROKERS: kafkaBrokers().join(','),
-          DATABASE_URL: databaseUrl(),
-          CRASH_SCHEMA: store.schema,
-          CRASH_TOPIC: topic,
-          CRASH_GROUP: groupId,
-          CRASH_CONSUMER: name,
-          CRASH_STEP: step!,
-          CRASH_AFTER: '60',
+        const child = spawnCrashChild({
+          databaseUrl: databaseUrl(),
+          schema: store.schema,
+          consumer: name,
+          stopAt: step,
+          stopAfter: 60,
+          transport: {
+            kind: 'kafka',
+            options: {
+              brokers: kafkaBrokers(),
+              groupId,
+              topics: [topic],
+              fromBeginning: true,
+              mode: 'batch',
+              batchSize: 25,
+              consumerConfig: FAST_GROUP,
+            },
+          },
         });
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGKILL');
-        await exited;
-        expect(child.signalCode).toBe('SIGKILL');
+        await child.next('stopped');
+        expect(await child.kill()).toBe('SIGKILL');
 
         const outcomes: InboxOutcome[] = [];
         const takeover = createKafkaConsumer({
@@ -98,12 +95,7 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
           batchSize: 25,
           consumerConfig: FAST_GROUP,
           inbox: createInbox({ store, consumer: name }),
-          handler: async (ctx) => {
-            await ctx.trx.raw(
-              `insert into ${store.effectsTable} (message_id, consumer) values (?, ?)`,
-              [ctx.messageId, 'takeover'],
-            );
-          },
+          handler: (ctx) => writeEffect(ctx.trx, store, ctx.messageId, { note: 'takeover' }),
           onSettled: ({ outcome }) => void (outcome && outcomes.push(outcome)),
         });
         consumers.push(takeover);
@@ -135,13 +127,16 @@ describe('a consumer process killed with SIGKILL in the middle of a batch', () =
         const counts = await store.effectCounts();
         expect(counts.size).toBe(total);
         expect([...counts.values()].every((n) => n === 1)).toBe(true);
-        const byConsumer = (await store.knex.raw(
-          `select consumer, count(*)::int as n from ${store.effectsTable} group by consumer order by consumer`,
-        )) as { rows: Array<{ consumer: string; n: number }> };
-        const child_ = byConsumer.rows.find((r) => r.consumer === 'child')?.n ?? 0;
+        const ids = Array.from({ length: total }, (_, i) => `${name}-${i}`);
+        expect(doubledAndMissing(counts, ids)).toEqual({
+          doubled: [],
+          missing: [],
+          unexpected: [],
+        });
+        const byChild = (await listEffects(store)).filter((e) => e.note === 'child').length;
         // The child committed some work before it died, and the takeover did the rest.
-        expect(child_).toBeGreaterThan(0);
-        expect(child_).toBeLessThan(total);
+        expect(byChild).toBeGreaterThan(0);
+        expect(byChild).toBeLessThan(total);
         if (step === 'committed') {
           // The batch that committed in the database but not in Kafka comes back as duplicates.
           expect(outcomes.some((o) => o.status === 'duplicate')).toBe(true);

@@ -1,13 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createDeadLetters } from '@justonce/core';
 import { DEAD_LETTER_HEADERS } from '../src';
 import { databaseUrl } from '../../core/test/db';
 import {
+  FAST_GROUP,
   createTopics,
   kafkaBrokers,
-  openEffectsStore,
   produce,
   readTopic,
   unique,
@@ -15,10 +13,9 @@ import {
   type KafkaClients,
 } from './support';
 import { waitFor } from '../../../test-support/wait-for';
-import { spawnUntilMarker } from '../../../test-support/child-process';
+import { killCrashChildren, spawnCrashChild } from '../../../test-support/crash-child';
+import { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const CHILD = path.join(__dirname, 'poison-child.ts');
 const MAX_ATTEMPTS = 3;
 const BATCH_SIZE = 5;
 
@@ -26,26 +23,19 @@ let kafka: Kafka;
 let admin: Admin;
 let producer: Producer;
 let clients: KafkaClients;
-const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   clients = await connectKafkaClients();
   ({ kafka, admin, producer } = clients);
 });
 
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+afterEach(async () => {
+  await killCrashChildren();
 });
 
 afterAll(async () => {
   await clients.close();
 });
-
-async function kill(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 /** A new one-partition topic named after `label`, its `.dlq` topic, and new group and consumer names. */
 async function freshNames(
@@ -78,30 +68,31 @@ async function crashUntilDeadLettered(
   for (let runs = 0; ; runs++) {
     const maxAttempts = run.maxAttempts ?? MAX_ATTEMPTS;
     if (runs > maxAttempts + 2) throw new Error(`not dead-lettered: ${JSON.stringify(crashes)}`);
-    let out = '';
-    const child = await spawnUntilMarker(CHILD, {
-      cwd: ROOT,
-      env: {
-        KAFKA_BROKERS: kafkaBrokers().join(','),
-        DATABASE_URL: databaseUrl(),
-        POISON_SCHEMA: run.schema,
-        POISON_TOPIC: run.topic,
-        POISON_GROUP: run.groupId,
-        POISON_CONSUMER: run.name,
-        POISON_MODE: run.mode,
-        POISON_BATCH_SIZE: String(BATCH_SIZE),
-        POISON_MAX_ATTEMPTS: String(maxAttempts),
-      },
-      onSpawn: (c) => {
-        children.push(c);
-        c.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const child = spawnCrashChild({
+      databaseUrl: databaseUrl(),
+      schema: run.schema,
+      consumer: run.name,
+      maxAttempts,
+      stopInHandlerOn: 'poison',
+      transport: {
+        kind: 'kafka',
+        options: {
+          brokers: kafkaBrokers(),
+          groupId: run.groupId,
+          topics: [run.topic],
+          fromBeginning: true,
+          mode: run.mode,
+          batchSize: BATCH_SIZE,
+          consumerConfig: FAST_GROUP,
+        },
       },
     });
-    const crash = /AT-STEP crash attempt=(\d+) first=(true|false)/.exec(out);
-    const letter = /AT-STEP dead-lettered attempt=(\d+)/.exec(out);
-    if (!crash) return { crashes, deadLettered: Number(letter![1]) };
-    crashes.push({ attempt: Number(crash[1]), first: crash[2] === 'true' });
-    await kill(child);
+    // The child either meets the poison in its handler (and hangs there until killed) or
+    // dead-letters it and goes on; that one stays running until the test's cleanup.
+    const seen = await child.next(['stopped', 'dead-lettered']);
+    if (seen.type === 'dead-lettered') return { crashes, deadLettered: seen.attempt };
+    crashes.push({ attempt: seen.attempt!, first: seen.first! });
+    expect(await child.kill()).toBe('SIGKILL');
   }
 }
 
@@ -322,7 +313,7 @@ describe('a crash in a counted chunk with maxAttempts 1', () => {
 
 /** Only the poison is dead-lettered: one record in the dead-letter topic, one letter in the store. */
 async function expectOnlyPoisonDeadLettered(
-  store: Awaited<ReturnType<typeof openEffectsStore>>,
+  store: EffectsStore,
   topic: string,
   name: string,
 ): Promise<void> {

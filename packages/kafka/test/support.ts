@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { rowsOf, type Logger, type Store } from '@justonce/core';
 import type { Knex } from 'knex';
-import { openTestStore } from '../../core/test/db';
 import { kafkaBrokers } from '../../../test-support/services';
 import { waitFor } from '../../../test-support/wait-for';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { FAST_GROUP } from './fast-group';
 
 export { kafkaBrokers, FAST_GROUP };
+// The shared effects table, re-exported for the tests that import it from here.
+export { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
 
 /** A kafkajs client for tests, quiet except for errors. */
 export function testKafka(clientId = 'justonce-test'): Kafka {
@@ -94,37 +95,6 @@ export async function readTopic(
   } finally {
     await consumer.disconnect();
   }
-}
-
-/** A migrated PostgreSQL store in a schema of its own, with an `effects` table for handlers. */
-export async function openEffectsStore(): Promise<
-  Store & {
-    dispose(): Promise<void>;
-    effectsTable: string;
-    effectCounts(): Promise<Map<string, number>>;
-  }
-> {
-  const store = await openTestStore('postgres');
-  const effectsTable = `${store.names.schema}."effects"`;
-  await store.knex.raw(
-    `create table ${effectsTable} (
-       seq bigserial primary key,
-       message_id text not null,
-       key text,
-       body text,
-       consumer text,
-       txid bigint not null default txid_current()
-     )`,
-  );
-  return Object.assign(store, {
-    effectsTable,
-    async effectCounts() {
-      const rows = (await store.knex.raw(
-        `select message_id, count(*)::int as n from ${effectsTable} group by message_id`,
-      )) as { rows: Array<{ message_id: string; n: number }> };
-      return new Map(rows.rows.map((r) => [r.message_id, r.n]));
-    },
-  });
 }
 
 /** A test's Kafka client with a connected admin and producer; `close` disconnects both. */

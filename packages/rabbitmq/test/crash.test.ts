@@ -1,50 +1,26 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join, resolve } from 'node:path';
 import { createInbox, DEAD_LETTER_HEADERS, type InboxStep } from '@justonce/core';
 import { databaseUrl, openTestStore } from '../../core/test/db';
 import { createRabbitConsumer, type RabbitConsumer } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
+import {
+  killCrashChildren,
+  spawnCrashChild,
+  type CrashJob,
+} from '../../../test-support/crash-child';
+import { createEffectsTable, effectCounts, writeEffect } from '../../../test-support/effects';
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
-import type { ConsumerChildJob } from './fixtures/consumer-child';
-import { createEffectsTable, effectCounts, EventLog, writeEffect } from './support';
-
-const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-const CHILD = join(__dirname, 'fixtures', 'consumer-child.ts');
+import { EventLog } from './support';
 
 /**
  * Runs the child consumer until it reports `job.stopAt`, kills it with SIGKILL there, and
  * resolves with the message id it was handling once the process is gone.
  */
-function runChildUntilKilled(job: ConsumerChildJob): Promise<string> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, CONSUMER_CHILD_JOB: JSON.stringify(job) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    let killedAt: string | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      for (const line of stdout.split('\n').filter(Boolean)) {
-        const report = JSON.parse(line) as { step?: string; messageId?: string };
-        if (report.step === job.stopAt && killedAt === undefined) {
-          killedAt = report.messageId;
-          child.kill('SIGKILL');
-        }
-      }
-    });
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (signal === 'SIGKILL' && killedAt !== undefined) resolvePromise(killedAt);
-      else reject(new Error(`child ended with ${code ?? signal} before ${job.stopAt}: ${stderr}`));
-    });
-  });
+async function runChildUntilKilled(job: CrashJob): Promise<string | undefined> {
+  const child = spawnCrashChild(job);
+  const { messageId } = await child.next('stopped');
+  expect(await child.kill()).toBe('SIGKILL');
+  return messageId;
 }
 
 describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () => {
@@ -58,6 +34,7 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
     admin = await openAdmin();
   });
   afterEach(async () => {
+    await killCrashChildren();
     for (const consumer of cleanup.splice(0)) {
       await consumer.stop();
       const t = consumer.topology();
@@ -78,7 +55,7 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
       url: amqpUrl(),
       queue,
       inbox: createInbox({ store, consumer, maxAttempts }),
-      handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId, 'survivor'),
+      handler: async (ctx) => writeEffect(ctx.trx, store, ctx.messageId, { note: 'survivor' }),
       ...log.hooks,
     });
     cleanup.push(rabbit);
@@ -92,14 +69,13 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
     const messageId = `m-${randomBytes(4).toString('hex')}`;
     await admin.channel.assertQueue(queue, { durable: true });
     admin.channel.sendToQueue(queue, Buffer.from('{}'), { messageId, persistent: true });
-    const job: ConsumerChildJob = {
-      amqpUrl: amqpUrl(),
+    const job: CrashJob = {
       databaseUrl: databaseUrl(),
       schema: store.schema,
-      queue,
       consumer,
       maxAttempts,
       stopAt,
+      transport: { kind: 'rabbitmq', options: { url: amqpUrl(), queue } },
     };
     return { queue, consumer, messageId, job };
   }
@@ -120,7 +96,7 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
       expect(log.settled().map((e) => [e.messageId, e.action, e.outcome?.status])).toEqual([
         [messageId, 'acked', expected],
       ]);
-      expect((await effectCounts(store))[messageId]).toBe(1);
+      expect((await effectCounts(store)).get(messageId)).toBe(1);
       await waitFor('the queue to be empty', async () => (await admin.depth(queue)) === 0);
     },
   );
@@ -145,6 +121,6 @@ describe('a consumer process killed with SIGKILL (real broker, PostgreSQL)', () 
     expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
     expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe('3');
     expect(headers[DEAD_LETTER_HEADERS.messageId]).toBe(messageId);
-    expect(await effectCounts(store)).not.toHaveProperty(messageId);
+    expect((await effectCounts(store)).has(messageId)).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
-import type { Knex } from 'knex';
 import type { Store } from '@justonce/core';
 import type { SettledEvent } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
 import type { RabbitConnectionEvent } from '../src';
+import { effectCounts as countPerMessage } from '../../../test-support/effects';
 
 /** A settled event as the log keeps it, tagged to tell it from a connection event. */
 export type LoggedSettled = { readonly type: 'settled' } & SettledEvent<unknown, ConsumeMessage>;
@@ -10,33 +10,15 @@ export type LoggedSettled = { readonly type: 'settled' } & SettledEvent<unknown,
 /** What {@link EventLog} records: the consumer's `onSettled` and `onConnection` events. */
 export type LoggedEvent = LoggedSettled | RabbitConnectionEvent;
 
-/** Creates the business table the test handlers write to: one row per applied effect. */
-export async function createEffectsTable(store: Store): Promise<void> {
-  await store.knex.raw(
-    `create table if not exists ${store.names.schema}."effects" (
-       id bigserial primary key, message_id text not null, note text)`,
-  );
-}
+// The shared effects table, re-exported for the tests that import it from here.
+export { createEffectsTable, writeEffect } from '../../../test-support/effects';
 
-/** The business write: one row per applied effect, in the handler's transaction. */
-export async function writeEffect(
-  trx: Knex.Transaction,
-  store: Store,
-  messageId: string,
-  note = '',
-): Promise<void> {
-  await trx.raw(`insert into ${store.names.schema}."effects" (message_id, note) values (?, ?)`, [
-    messageId,
-    note,
-  ]);
-}
-
-/** Applied effects per message id. */
+/**
+ * Applied effects per message id, as a plain object (the shared helper's map, for the tests
+ * that match it with `toMatchObject` and `toHaveProperty`).
+ */
 export async function effectCounts(store: Store): Promise<Record<string, number>> {
-  const result = await store.knex.raw<{ rows: Array<{ message_id: string; n: string }> }>(
-    `select message_id, count(*) as n from ${store.names.schema}."effects" group by message_id`,
-  );
-  return Object.fromEntries(result.rows.map((r) => [r.message_id, Number(r.n)]));
+  return Object.fromEntries(await countPerMessage(store));
 }
 
 /** Collects consumer events and lets a test wait for one. */

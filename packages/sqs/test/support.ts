@@ -10,11 +10,11 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import type { Store } from '@justonce/core';
-import { openTestStore } from '../../core/test/db';
 import { sqsClientConfig } from '../../../test-support/services';
 
 export { sqsClientConfig };
+// The shared effects table, re-exported for the tests that import it from here.
+export { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
 
 /** A unique queue or consumer name (FIFO names end in `.fifo`). */
 export function unique(label: string, fifo = false): string {
@@ -145,40 +145,4 @@ export class TestQueues {
     }
     this.sqs.destroy();
   }
-}
-
-/** A store with an `effects` table: one row per handler effect. */
-export interface EffectsStore extends Store {
-  readonly effectsTable: string;
-  /** Effects per message id (of one consumer when given). */
-  effectCounts(consumer?: string): Promise<Map<string, number>>;
-  /** Effect rows of a consumer in commit order. */
-  effects(consumer: string): Promise<Array<{ messageId: string; note: string | null }>>;
-  dispose(): Promise<void>;
-}
-
-/** Opens a migrated PostgreSQL store in a fresh schema, with an effects table. */
-export async function openEffectsStore(): Promise<EffectsStore> {
-  const store = await openTestStore('postgres');
-  const effectsTable = `${store.names.schema}."effects"`;
-  await store.knex.raw(
-    `create table ${effectsTable} (seq bigserial primary key, consumer text not null, message_id text not null, note text)`,
-  );
-  return Object.assign(store, {
-    effectsTable,
-    async effectCounts(consumer?: string) {
-      const result = (await store.knex.raw(
-        `select message_id, count(*)::int as n from ${effectsTable} ${consumer ? 'where consumer = ?' : ''} group by message_id`,
-        consumer ? [consumer] : [],
-      )) as { rows: Array<{ message_id: string; n: number }> };
-      return new Map(result.rows.map((r) => [r.message_id, r.n]));
-    },
-    async effects(consumer: string) {
-      const result = (await store.knex.raw(
-        `select message_id, note from ${effectsTable} where consumer = ? order by seq`,
-        [consumer],
-      )) as { rows: Array<{ message_id: string; note: string | null }> };
-      return result.rows.map((r) => ({ messageId: r.message_id, note: r.note }));
-    },
-  });
 }

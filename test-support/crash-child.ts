@@ -1,0 +1,328 @@
+/**
+ * The crash tests' child process, both halves in one file: the parent spawns this file with a
+ * {@link CrashJob}, the child runs a consumer (or one delivery) through the inbox on
+ * PostgreSQL, writes one effect per message, and when it reaches the step it was told to stop
+ * at it reports that on stdout and hangs, so the parent kills it with SIGKILL exactly there
+ * (the way a crash or an OOM kill would). What differs per transport is only how the consumer
+ * is built, which the job's `transport` part says; the inbox, the handler and the reports are
+ * the same for all of them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import {
+  createInbox,
+  createStore,
+  type DeliveryFacts,
+  type Handler,
+  type Inbox,
+  type InboxOutcome,
+  type InboxStep,
+  type SettledEvent,
+  type Store,
+} from '@justonce/core';
+import type { KafkaConsumerOptions } from '@justonce/kafka';
+import type { RabbitConsumerOptions } from '@justonce/rabbitmq';
+import type { SqsConsumerOptions } from '@justonce/sqs';
+import { writeEffect } from './effects';
+
+/** How the child gets its messages: the part of a crash job that differs per transport. */
+export type CrashTransport =
+  /** No broker: the inbox processes this one delivery, the child reports the outcome and exits. */
+  | {
+      readonly kind: 'inbox';
+      readonly messageId: string;
+      readonly body: string;
+      readonly delivery?: DeliveryFacts;
+    }
+  | {
+      readonly kind: 'kafka';
+      readonly options: Pick<
+        KafkaConsumerOptions,
+        'brokers' | 'groupId' | 'topics' | 'fromBeginning' | 'mode' | 'batchSize' | 'consumerConfig'
+      >;
+    }
+  | {
+      readonly kind: 'sqs';
+      readonly options: Pick<
+        SqsConsumerOptions,
+        'clientConfig' | 'queueUrl' | 'concurrency' | 'waitTimeSeconds' | 'visibilityTimeoutSeconds'
+      >;
+    }
+  | { readonly kind: 'rabbitmq'; readonly options: Pick<RabbitConsumerOptions, 'url' | 'queue'> };
+
+/** What the parent asks the child to do. Plain data: it travels as JSON. */
+export interface CrashJob {
+  readonly databaseUrl: string;
+  readonly schema: string;
+  /** The inbox consumer name; also written to each effect's `consumer` column. */
+  readonly consumer: string;
+  readonly maxAttempts?: number;
+  /** Stop at this inbox step… */
+  readonly stopAt?: InboxStep;
+  /** …once at least this many effects were written in this process (default 0). */
+  readonly stopAfter?: number;
+  /** Stop inside the handler, after its business write, on the message with this body. */
+  readonly stopInHandlerOn?: string;
+  /** Use a decoder that always throws. */
+  readonly decodeFails?: boolean;
+  readonly transport: CrashTransport;
+}
+
+/** What the child reports on stdout, one line each. */
+export type CrashReport =
+  | { readonly type: 'started' }
+  /** Stopped where it was told and hangs until killed. */
+  | {
+      readonly type: 'stopped';
+      readonly at: InboxStep | 'handler';
+      readonly messageId: string | undefined;
+      /** For a stop in the handler: the attempt the inbox gave it. */
+      readonly attempt?: number;
+      /** For a stop in the handler: whether the transport declared it a first delivery. */
+      readonly first?: boolean;
+    }
+  | {
+      readonly type: 'dead-lettered';
+      readonly messageId: string | undefined;
+      readonly attempt: number;
+    }
+  /** The one delivery of an `inbox` job was processed to this outcome. */
+  | { readonly type: 'outcome'; readonly status: InboxOutcome['status'] };
+
+/** The environment variable the job travels in. */
+const JOB_ENV = 'CRASH_CHILD_JOB';
+/** Report lines start with this, so a library's stray stdout line is never taken for one. */
+const REPORT_PREFIX = 'CRASH-CHILD ';
+/** The repository root: tsx finds the workspace's path mapping in its tsconfig there. */
+const ROOT = path.resolve(__dirname, '..');
+
+// ---------------------------------------------------------------------------------------------
+// The parent's half.
+
+/** A running child. */
+export interface CrashChild {
+  readonly process: ChildProcess;
+  /** Every report so far, in order. */
+  readonly reports: readonly CrashReport[];
+  /**
+   * The next report (after those an earlier `next` returned) of one of these types. Rejects,
+   * with the child's stderr, if the child exits first or the report does not come in time.
+   */
+  next<T extends CrashReport['type']>(
+    types: T | readonly T[],
+    timeoutMs?: number,
+  ): Promise<Extract<CrashReport, { type: T }>>;
+  /** Kills the child with SIGKILL (if still running); resolves with its signal once it is gone. */
+  kill(): Promise<NodeJS.Signals | null>;
+  /** Resolves once the child is gone and its output read. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What the child wrote to stderr so far. */
+  stderr(): string;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Kills every child still running; for a test file's `afterEach`, so none outlives its test. */
+export async function killCrashChildren(): Promise<void> {
+  const children = [...running];
+  running.clear();
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('close', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    }),
+  );
+}
+
+/** Spawns a child on this file (through tsx) with the job. */
+export function spawnCrashChild(job: CrashJob): CrashChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
+    cwd: ROOT,
+    env: { ...process.env, [JOB_ENV]: JSON.stringify(job) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const reports: CrashReport[] = [];
+  const listeners = new Set<() => void>();
+  const notify = () => listeners.forEach((listener) => listener());
+  let stdout = '';
+  let stderr = '';
+  let gone: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    const lines = stdout.split('\n');
+    stdout = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.startsWith(REPORT_PREFIX)) {
+        reports.push(JSON.parse(line.slice(REPORT_PREFIX.length)) as CrashReport);
+      }
+    }
+    notify();
+  });
+  // `close`, not `exit`: only then is every line the child wrote read.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('close', (code, signal) => {
+      running.delete(child);
+      gone = { code, signal };
+      notify();
+      resolve(gone);
+    });
+  });
+  let cursor = 0;
+  return {
+    process: child,
+    reports,
+    exited,
+    stderr: () => stderr,
+    next<T extends CrashReport['type']>(types: T | readonly T[], timeoutMs = 45_000) {
+      const wanted: readonly CrashReport['type'][] = typeof types === 'string' ? [types] : types;
+      type Wanted = Extract<CrashReport, { type: T }>;
+      return new Promise<Wanted>((resolve, reject) => {
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        const check = () => {
+          while (cursor < reports.length) {
+            const report = reports[cursor++]!;
+            if (wanted.includes(report.type)) {
+              done();
+              resolve(report as Wanted);
+              return;
+            }
+          }
+          if (gone) {
+            done();
+            const how = gone.signal ?? `code ${gone.code}`;
+            reject(
+              new Error(`child exited (${how}) before reporting ${wanted}; stderr: ${stderr}`),
+            );
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`child did not report ${wanted} in ${timeoutMs} ms; stderr: ${stderr}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    async kill() {
+      if (!gone) child.kill('SIGKILL');
+      return (await exited).signal;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child's half.
+
+function report(line: CrashReport): void {
+  process.stdout.write(`${REPORT_PREFIX}${JSON.stringify(line)}\n`);
+}
+
+/** What every transport's consumer is built from. */
+interface ChildParts {
+  readonly store: Store;
+  readonly inbox: Inbox;
+  readonly handler: Handler;
+  readonly onSettled: (event: SettledEvent) => void;
+}
+
+/** Builds and starts the job's consumer (or processes its one delivery). */
+async function runTransport(transport: CrashTransport, parts: ChildParts): Promise<void> {
+  const { inbox, handler, onSettled } = parts;
+  switch (transport.kind) {
+    case 'inbox': {
+      const envelope = {
+        id: transport.messageId,
+        headers: {},
+        body: transport.body,
+        delivery: transport.delivery ?? {},
+      };
+      const outcome = await inbox.process(envelope, handler);
+      report({ type: 'outcome', status: outcome.status });
+      await parts.store.close();
+      return;
+    }
+    // Each transport is imported only by the child that needs it.
+    case 'kafka': {
+      const { createKafkaConsumer } = await import('@justonce/kafka');
+      await createKafkaConsumer({ ...transport.options, inbox, handler, onSettled }).start();
+      break;
+    }
+    case 'sqs': {
+      const { createSqsConsumer } = await import('@justonce/sqs');
+      await createSqsConsumer({ ...transport.options, inbox, handler, onSettled }).start();
+      break;
+    }
+    case 'rabbitmq': {
+      const { createRabbitConsumer } = await import('@justonce/rabbitmq');
+      await createRabbitConsumer({ ...transport.options, inbox, handler, onSettled }).start();
+      break;
+    }
+  }
+  report({ type: 'started' });
+}
+
+async function childMain(): Promise<void> {
+  const job = JSON.parse(process.env[JOB_ENV] ?? 'null') as CrashJob | null;
+  if (!job) throw new Error(`${JOB_ENV} is not set`);
+  const store = await createStore({ connectionString: job.databaseUrl, schema: job.schema });
+  let written = 0;
+  // Only the first stop: the parent kills at it, and other deliveries in flight meanwhile go on.
+  let stopped = false;
+  const stop = (line: Extract<CrashReport, { type: 'stopped' }>): Promise<never> => {
+    stopped = true;
+    report(line);
+    return new Promise<never>(() => undefined);
+  };
+  const inbox = createInbox({
+    store,
+    consumer: job.consumer,
+    maxAttempts: job.maxAttempts,
+    onStep: async (step, messageId) => {
+      if (stopped || step !== job.stopAt || written < (job.stopAfter ?? 0)) return;
+      await stop({ type: 'stopped', at: step, messageId });
+    },
+    decode: job.decodeFails
+      ? () => {
+          throw new Error('cannot decode');
+        }
+      : undefined,
+  });
+  const handler: Handler = async (ctx) => {
+    await writeEffect(ctx.trx, store, ctx.messageId, {
+      scope: ctx.scope,
+      consumer: job.consumer,
+      note: 'child',
+    });
+    written++;
+    const body = ctx.message.body;
+    const text = typeof body === 'string' ? body : Buffer.from(body).toString();
+    if (stopped || job.stopInHandlerOn === undefined || text !== job.stopInHandlerOn) return;
+    await stop({
+      type: 'stopped',
+      at: 'handler',
+      messageId: ctx.messageId,
+      attempt: ctx.attempt,
+      first: ctx.message.delivery.redelivered === false,
+    });
+  };
+  const onSettled = (event: SettledEvent) => {
+    if (event.outcome?.status !== 'dead-lettered') return;
+    report({ type: 'dead-lettered', messageId: event.messageId, attempt: event.outcome.attempt });
+  };
+  await runTransport(job.transport, { store, inbox, handler, onSettled });
+}
+
+// Run as the child only when spawned on this file, not when a test imports the parent's half.
+if (require.main === module) {
+  childMain().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  });
+}
