@@ -1,5 +1,5 @@
-import { ConfigurationError, optionKeys, rejectUnknownOptions } from '@justonce/core';
-import { Kafka, logLevel, type ProducerConfig } from 'kafkajs';
+import { ConfigurationError, optionKeys, rejectUnknownOptions, type Logger } from '@justonce/core';
+import { Kafka, logLevel, type logCreator, type ProducerConfig } from 'kafkajs';
 import { createConnectionRegistry } from './dead-connections';
 import type { RawHeaders } from './headers';
 
@@ -213,9 +213,34 @@ export interface KafkajsClientOptions {
   readonly clientId?: string;
   /** Connection and request time limits; see {@link KafkaTimeouts}. */
   readonly timeouts?: KafkaTimeouts;
+  /**
+   * Where kafkajs's own log lines go, at debug level. Default: nowhere. justonce reports what
+   * matters (an outage, a recovery, a crash) through its own lines, once each; kafkajs logs
+   * every failed request, which during an outage is a flood.
+   */
+  readonly logger?: Logger;
 }
 
-const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()(['brokers', 'clientId', 'timeouts']);
+const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()([
+  'brokers',
+  'clientId',
+  'timeouts',
+  'logger',
+]);
+
+/** kafkajs's log lines as debug lines of `logger`, tagged with their namespace. */
+function kafkajsLogCreator(logger: Logger | undefined): logCreator {
+  return () =>
+    ({ namespace, level, log }) => {
+      if (logger === undefined) return;
+      const { message, ...fields } = log;
+      logger.debug(`kafkajs: ${String(message)}`, {
+        ...fields,
+        namespace,
+        level: logLevel[level],
+      });
+    };
+}
 const TIMEOUT_KEYS = optionKeys<KafkaTimeouts>()(['connectMs', 'requestMs']);
 
 function isBroker(value: unknown): boolean {
@@ -252,8 +277,8 @@ export function resolveKafkaTimeouts(
 
 /**
  * The default client: a kafkajs `Kafka` instance with the time limits of `timeouts` and its
- * own logging silenced except for errors (justonce reports what matters through its own
- * logger). A connection a request timed out on is closed, so that kafkajs reconnects rather
+ * own warnings and errors sent to `logger` at debug level (justonce reports what matters
+ * through its own lines). A connection a request timed out on is closed, so that kafkajs reconnects rather
  * than wait on it (see `dead-connections.ts`).
  */
 export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
@@ -279,7 +304,8 @@ export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
     // kafkajs's default too, set so that no version change can take the limit away.
     enforceRequestTimeout: true,
     socketFactory: connections.socketFactory,
-    logLevel: logLevel.ERROR,
+    logLevel: logLevel.WARN,
+    logCreator: kafkajsLogCreator(options.logger),
   });
   const closeOnTimeout = (event: KafkaInstrumentationEvent): void => {
     const broker = (event.payload as { broker?: unknown } | null)?.broker;

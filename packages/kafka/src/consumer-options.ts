@@ -92,6 +92,7 @@ export function resolveConsumerOptions<R>(
         brokers: options.brokers ?? [],
         clientId: options.clientId,
         timeouts: options.timeouts,
+        logger: options.logger,
       }),
     mode: options.mode ?? 'batch',
     batchSize: options.batchSize ?? 100,

@@ -118,6 +118,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
           brokers: options.brokers ?? [],
           clientId: options.clientId ?? 'justonce-relay',
           timeouts: options.timeouts,
+          logger: options.logger,
         })
       : undefined);
   const given = options.producer;
