@@ -72,6 +72,24 @@ export interface ExecutorParts {
   readonly giveUpListeners: ListenerSet<GiveUpEvent>;
 }
 
+/** What the caller gets when the policy decides not to retry `error`. */
+function finalError(
+  reason: 'non-retryable' | 'attempts-exhausted' | 'deadline-exceeded',
+  settings: RetrySettings,
+  attempt: number,
+  error: unknown,
+  elapsedMs: number,
+): unknown {
+  switch (reason) {
+    case 'non-retryable':
+      return error;
+    case 'attempts-exhausted':
+      return new RetryAttemptsExhaustedError(attempt, error, elapsedMs);
+    case 'deadline-exceeded':
+      return new RetryDeadlineExceededError(settings.deadlineMs ?? 0, attempt, error, elapsedMs);
+  }
+}
+
 /** @internal The retry loop behind {@link RetryPolicy.execute}. */
 export async function executeWithRetry<T>(
   parts: ExecutorParts,
@@ -153,22 +171,8 @@ export async function executeWithRetry<T>(
 
       const decision = parts.decide({ attempt, error, elapsedMs: elapsed() });
       if (!decision.retry) {
-        switch (decision.reason) {
-          case 'non-retryable':
-            throw giveUp(attempt, 'non-retryable', error);
-          case 'attempts-exhausted':
-            throw giveUp(
-              attempt,
-              'attempts-exhausted',
-              new RetryAttemptsExhaustedError(attempt, error, elapsed()),
-            );
-          case 'deadline-exceeded':
-            throw giveUp(
-              attempt,
-              'deadline-exceeded',
-              new RetryDeadlineExceededError(settings.deadlineMs ?? 0, attempt, error, elapsed()),
-            );
-        }
+        const final = finalError(decision.reason, settings, attempt, error, elapsed());
+        throw giveUp(attempt, decision.reason, final);
       }
 
       // An open breaker that will still be open after the backoff: refuse now, not after sleeping.
