@@ -7,10 +7,11 @@
  * flow again within seconds of the heal.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createInbox, type Logger } from '@justonce/core';
+import { createInbox } from '@justonce/core';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaConsumer, createKafkaPublisher } from '../src';
 import { startPrivateKafka, type PrivateKafka } from '../../../services/private';
+import { msUntilLine, recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import { healAll, partitionOf, partitionUnavailable } from '../../../test-support/partition';
 import {
   decodeLoad,
@@ -66,25 +67,6 @@ afterAll(async () => {
   await runCleanup(cleanup);
 });
 
-/** A log line and when it was written. */
-interface Line {
-  readonly at: number;
-  readonly level: string;
-  readonly message: string;
-}
-
-function timedLogger(lines: Line[]): Logger {
-  const note = (level: string) => (message: string) =>
-    void lines.push({ at: Date.now(), level, message });
-  return { debug: () => undefined, info: note('info'), warn: note('warn'), error: note('error') };
-}
-
-/** Milliseconds from `from` to the first line at or after it matching `pattern`, or null. */
-function firstAfter(lines: readonly Line[], from: number, pattern: RegExp): number | null {
-  const line = lines.find((l) => l.at >= from && pattern.test(l.message));
-  return line === undefined ? null : line.at - from;
-}
-
 describe('a network partition to Kafka under load', () => {
   it('is noticed within the limits, loses and doubles nothing, and flows again after the heal', async () => {
     if (unavailable !== undefined) {
@@ -103,14 +85,14 @@ describe('a network partition to Kafka under load', () => {
     const store = await openLoadStore();
     cleanup.push(() => store.dispose());
     const clock = newClock();
-    const consumerLog: Line[] = [];
-    const publisherLog: Line[] = [];
+    const consumerLog: LogLine[] = [];
+    const publisherLog: LogLine[] = [];
     const publisher = createKafkaPublisher({
       brokers: [broker.broker],
       timeouts: TIMEOUTS,
       ackTimeoutMs: 2_000,
       sendTimeoutMs: SEND_TIMEOUT_MS,
-      logger: timedLogger(publisherLog),
+      logger: recordingLogger(publisherLog),
     });
     cleanup.push(() => publisher.close());
     const relay = loadRelay(store, timedPublisher(publisher, clock));
@@ -124,7 +106,7 @@ describe('a network partition to Kafka under load', () => {
       consumerConfig: GROUP,
       inbox: createInbox({ store, consumer: 'partition-test', decode: decodeLoad }),
       handler: loadHandler(store, clock),
-      logger: timedLogger(consumerLog),
+      logger: recordingLogger(consumerLog),
     });
     cleanup.push(() => consumer.stop());
     await consumer.start();
@@ -145,10 +127,10 @@ describe('a network partition to Kafka under load', () => {
       test: 'kafka-network-partition',
       ...outcome,
       cutMs: healedAt - cutAt,
-      consumerNoticeMs: firstAfter(consumerLog, cutAt, /cannot reach the broker/),
-      relayNoticeMs: firstAfter(publisherLog, cutAt, /cannot reach the broker/),
-      consumerBackMs: firstAfter(consumerLog, healedAt, /reaches the broker again/),
-      relayBackMs: firstAfter(publisherLog, healedAt, /reaches the broker again/),
+      consumerNoticeMs: msUntilLine(consumerLog, cutAt, { message: /cannot reach the broker/ }),
+      relayNoticeMs: msUntilLine(publisherLog, cutAt, { message: /cannot reach the broker/ }),
+      consumerBackMs: msUntilLine(consumerLog, healedAt, { message: /reaches the broker again/ }),
+      relayBackMs: msUntilLine(publisherLog, healedAt, { message: /reaches the broker again/ }),
       ...recovery,
       publishedDuringCut: clock.published.filter((p) => p.at > cutAt && p.at < healedAt).length,
       consumerLog: consumerLog.map((l) => `${l.at - cutAt} ${l.level}: ${l.message}`),
@@ -162,7 +144,7 @@ describe('a network partition to Kafka under load', () => {
     expect(figures.relayNoticeMs).not.toBeNull();
     expect(figures.relayNoticeMs!).toBeLessThan(RELAY_NOTICE_BOUND_MS);
     // One warning per outage, not one per failed request or relay cycle.
-    const warnings = (lines: Line[]) =>
+    const warnings = (lines: LogLine[]) =>
       lines.filter((l) => /cannot reach the broker/.test(l.message)).length;
     expect(warnings(consumerLog)).toBe(1);
     expect(warnings(publisherLog)).toBe(1);

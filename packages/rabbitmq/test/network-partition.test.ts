@@ -9,10 +9,11 @@
  * within a few seconds of the heal.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createInbox, type Logger } from '@justonce/core';
+import { createInbox } from '@justonce/core';
 import { createRabbitConsumer, createRabbitPublisher } from '../src';
 import { startPrivateRabbitmq } from '../../../services/private';
 import type { RabbitmqNode } from '../../../services/rabbitmq';
+import { firstLineAfter, recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import {
   healAll,
   partitionOf,
@@ -67,27 +68,6 @@ afterAll(async () => {
   await runCleanup(cleanup);
 });
 
-interface Line {
-  readonly at: number;
-  readonly level: string;
-  readonly message: string;
-  readonly fields: Record<string, unknown>;
-}
-
-/** A logger that keeps every line with its time, for the checks and the report. */
-function recordingLogger(lines: Line[]): Logger {
-  const note =
-    (level: string) =>
-    (message: string, fields: Record<string, unknown> = {}) =>
-      void lines.push({ at: Date.now(), level, message, fields });
-  return { debug: () => undefined, info: note('info'), warn: note('warn'), error: note('error') };
-}
-
-/** The first line from `lines` logged at or after `since` whose message starts with `prefix`. */
-function firstAfter(lines: readonly Line[], since: number, prefix: string): Line | undefined {
-  return lines.find((line) => line.at >= since && line.message.startsWith(prefix));
-}
-
 describe('RabbitMQ partitioned from the consumer and the relay under load', () => {
   it('each notices within its limit, nothing dies, and the flow resumes after the heal', async () => {
     const unavailable = await partitionUnavailable();
@@ -99,8 +79,8 @@ describe('RabbitMQ partitioned from the consumer and the relay under load', () =
     const store = await openLoadStore();
     cleanup.push(() => store.dispose());
     const clock = newClock();
-    const consumerLog: Line[] = [];
-    const publisherLog: Line[] = [];
+    const consumerLog: LogLine[] = [];
+    const publisherLog: LogLine[] = [];
     const consumer = createRabbitConsumer({
       url: node.url,
       queue,
@@ -133,11 +113,19 @@ describe('RabbitMQ partitioned from the consumer and the relay under load', () =
     const outcome = await settle(store, EVENTS, 60_000);
     const recovery = recoveryAfter(clock, healedAt);
 
-    const consumerLost = firstAfter(consumerLog, cutAt, 'rabbitmq consumer lost its connection');
-    const publisherLost = firstAfter(publisherLog, cutAt, 'rabbitmq publisher lost its channel');
-    const consumerBack = firstAfter(consumerLog, cutAt, 'rabbitmq consumer reconnected');
-    const publisherBack = firstAfter(publisherLog, cutAt, 'rabbitmq publisher reconnected');
-    const warnings = (lines: readonly Line[]) =>
+    const consumerLost = firstLineAfter(consumerLog, cutAt, {
+      message: 'rabbitmq consumer lost its connection',
+    });
+    const publisherLost = firstLineAfter(publisherLog, cutAt, {
+      message: 'rabbitmq publisher lost its channel',
+    });
+    const consumerBack = firstLineAfter(consumerLog, cutAt, {
+      message: 'rabbitmq consumer reconnected',
+    });
+    const publisherBack = firstLineAfter(publisherLog, cutAt, {
+      message: 'rabbitmq publisher reconnected',
+    });
+    const warnings = (lines: readonly LogLine[]) =>
       lines.filter((line) => line.level !== 'info').map((line) => line.message);
     const report = {
       test: 'rabbitmq-network-partition',

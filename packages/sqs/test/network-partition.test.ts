@@ -7,10 +7,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { createInbox, createRelay, type Logger } from '@justonce/core';
+import { createInbox, createRelay } from '@justonce/core';
 import { createSqsPublisher, createSqsConsumer } from '../src';
 import { sqsClientSettings } from '../../../services/checks';
 import { startPrivateElasticmq, type PrivateElasticmq } from '../../../services/private';
+import { msUntilLine, recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import { healAll, partitionOf, partitionUnavailable } from '../../../test-support/partition';
 import {
   decodeLoad,
@@ -48,27 +49,6 @@ afterAll(async () => {
   await server?.dispose();
 });
 
-interface Line {
-  readonly at: number;
-  readonly level: string;
-  readonly message: string;
-}
-
-/** Keeps every line at info and above, with its time. */
-function recordingLogger(lines: Line[]): Logger {
-  const note = (level: string) => (message: string) =>
-    void lines.push({ at: Date.now(), level, message });
-  return { debug: () => undefined, info: note('info'), warn: note('warn'), error: note('error') };
-}
-
-/** Milliseconds from `since` to the first line at `level` starting with `prefix`, if any. */
-function firstAfter(lines: readonly Line[], since: number, level: string, prefix: string) {
-  const line = lines.find(
-    (l) => l.at >= since && l.level === level && l.message.startsWith(prefix),
-  );
-  return line === undefined ? null : line.at - since;
-}
-
 describe('network partition to SQS (packets dropped) under load', () => {
   it('both apps notice within their limits; flow resumes after the heal; 0 lost, 0 doubled, nothing dead or charged', async () => {
     // A partition that cannot be played is a failure with the reason, never a skip.
@@ -87,8 +67,8 @@ describe('network partition to SQS (packets dropped) under load', () => {
     cleanup.push(() => store.dispose());
 
     const clock = newClock();
-    const consumerLog: Line[] = [];
-    const relayLog: Line[] = [];
+    const consumerLog: LogLine[] = [];
+    const relayLog: LogLine[] = [];
     const clientConfig = sqsClientSettings(server.endpoint);
     const timeouts = { connectMs: 1_000, requestMs: REQUEST_MS };
     const sqsConsumer = createSqsConsumer({
@@ -130,24 +110,29 @@ describe('network partition to SQS (packets dropped) under load', () => {
       `select coalesce(max(attempts), 0)::int as n from ${store.names.table('outbox')}`,
     )) as { rows: Array<{ n: number }> };
 
-    const consumerNoticedMs = firstAfter(
-      consumerLog,
-      cutAt,
-      'warn',
-      'sqs consumer: ReceiveMessage',
-    );
-    const publisherNoticedMs = firstAfter(relayLog, cutAt, 'warn', 'sqs publisher:');
-    const relayNoticedMs = firstAfter(relayLog, cutAt, 'warn', 'relay: publish failed');
+    const consumerNoticedMs = msUntilLine(consumerLog, cutAt, {
+      level: 'warn',
+      message: 'sqs consumer: ReceiveMessage',
+    });
+    const publisherNoticedMs = msUntilLine(relayLog, cutAt, {
+      level: 'warn',
+      message: 'sqs publisher:',
+    });
+    const relayNoticedMs = msUntilLine(relayLog, cutAt, {
+      level: 'warn',
+      message: 'relay: publish failed',
+    });
     const receiveWarnings = consumerLog.filter(
       (l) => l.level === 'warn' && l.message.startsWith('sqs consumer: ReceiveMessage'),
     ).length;
-    const consumerRecoveredMs = firstAfter(
-      consumerLog,
-      healedAt,
-      'info',
-      'sqs consumer: ReceiveMessage',
-    );
-    const publisherRecoveredMs = firstAfter(relayLog, healedAt, 'info', 'sqs publisher:');
+    const consumerRecoveredMs = msUntilLine(consumerLog, healedAt, {
+      level: 'info',
+      message: 'sqs consumer: ReceiveMessage',
+    });
+    const publisherRecoveredMs = msUntilLine(relayLog, healedAt, {
+      level: 'info',
+      message: 'sqs publisher:',
+    });
     console.log(
       JSON.stringify({
         test: 'sqs-network-partition',
