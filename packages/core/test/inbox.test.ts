@@ -4,7 +4,7 @@ import {
   createInbox,
   createStore,
   hasErrorCode,
-  markNonRetryable,
+  markNonRetriable,
   rowsOf,
   type HandlerContext,
   type InboxOptions,
@@ -261,17 +261,17 @@ describe.each(STORE_KINDS)('inbox on %s', (kind) => {
       });
     });
 
-    it('follows the retry classification: marked or classified non-retryable errors dead-letter at once', async () => {
+    it('follows the retry classification: marked or classified non-retriable errors dead-letter at once', async () => {
       const marked = inboxFor();
       const a = freshId();
       const outcome = await marked.process(envelope(a), async () => {
-        throw markNonRetryable(new Error('bad reference'));
+        throw markNonRetriable(new Error('bad reference'));
       });
       expect(outcome).toMatchObject({ status: 'dead-lettered', reason: 'NON_RETRIABLE' });
 
       const custom = inboxFor({
         classify: (error) =>
-          error instanceof Error && error.message === 'permanent' ? 'non-retryable' : undefined,
+          error instanceof Error && error.message === 'permanent' ? 'non-retriable' : undefined,
       });
       const b = freshId();
       const permanent = await custom.process(envelope(b), async () => {

@@ -220,8 +220,8 @@ describe.each(STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
   });
 
   it('records whatever an effect throws, and replays a final failure as a JustonceError', async () => {
-    const final = createOperations({ store, operation: 'fail-final', isRetryable: () => false });
-    const retry = createOperations({ store, operation: 'fail-retry', isRetryable: () => true });
+    const final = createOperations({ store, operation: 'fail-final', isRetriable: () => false });
+    const retry = createOperations({ store, operation: 'fail-retry', isRetriable: () => true });
     const started = Date.now();
     const thrown: fc.Arbitrary<unknown> = fc.oneof(
       fc
@@ -237,15 +237,15 @@ describe.each(STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
       fc.constant({ message: 42, name: null, code: {} }),
     );
     await fc.assert(
-      fc.asyncProperty(thrown, fc.boolean(), fc.boolean(), async (error, retryable, byHand) => {
+      fc.asyncProperty(thrown, fc.boolean(), fc.boolean(), async (error, retriable, byHand) => {
         round += 1;
         const key = `f-${round}`;
-        const ops: Operations = retryable ? retry : final;
+        const ops: Operations = retriable ? retry : final;
         let rejection: { error: unknown } | { value: unknown };
         if (byHand) {
           const reservation = await ops.reserve(key, 1);
           if (reservation.kind !== 'acquired') throw new Error(`got ${reservation.kind}`);
-          rejection = await settle(() => ops.fail(reservation.ref, error, { retryable }));
+          rejection = await settle(() => ops.fail(reservation.ref, error, { retriable }));
           // Recording a failure by hand succeeds, whatever the failure holds.
           if ('error' in rejection) throw rejection.error;
         } else {
@@ -259,11 +259,11 @@ describe.each(STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
           expect(rejection.error).toBe(error);
         }
         const record = await ops.get(key);
-        expect(record?.status).toBe(retryable ? 'FAILED_RETRYABLE' : 'FAILED_FINAL');
+        expect(record?.status).toBe(retriable ? 'FAILED_RETRIABLE' : 'FAILED_FINAL');
         const failure = record!.error!;
         // What is stored can be written: U+0000 and lone surrogates were made storable.
         expect([failure.name, failure.message].map(unwritableText)).toEqual([undefined, undefined]);
-        if (!retryable) {
+        if (!retriable) {
           const replay = await settle(() => ops.run(key, 1, async () => 'never'));
           if (!('error' in replay)) throw new Error('a final failure ran again');
           mustBeJustonce(replay.error);

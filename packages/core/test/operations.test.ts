@@ -199,7 +199,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     // The stale owner wakes up: none of its writes may land.
     for (const write of [
       () => ops.complete(stale.ref, 'stale'),
-      () => ops.fail(stale.ref, new Error('stale'), { retryable: false }),
+      () => ops.fail(stale.ref, new Error('stale'), { retriable: false }),
       () => ops.extendLease(stale.ref),
     ]) {
       const error = await rejection(write());
@@ -289,7 +289,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     expect(await ops.get('k')).toMatchObject({ attempts: 1, status: 'SUCCEEDED', response: 2 });
   });
 
-  it('re-runs after a retryable failure and replays a final one', async () => {
+  it('re-runs after a retriable failure and replays a final one', async () => {
     const ops = operations();
     let runs = 0;
     const flaky = async (ctx: OperationContext) => {
@@ -300,7 +300,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     const transient = await rejection(ops.run('r', 1, flaky));
     expect(transient).toBeInstanceOf(TransientError);
     expect(await ops.get('r')).toMatchObject({
-      status: 'FAILED_RETRYABLE',
+      status: 'FAILED_RETRIABLE',
       error: { name: 'TransientError', message: 'provider timed out' },
     });
     await expect(ops.run('r', 1, flaky)).resolves.toBe('ok on attempt 2');
@@ -321,8 +321,8 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     expect(finalRuns).toBe(1);
   });
 
-  it('classifies failures with isRetryable', async () => {
-    const ops = operations({ isRetryable: () => false });
+  it('classifies failures with isRetriable', async () => {
+    const ops = operations({ isRetriable: () => false });
     await rejection(ops.run('k', 1, async () => Promise.reject(new TransientError('x'))));
     expect((await ops.get('k'))?.status).toBe('FAILED_FINAL');
   });
@@ -432,7 +432,7 @@ describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
     expect(busy).toMatchObject({ kind: 'in-progress', attempts: 1 });
     if (first.kind !== 'acquired') throw new Error('expected acquired');
     expect(busy.kind === 'in-progress' && busy.ownerId).toBe(first.ref.ownerId);
-    await ops.fail(first.ref, new TransientError('later'), { retryable: true });
+    await ops.fail(first.ref, new TransientError('later'), { retriable: true });
     const retry = await ops.reserve('k', { n: 1 });
     if (retry.kind !== 'acquired') throw new Error('expected acquired');
     expect(retry.ref.attempt).toBe(2);
@@ -518,7 +518,7 @@ describe.each(STORE_KINDS)('operations with text PostgreSQL cannot store on %s',
   });
 
   it('records an error whose text holds U+0000 or lone surrogates, storably', async () => {
-    const ops = operations({ isRetryable: () => false });
+    const ops = operations({ isRetriable: () => false });
     const thrown = Object.assign(new Error('bad \u0000 \ud800'), { code: 'E\u0000' });
     expect(await rejection(ops.run('k', 1, async () => Promise.reject(thrown)))).toBe(thrown);
     const replay = await rejection(ops.run('k', 1, async () => 'never'));
@@ -553,7 +553,7 @@ describe.each(STORE_KINDS)('operations with text PostgreSQL cannot store on %s',
       () => ops.complete(null as never, 1),
       () =>
         ops.fail({ scope: 's', operation: 'o', key: 'k' } as never, new Error('x'), {
-          retryable: false,
+          retriable: false,
         }),
       () => ops.extendLease({} as never),
     ];

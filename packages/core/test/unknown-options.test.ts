@@ -243,7 +243,7 @@ describe('createOperations', () => {
       retentionMs: 60_000,
       maxResponseBytes: 1_000,
       maxKeyLength: 100,
-      isRetryable: () => true,
+      isRetriable: () => true,
       logger: silentLogger,
       meter,
     };

@@ -2,7 +2,7 @@
 interface ServiceErrorShape {
   readonly name?: string;
   readonly $fault?: 'client' | 'server';
-  readonly $retryable?: unknown;
+  readonly $retriable?: unknown;
   readonly $metadata?: unknown;
 }
 
@@ -18,12 +18,12 @@ const THROTTLING = new Set([
 /**
  * True when a whole SQS request failed in a way that sending it again may fix: a network
  * error (no service metadata), a server fault, throttling, or an error the SDK marks
- * retryable. A client fault (bad parameters, missing queue) is not. @internal
+ * retriable. A client fault (bad parameters, missing queue) is not. @internal
  */
 export function isRetriableRequestError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return true;
   const e = error as ServiceErrorShape;
-  if (e.$retryable) return true;
+  if (e.$retriable) return true;
   if (e.name !== undefined && THROTTLING.has(e.name)) return true;
   if (e.$fault === 'server') return true;
   return e.$metadata === undefined || e.$fault === undefined;

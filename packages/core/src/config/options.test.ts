@@ -51,10 +51,10 @@ describe('option validators', () => {
     expect(thrown(() => durationOption(Infinity, 'leaseMs', 1, 1)).message).toMatch(/leaseMs/);
     expect(thrown(() => durationOption(0, 'leaseMs', 1, 1)).message).toMatch(/at least 1/);
     const fn = (): void => undefined;
-    expect(optionalFunction(fn, 'isRetryable')).toBe(fn);
-    expect(optionalFunction(undefined, 'isRetryable')).toBeUndefined();
-    expect(thrown(() => optionalFunction('x', 'isRetryable')).details).toEqual({
-      isRetryable: 'string',
+    expect(optionalFunction(fn, 'isRetriable')).toBe(fn);
+    expect(optionalFunction(undefined, 'isRetriable')).toBeUndefined();
+    expect(thrown(() => optionalFunction('x', 'isRetriable')).details).toEqual({
+      isRetriable: 'string',
     });
     expect(optionalBoolean(undefined, true, 'notify')).toBe(true);
     expect(thrown(() => optionalBoolean('yes', true, 'notify')).message).toBe(

@@ -28,7 +28,7 @@ const THROTTLING_BASE_MS = 500;
  * Decides what a failed attempt leads to, after its transaction rolled back: a fault of the
  * infrastructure (the store's, or one the `classify` option names) → the attempt is given
  * back and {@link StoreUnavailableError} thrown, so the transport neither acknowledges nor
- * dead-letters; a non-retryable error or the last allowed attempt → dead letter; otherwise
+ * dead-letters; a non-retriable error or the last allowed attempt → dead letter; otherwise
  * the error is recorded on the attempt counter (autocommit) and the transport is told to
  * redeliver after a full-jitter delay. `charged` when this delivery counted its attempt.
  * @internal
@@ -45,7 +45,7 @@ export async function settleFailure(
   }
   const { store, consumer, maxAttempts, backoff } = rt.options;
   const errorClass = classifyHandlerError(rt, error);
-  if (errorClass === 'non-retryable') {
+  if (errorClass === 'non-retriable') {
     return deadLetterMessage(rt, good, 'NON_RETRIABLE', attempt, () => error);
   }
   if (attempt >= maxAttempts) {

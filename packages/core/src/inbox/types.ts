@@ -140,7 +140,7 @@ export interface InboxOptions {
   readonly backoff?: BackoffOptions;
   /**
    * Your own rule for handler errors, run before the built-in ones (see `classifyError`):
-   * return `'non-retryable'` to dead-letter at once, `'transient'` or `'throttling'` to
+   * return `'non-retriable'` to dead-letter at once, `'transient'` or `'throttling'` to
    * retry, `'infrastructure'` when a dependency (not the message) failed, so the delivery is
    * not charged an attempt and `process` throws `StoreUnavailableError` as for an
    * outage of the store; `undefined` to let the built-in rules decide. Default: built-in

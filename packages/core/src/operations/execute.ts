@@ -11,7 +11,7 @@ export type Acquired = Extract<Reservation, { kind: 'acquired' }>;
 
 /**
  * Runs the effect of a reservation this caller acquired and finalizes the record: its
- * response on success, its failure (retryable or final, as `isRetryable` says) when it
+ * response on success, its failure (retriable or final, as `isRetriable` says) when it
  * throws. The effect's own error is what the caller gets, even when recording it
  * failed. @internal
  */
@@ -44,7 +44,7 @@ export async function execute<R>(
   } catch (error) {
     // The effect ran but its result cannot be stored: record a final failure so that no
     // duplicate runs the effect a second time, and tell this caller why.
-    await fail(rt, ref, error, { retryable: false }).catch((recordError: unknown) => {
+    await fail(rt, ref, error, { retriable: false }).catch((recordError: unknown) => {
       rt.options.logger.warn('could not record an unstorable response', {
         ...recordKeyOf(ref),
         error: describeError(recordError),
@@ -93,9 +93,9 @@ async function recordEffectFailure(
   ref: OperationRef,
   error: unknown,
 ): Promise<void> {
-  const retryable = safeIsRetryable(rt, error);
+  const retriable = safeIsRetriable(rt, error);
   try {
-    await fail(rt, ref, error, { retryable });
+    await fail(rt, ref, error, { retriable });
   } catch (recordError) {
     // The effect's own error is what the caller must see; the record stays as it is
     // (another owner's, or IN_PROGRESS until its lease runs out).
@@ -107,12 +107,12 @@ async function recordEffectFailure(
   }
 }
 
-/** `isRetryable`, with a throwing classifier taken as "retryable" so the key is not stuck. */
-function safeIsRetryable(rt: OperationsRuntime, error: unknown): boolean {
+/** `isRetriable`, with a throwing classifier taken as "retriable" so the key is not stuck. */
+function safeIsRetriable(rt: OperationsRuntime, error: unknown): boolean {
   try {
-    return rt.options.isRetryable(error) === true;
+    return rt.options.isRetriable(error) === true;
   } catch (classifyError) {
-    rt.options.logger.warn('isRetryable threw; treating the failure as retryable', {
+    rt.options.logger.warn('isRetriable threw; treating the failure as retriable', {
       error: describeError(classifyError),
     });
     return true;

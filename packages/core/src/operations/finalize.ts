@@ -95,20 +95,20 @@ export async function complete(
   return JSON.parse(json) as unknown;
 }
 
-/** Records the failure of `ref`: retryable (the next call runs again) or final. @internal */
+/** Records the failure of `ref`: retriable (the next call runs again) or final. @internal */
 export async function fail(
   rt: OperationsRuntime,
   ref: OperationRef,
   error: unknown,
-  failOptions: { readonly retryable: boolean },
+  failOptions: { readonly retriable: boolean },
 ): Promise<void> {
   // Optional chaining because plain JavaScript callers may omit the options.
-  const status = failOptions?.retryable === true ? 'FAILED_RETRYABLE' : 'FAILED_FINAL';
+  const status = failOptions?.retriable === true ? 'FAILED_RETRIABLE' : 'FAILED_FINAL';
   await finalize(
     rt,
     ref,
     { status, errorJson: JSON.stringify(describeError(error)) },
-    status === 'FAILED_RETRYABLE' ? 'fail (retryable)' : 'fail (final)',
+    status === 'FAILED_RETRIABLE' ? 'fail (retriable)' : 'fail (final)',
   );
 }
 

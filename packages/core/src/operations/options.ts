@@ -25,7 +25,7 @@ export interface ResolvedOperationsOptions {
   readonly defaultRetentionMs: number;
   readonly maxResponseBytes: number;
   readonly maxKeyLength: number;
-  readonly isRetryable: (error: unknown) => boolean;
+  readonly isRetriable: (error: unknown) => boolean;
   readonly logger: Logger;
   readonly meter: Meter;
 }
@@ -71,9 +71,9 @@ export function resolveOperationsOptions(options: OperationsOptions): ResolvedOp
     'maxKeyLength',
     DEFAULT_MAX_KEY_LENGTH,
   );
-  const isRetryable =
-    optionalFunction<NonNullable<typeof options.isRetryable>>(options.isRetryable, 'isRetryable') ??
-    defaultIsRetryable;
+  const isRetriable =
+    optionalFunction<NonNullable<typeof options.isRetriable>>(options.isRetriable, 'isRetriable') ??
+    defaultIsRetriable;
   return {
     store,
     defaultOperation,
@@ -84,14 +84,14 @@ export function resolveOperationsOptions(options: OperationsOptions): ResolvedOp
     defaultRetentionMs,
     maxResponseBytes,
     maxKeyLength,
-    isRetryable,
+    isRetriable,
     logger: options.logger ?? silentLogger,
     meter: resolveMeter(options.meter),
   };
 }
 
-/** Default `isRetryable`: the error's own `retriable` flag, else retryable. */
-function defaultIsRetryable(error: unknown): boolean {
+/** Default `isRetriable`: the error's own `retriable` flag, else retriable. */
+function defaultIsRetriable(error: unknown): boolean {
   if (error !== null && typeof error === 'object') {
     const flag = (error as { retriable?: unknown }).retriable;
     if (typeof flag === 'boolean') return flag;

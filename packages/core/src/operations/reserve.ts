@@ -39,7 +39,7 @@ export async function reserveRecord(
     });
     if (reserved !== undefined) {
       if (reserved.attempts > 1) {
-        logger.info('operation re-reserved after a retryable failure or an expired lease', {
+        logger.info('operation re-reserved after a retriable failure or an expired lease', {
           ...record,
           ownerId,
           attempt: reserved.attempts,
@@ -80,7 +80,7 @@ export async function reserveRecord(
         attempts,
       };
     }
-    // FAILED_RETRYABLE or a lapsed lease appeared after the upsert looked: go again.
+    // FAILED_RETRIABLE or a lapsed lease appeared after the upsert looked: go again.
     last = { ownerId: row.owner_id ?? undefined, leaseUntil: toRecord(row).leaseUntil, attempts };
   }
   // The row kept changing under us; report it as busy rather than loop forever.

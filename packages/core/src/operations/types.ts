@@ -8,10 +8,10 @@ import type { Store } from '../store/store';
  *
  * - `IN_PROGRESS`: an owner holds a lease and is running the effect.
  * - `SUCCEEDED`: the effect finished; its response is replayed to duplicates.
- * - `FAILED_RETRYABLE`: the effect failed in a way a retry may fix; the next call runs it again.
+ * - `FAILED_RETRIABLE`: the effect failed in a way a retry may fix; the next call runs it again.
  * - `FAILED_FINAL`: the effect failed for good; duplicates get the stored failure.
  */
-export type OperationStatus = 'IN_PROGRESS' | 'SUCCEEDED' | 'FAILED_RETRYABLE' | 'FAILED_FINAL';
+export type OperationStatus = 'IN_PROGRESS' | 'SUCCEEDED' | 'FAILED_RETRIABLE' | 'FAILED_FINAL';
 
 /** A failure as it is stored in the record: enough to explain it, never a payload. */
 export interface StoredOperationError {
@@ -63,12 +63,12 @@ export interface OperationsOptions {
   /** Longest key accepted, in characters. Default 255. */
   readonly maxKeyLength?: number;
   /**
-   * Decides whether an error thrown by an effect leaves the record FAILED_RETRYABLE (`true`:
+   * Decides whether an error thrown by an effect leaves the record FAILED_RETRIABLE (`true`:
    * the next call runs the effect again) or FAILED_FINAL (`false`: duplicates get the stored
    * failure). Default: the error's own boolean `retriable` property when it has one (every
    * justonce error, kafkajs errors), otherwise `true`.
    */
-  readonly isRetryable?: (error: unknown) => boolean;
+  readonly isRetriable?: (error: unknown) => boolean;
   /** Where log lines go. Default: nowhere. Requests and responses are never logged. */
   readonly logger?: Logger;
   /** OpenTelemetry meter. Default: the global provider's `@justonce/core` meter. */
@@ -143,7 +143,7 @@ export interface OperationContext {
 
 /**
  * The external effect. It runs at most once per record at a time; it may run again after a
- * retryable failure or after its owner lost the lease, always with the same key. Its
+ * retriable failure or after its owner lost the lease, always with the same key. Its
  * response must be JSON data (it is stored and replayed as JSON).
  */
 export type OperationEffect<R> = (ctx: OperationContext) => Promise<R>;
@@ -233,9 +233,9 @@ export interface Operations {
   complete(ref: OperationRef, response: unknown): Promise<unknown>;
   /**
    * Records a failure, if `ref` still owns the record; otherwise rejects with
-   * {@link LeaseLostError}. `retryable` picks FAILED_RETRYABLE or FAILED_FINAL.
+   * {@link LeaseLostError}. `retriable` picks FAILED_RETRIABLE or FAILED_FINAL.
    */
-  fail(ref: OperationRef, error: unknown, options: { readonly retryable: boolean }): Promise<void>;
+  fail(ref: OperationRef, error: unknown, options: { readonly retriable: boolean }): Promise<void>;
   /**
    * Extends the lease of `ref` to now plus `ms` (default `leaseMs`), if it still owns the
    * record; otherwise rejects with {@link LeaseLostError}. Resolves to the new lease end.

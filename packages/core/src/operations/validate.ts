@@ -17,7 +17,7 @@ const OPERATIONS_KEYS = optionKeys<OperationsOptions>()([
   'retentionMs',
   'maxResponseBytes',
   'maxKeyLength',
-  'isRetryable',
+  'isRetriable',
   'logger',
   'meter',
 ]);

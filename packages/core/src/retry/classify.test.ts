@@ -1,7 +1,7 @@
 import { ConfigurationError, JustonceError } from '../errors';
 import { classifyError, isTimeoutError } from './classify';
 import { AttemptTimeoutError } from './errors';
-import { markNonRetryable, markRetryable, markThrottling, readRetryMark } from './marks';
+import { markNonRetriable, markRetriable, markThrottling, readRetryMark } from './marks';
 
 function withProps(props: Record<string, unknown>, message = 'failure'): Error {
   return Object.assign(new Error(message), props);
@@ -22,12 +22,12 @@ describe('classifyError', () => {
     [503, 'throttling'],
     [504, 'transient'],
     [509, 'throttling'],
-    [400, 'non-retryable'],
-    [401, 'non-retryable'],
-    [403, 'non-retryable'],
-    [404, 'non-retryable'],
-    [409, 'non-retryable'],
-    [501, 'non-retryable'],
+    [400, 'non-retriable'],
+    [401, 'non-retriable'],
+    [403, 'non-retriable'],
+    [404, 'non-retriable'],
+    [409, 'non-retriable'],
+    [501, 'non-retriable'],
   ])('HTTP status %i is %s', (status, expected) => {
     expect(classifyError(withProps({ statusCode: status }))).toBe(expected);
     expect(classifyError(withProps({ status }))).toBe(expected);
@@ -35,8 +35,8 @@ describe('classifyError', () => {
   });
 
   it('ignores statuses that are not errors', () => {
-    expect(classifyError(withProps({ status: 200 }), { defaultClass: 'non-retryable' })).toBe(
-      'non-retryable',
+    expect(classifyError(withProps({ status: 200 }), { defaultClass: 'non-retriable' })).toBe(
+      'non-retriable',
     );
   });
 
@@ -56,14 +56,14 @@ describe('classifyError', () => {
   it.each(['RequestTimeout', 'RequestTimeoutException', 'TimeoutError'])(
     'the name %s is transient',
     (name) => {
-      expect(classifyError(named(name), { defaultClass: 'non-retryable' })).toBe('transient');
+      expect(classifyError(named(name), { defaultClass: 'non-retriable' })).toBe('transient');
     },
   );
 
   it.each(['ECONNRESET', 'ETIMEDOUT', 'ECONNREFUSED', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'])(
     'the network code %s is transient',
     (code) => {
-      expect(classifyError(withProps({ code }), { defaultClass: 'non-retryable' })).toBe(
+      expect(classifyError(withProps({ code }), { defaultClass: 'non-retriable' })).toBe(
         'transient',
       );
     },
@@ -75,63 +75,63 @@ describe('classifyError', () => {
     ['08006', 'transient'],
     ['57P01', 'transient'],
     ['53300', 'throttling'],
-    ['23505', 'non-retryable'],
-    ['42P01', 'non-retryable'],
-    ['22001', 'non-retryable'],
+    ['23505', 'non-retriable'],
+    ['42P01', 'non-retriable'],
+    ['22001', 'non-retriable'],
   ])('the PostgreSQL SQLSTATE %s is %s', (code, expected) => {
     expect(classifyError(withProps({ code, severity: 'ERROR' }))).toBe(expected);
   });
 
   it('leaves unknown SQLSTATEs to the default', () => {
-    expect(classifyError(withProps({ code: '2BP01' }), { defaultClass: 'non-retryable' })).toBe(
-      'non-retryable',
+    expect(classifyError(withProps({ code: '2BP01' }), { defaultClass: 'non-retriable' })).toBe(
+      'non-retriable',
     );
     expect(classifyError(withProps({ code: '2BP01' }))).toBe('transient');
   });
 
   it('follows a justonce error’s retriable flag', () => {
-    expect(classifyError(new ConfigurationError('bad'))).toBe('non-retryable');
+    expect(classifyError(new ConfigurationError('bad'))).toBe('non-retriable');
     expect(classifyError(new JustonceError('X', 'x', { retriable: true }))).toBe('transient');
     expect(classifyError(new AttemptTimeoutError(1, 10))).toBe('transient');
   });
 
-  it('reads the AWS SDK $retryable trait', () => {
-    expect(classifyError(withProps({ $retryable: {} }), { defaultClass: 'non-retryable' })).toBe(
+  it('reads the AWS SDK $retriable trait', () => {
+    expect(classifyError(withProps({ $retriable: {} }), { defaultClass: 'non-retriable' })).toBe(
       'transient',
     );
-    expect(classifyError(withProps({ $retryable: { throttling: true } }))).toBe('throttling');
+    expect(classifyError(withProps({ $retriable: { throttling: true } }))).toBe('throttling');
   });
 
-  it('reads boolean retriable / retryable properties (kafkajs style)', () => {
+  it('reads boolean retriable / retriable properties (kafkajs style)', () => {
     expect(classifyError(withProps({ retriable: false, code: 'ECONNRESET' }))).toBe(
-      'non-retryable',
+      'non-retriable',
     );
-    expect(classifyError(withProps({ retryable: true, status: 400 }))).toBe('transient');
+    expect(classifyError(withProps({ retriable: true, status: 400 }))).toBe('transient');
   });
 
   it('lets a caller mark override the built-in rules', () => {
-    expect(classifyError(markNonRetryable(withProps({ statusCode: 503 })))).toBe('non-retryable');
-    expect(classifyError(markRetryable(withProps({ statusCode: 400 })))).toBe('transient');
+    expect(classifyError(markNonRetriable(withProps({ statusCode: 503 })))).toBe('non-retriable');
+    expect(classifyError(markRetriable(withProps({ statusCode: 400 })))).toBe('transient');
     expect(classifyError(markThrottling(new Error('busy')))).toBe('throttling');
-    expect(classifyError(markRetryable(new ConfigurationError('x'), 'throttling'))).toBe(
+    expect(classifyError(markRetriable(new ConfigurationError('x'), 'throttling'))).toBe(
       'throttling',
     );
   });
 
   it('keeps marks out of enumerable properties and returns the same error', () => {
     const error = new Error('x');
-    expect(markNonRetryable(error)).toBe(error);
+    expect(markNonRetriable(error)).toBe(error);
     expect(Object.keys(error)).toEqual([]);
     expect(JSON.stringify(error)).toBe('{}');
-    expect(readRetryMark(error)).toBe('non-retryable');
+    expect(readRetryMark(error)).toBe('non-retriable');
     expect(readRetryMark(new Error('y'))).toBeUndefined();
     expect(readRetryMark('not an object')).toBeUndefined();
   });
 
   it('runs the caller’s classifier first and falls through on undefined', () => {
     const classify = (error: unknown) =>
-      error instanceof RangeError ? ('non-retryable' as const) : undefined;
-    expect(classifyError(markRetryable(new RangeError('x')), { classify })).toBe('non-retryable');
+      error instanceof RangeError ? ('non-retriable' as const) : undefined;
+    expect(classifyError(markRetriable(new RangeError('x')), { classify })).toBe('non-retriable');
     expect(classifyError(withProps({ statusCode: 429 }), { classify })).toBe('throttling');
   });
 
@@ -139,7 +139,7 @@ describe('classifyError', () => {
     const fetchFailure = new TypeError('fetch failed', {
       cause: withProps({ code: 'ECONNREFUSED' }),
     });
-    expect(classifyError(fetchFailure, { defaultClass: 'non-retryable' })).toBe('transient');
+    expect(classifyError(fetchFailure, { defaultClass: 'non-retriable' })).toBe('transient');
   });
 
   it('stops at the outermost decisive rule', () => {
@@ -147,17 +147,17 @@ describe('classifyError', () => {
       retriable: false,
       cause: withProps({ code: 'ECONNRESET' }),
     });
-    expect(classifyError(wrapped)).toBe('non-retryable');
+    expect(classifyError(wrapped)).toBe('non-retriable');
   });
 
-  it('treats an abort as non-retryable', () => {
-    expect(classifyError(named('AbortError'))).toBe('non-retryable');
+  it('treats an abort as non-retriable', () => {
+    expect(classifyError(named('AbortError'))).toBe('non-retriable');
   });
 
   it('uses the default for unknown errors and non-errors', () => {
     expect(classifyError(new Error('mystery'))).toBe('transient');
-    expect(classifyError(new Error('mystery'), { defaultClass: 'non-retryable' })).toBe(
-      'non-retryable',
+    expect(classifyError(new Error('mystery'), { defaultClass: 'non-retriable' })).toBe(
+      'non-retriable',
     );
     expect(classifyError('a string', { defaultClass: 'throttling' })).toBe('throttling');
     expect(classifyError(undefined)).toBe('transient');

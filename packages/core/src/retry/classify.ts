@@ -100,14 +100,14 @@ const MAX_CAUSE_DEPTH = 5;
 /**
  * Classifies an error for retrying. First match wins:
  * 1. the caller's `classify` function;
- * 2. a mark set with {@link markRetryable} / {@link markThrottling} / {@link markNonRetryable};
+ * 2. a mark set with {@link markRetriable} / {@link markThrottling} / {@link markNonRetriable};
  * 3. a justonce error's `retriable` flag;
- * 4. an AWS SDK v3 `$retryable` trait (`{ throttling: true }` means throttling);
- * 5. a boolean `retriable` or `retryable` property (kafkajs errors carry `retriable`);
+ * 4. an AWS SDK v3 `$retriable` trait (`{ throttling: true }` means throttling);
+ * 5. a boolean `retriable` or `retriable` property (kafkajs errors carry `retriable`);
  * 6. the error's `name` or `code`: throttling names, timeout names, Node network codes,
  *    PostgreSQL SQLSTATEs;
  * 7. an HTTP status in `statusCode`, `status` or `$metadata.httpStatusCode`: see the table in
- *    docs/retry.md; other 4xx and 5xx are non-retryable;
+ *    docs/retry.md; other 4xx and 5xx are non-retriable;
  * 8. rules 2–7 applied to `error.cause`, up to five levels deep (Node's `fetch` reports a
  *    refused connection as a `TypeError` whose cause carries `ECONNREFUSED`);
  * 9. `defaultClass`, `'transient'` unless set.
@@ -147,13 +147,13 @@ function classifyOne(error: ObjectLike): ErrorClass | undefined {
   const mark = readRetryMark(error);
   if (mark !== undefined) return mark;
 
-  if (isJustonceError(error)) return error.retriable ? 'transient' : 'non-retryable';
+  if (isJustonceError(error)) return error.retriable ? 'transient' : 'non-retriable';
 
-  const trait = error.$retryable;
+  const trait = error.$retriable;
   if (isObject(trait)) return trait.throttling === true ? 'throttling' : 'transient';
 
-  for (const flag of [error.retriable, error.retryable]) {
-    if (typeof flag === 'boolean') return flag ? 'transient' : 'non-retryable';
+  for (const flag of [error.retriable, error.retriable]) {
+    if (typeof flag === 'boolean') return flag ? 'transient' : 'non-retriable';
   }
 
   const { name, code } = nameAndCode(error);
@@ -164,11 +164,11 @@ function classifyOne(error: ObjectLike): ErrorClass | undefined {
     const sql = classifySqlState(id);
     if (sql !== undefined) return sql;
   }
-  if (name === 'AbortError') return 'non-retryable';
+  if (name === 'AbortError') return 'non-retriable';
 
   const status = httpStatus(error);
   if (status !== undefined && status >= 400 && status <= 599) {
-    return STATUS_CLASS.get(status) ?? 'non-retryable';
+    return STATUS_CLASS.get(status) ?? 'non-retriable';
   }
   return undefined;
 }
@@ -177,7 +177,7 @@ function classifySqlState(code: string): ErrorClass | undefined {
   if (!/^[0-9][0-9A-Z]{4}$/.test(code)) return undefined;
   if (code === '53300') return 'throttling'; // too_many_connections
   if (code.startsWith('08') || SQLSTATE_TRANSIENT.has(code)) return 'transient';
-  if (SQLSTATE_FINAL_CLASSES.has(code.slice(0, 2))) return 'non-retryable';
+  if (SQLSTATE_FINAL_CLASSES.has(code.slice(0, 2))) return 'non-retriable';
   return undefined;
 }
 

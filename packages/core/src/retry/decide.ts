@@ -14,7 +14,7 @@ export interface RetryDecisionInput {
 
 /** Why a policy stopped retrying. */
 export type GiveUpReason =
-  | 'non-retryable'
+  | 'non-retriable'
   | 'attempts-exhausted'
   | 'deadline-exceeded'
   | 'quota-exhausted'
@@ -25,7 +25,7 @@ export type GiveUpReason =
 /** The reasons the pure {@link RetryPolicy.decide} can give; the others come from shared state. */
 export type DecisionGiveUpReason = Extract<
   GiveUpReason,
-  'non-retryable' | 'attempts-exhausted' | 'deadline-exceeded'
+  'non-retriable' | 'attempts-exhausted' | 'deadline-exceeded'
 >;
 
 /** Answer of {@link RetryPolicy.decide}. */
@@ -34,7 +34,7 @@ export type RetryDecision =
       readonly retry: true;
       /** Wait this long before the next attempt. */
       readonly delayMs: number;
-      readonly errorClass: Exclude<ErrorClass, 'non-retryable'>;
+      readonly errorClass: Exclude<ErrorClass, 'non-retriable'>;
     }
   | {
       readonly retry: false;
@@ -47,7 +47,7 @@ export function computeBackoff(
   settings: RetrySettings,
   random: () => number,
   attempt: number,
-  errorClass: Exclude<ErrorClass, 'non-retryable'>,
+  errorClass: Exclude<ErrorClass, 'non-retriable'>,
 ): number {
   const baseMs =
     errorClass === 'throttling' ? settings.throttlingBaseDelayMs : settings.baseDelayMs;
@@ -66,8 +66,8 @@ export function decideRetry(
   errorClass: ErrorClass,
   input: RetryDecisionInput,
 ): RetryDecision {
-  if (errorClass === 'non-retryable') {
-    return { retry: false, reason: 'non-retryable', errorClass };
+  if (errorClass === 'non-retriable') {
+    return { retry: false, reason: 'non-retriable', errorClass };
   }
   const attempt = normaliseAttempt(input.attempt);
   if (attempt >= settings.maxAttempts) {

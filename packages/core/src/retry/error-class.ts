@@ -3,15 +3,15 @@
  * - `'transient'` — a blip (connection reset, 500, timeout): retry after the normal backoff;
  * - `'throttling'` — the callee asked for less traffic (429, 503, `ThrottlingException`):
  *   retry, but back off from the larger throttling base delay;
- * - `'non-retryable'` — trying again cannot help (validation, authorization, conflict, bug).
+ * - `'non-retriable'` — trying again cannot help (validation, authorization, conflict, bug).
  */
-export type ErrorClass = 'transient' | 'throttling' | 'non-retryable';
+export type ErrorClass = 'transient' | 'throttling' | 'non-retriable';
 
 /** The three {@link ErrorClass} values. */
 export const ERROR_CLASSES: readonly ErrorClass[] = Object.freeze([
   'transient',
   'throttling',
-  'non-retryable',
+  'non-retriable',
 ]);
 
 /**

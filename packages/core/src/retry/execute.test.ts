@@ -8,7 +8,7 @@ import {
 } from './errors';
 import type { AttemptContext, GiveUpEvent, RetryEvent } from './execute';
 import { createCircuitBreaker } from './circuit-breaker';
-import { markNonRetryable } from './marks';
+import { markNonRetriable } from './marks';
 import { createManualClock } from './manual-clock';
 import { createRetryBudget } from './retry-budget';
 import { createRetryQuota } from './retry-quota';
@@ -82,9 +82,9 @@ describe('retryPolicy().execute', () => {
     ]);
   });
 
-  it('rethrows a non-retryable error unchanged after one attempt', async () => {
+  it('rethrows a non-retriable error unchanged after one attempt', async () => {
     const h = harness();
-    const bad = markNonRetryable(new Error('invalid'));
+    const bad = markNonRetriable(new Error('invalid'));
     const outcome = await settle(
       h.clock,
       h.policy.execute(
@@ -95,7 +95,7 @@ describe('retryPolicy().execute', () => {
     );
     expect(errorOf(outcome)).toBe(bad);
     expect(h.starts).toEqual([0]);
-    expect(h.giveUps[0]?.reason).toBe('non-retryable');
+    expect(h.giveUps[0]?.reason).toBe('non-retriable');
   });
 
   it('waits from the throttling base for throttling errors', async () => {
@@ -297,9 +297,9 @@ describe('retryPolicy().execute', () => {
       expect(h.policy.circuitBreaker?.state).toBe('closed');
     });
 
-    it('counts non-retryable errors as the dependency answering', async () => {
+    it('counts non-retriable errors as the dependency answering', async () => {
       const h = harness({ circuitBreaker: { trip: { consecutiveFailures: 1 } } });
-      const bad = markNonRetryable(new Error('400'));
+      const bad = markNonRetriable(new Error('400'));
       await settle(
         h.clock,
         h.policy.execute(() => {

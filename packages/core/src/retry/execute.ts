@@ -41,7 +41,7 @@ export interface RetryEvent {
   readonly attempt: number;
   /** What it failed with. */
   readonly error: unknown;
-  readonly errorClass: Exclude<ErrorClass, 'non-retryable'>;
+  readonly errorClass: Exclude<ErrorClass, 'non-retriable'>;
   /** The sleep before the next attempt. */
   readonly delayMs: number;
   /** Milliseconds since the first attempt started. */
@@ -74,14 +74,14 @@ export interface ExecutorParts {
 
 /** What the caller gets when the policy decides not to retry `error`. */
 function finalError(
-  reason: 'non-retryable' | 'attempts-exhausted' | 'deadline-exceeded',
+  reason: 'non-retriable' | 'attempts-exhausted' | 'deadline-exceeded',
   settings: RetrySettings,
   attempt: number,
   error: unknown,
   elapsedMs: number,
 ): unknown {
   switch (reason) {
-    case 'non-retryable':
+    case 'non-retriable':
       return error;
     case 'attempts-exhausted':
       return new RetryAttemptsExhaustedError(attempt, error, elapsedMs);
@@ -155,8 +155,8 @@ export async function executeWithRetry<T>(
       }
       lastError = error;
       const errorClass = parts.classify(error);
-      // A non-retryable error means the dependency answered and the request was at fault.
-      if (errorClass === 'non-retryable') permit?.success();
+      // A non-retriable error means the dependency answered and the request was at fault.
+      if (errorClass === 'non-retriable') permit?.success();
       else permit?.failure();
 
       if (cutByDeadline && error instanceof AttemptTimeoutError) {

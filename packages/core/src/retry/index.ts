@@ -11,7 +11,7 @@ export { ERROR_CLASSES } from './error-class';
 export type { ErrorClass, ErrorClassifier } from './error-class';
 export { classifyError, isTimeoutError } from './classify';
 export type { ClassifyOptions } from './classify';
-export { markRetryable, markThrottling, markNonRetryable, readRetryMark } from './marks';
+export { markRetriable, markThrottling, markNonRetriable, readRetryMark } from './marks';
 
 export { createRetryQuota, isRetryQuota, RETRY_QUOTA_DEFAULTS } from './retry-quota';
 export type { RetryQuota, RetryQuotaOptions, RetryCostKind } from './retry-quota';

@@ -6,16 +6,16 @@ const MARK = Symbol.for('@justonce/core/retry-class');
  * Marks `error` as worth retrying, as `'transient'` (default) or `'throttling'` (backs off from
  * the larger throttling base delay). The mark beats every built-in rule but a policy's own
  * `classify` function. Returns the same error so it can be thrown inline:
- * `throw markRetryable(new Error('lock busy'))`.
+ * `throw markRetriable(new Error('lock busy'))`.
  */
-export function markRetryable<E extends object>(
+export function markRetriable<E extends object>(
   error: E,
   errorClass: 'transient' | 'throttling' = 'transient',
 ): E {
   return setMark(error, errorClass);
 }
 
-/** Marks `error` as throttling: the callee asked us to slow down. Same as `markRetryable(error, 'throttling')`. */
+/** Marks `error` as throttling: the callee asked us to slow down. Same as `markRetriable(error, 'throttling')`. */
 export function markThrottling<E extends object>(error: E): E {
   return setMark(error, 'throttling');
 }
@@ -24,15 +24,15 @@ export function markThrottling<E extends object>(error: E): E {
  * Marks `error` as not worth retrying (a validation failure, a conflict, a bug): the policy
  * gives up at once and rethrows it unchanged. Returns the same error.
  */
-export function markNonRetryable<E extends object>(error: E): E {
-  return setMark(error, 'non-retryable');
+export function markNonRetriable<E extends object>(error: E): E {
+  return setMark(error, 'non-retriable');
 }
 
-/** The class set by {@link markRetryable}, {@link markThrottling} or {@link markNonRetryable}, if any. */
+/** The class set by {@link markRetriable}, {@link markThrottling} or {@link markNonRetriable}, if any. */
 export function readRetryMark(error: unknown): ErrorClass | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const mark = (error as Record<symbol, unknown>)[MARK];
-  return mark === 'transient' || mark === 'throttling' || mark === 'non-retryable'
+  return mark === 'transient' || mark === 'throttling' || mark === 'non-retriable'
     ? mark
     : undefined;
 }

@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../errors';
 import { createCircuitBreaker } from './circuit-breaker';
-import { markNonRetryable } from './marks';
+import { markNonRetriable } from './marks';
 import { createManualClock } from './manual-clock';
 import { createRetryBudget } from './retry-budget';
 import { createRetryQuota } from './retry-quota';
@@ -62,16 +62,16 @@ describe('retryPolicy().decide', () => {
     expect(delays).toEqual([10, 180, 250]);
   });
 
-  it('gives up at once on non-retryable errors, whatever the attempt', () => {
+  it('gives up at once on non-retriable errors, whatever the attempt', () => {
     const policy = retryPolicy();
-    expect(policy.decide({ attempt: 1, error: markNonRetryable(new Error('bad input')) })).toEqual({
+    expect(policy.decide({ attempt: 1, error: markNonRetriable(new Error('bad input')) })).toEqual({
       retry: false,
-      reason: 'non-retryable',
-      errorClass: 'non-retryable',
+      reason: 'non-retriable',
+      errorClass: 'non-retriable',
     });
     expect(policy.decide({ attempt: 1, error: { statusCode: 422 } })).toMatchObject({
       retry: false,
-      reason: 'non-retryable',
+      reason: 'non-retriable',
     });
   });
 
@@ -94,7 +94,7 @@ describe('retryPolicy().decide', () => {
     const policy = retryPolicy({
       random: () => 0.5,
       classify: (error) => (error === 'busy' ? 'throttling' : undefined),
-      defaultErrorClass: 'non-retryable',
+      defaultErrorClass: 'non-retriable',
     });
     expect(policy.decide({ attempt: 1, error: 'busy' })).toMatchObject({
       retry: true,
@@ -103,7 +103,7 @@ describe('retryPolicy().decide', () => {
     });
     expect(policy.decide({ attempt: 1, error: new Error('?') })).toMatchObject({
       retry: false,
-      reason: 'non-retryable',
+      reason: 'non-retriable',
     });
     expect(policy.classify(transient)).toBe('transient');
   });

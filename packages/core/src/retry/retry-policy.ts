@@ -114,7 +114,7 @@ export interface RetryPolicy {
    * The jittered delay to wait after `attempt` (1-based) fails, for an error of the given class.
    * This is "how long before redelivery attempt `attempt + 1`" for transports with native delays.
    */
-  backoffMs(attempt: number, errorClass?: Exclude<ErrorClass, 'non-retryable'>): number;
+  backoffMs(attempt: number, errorClass?: Exclude<ErrorClass, 'non-retriable'>): number;
   /**
    * Decides whether to retry after a failed attempt, without running anything and without
    * touching the quota, budget or breaker: classification, `maxAttempts`, `deadlineMs` (when
@@ -125,7 +125,7 @@ export interface RetryPolicy {
    * Runs `fn` until it succeeds or the policy gives up. Each attempt gets its number and a
    * signal that aborts on the attempt timeout, the deadline or the caller's `signal`.
    *
-   * Rejects with: the error itself when it is non-retryable; {@link RetryAttemptsExhaustedError},
+   * Rejects with: the error itself when it is non-retriable; {@link RetryAttemptsExhaustedError},
    * {@link RetryDeadlineExceededError}, {@link RetryQuotaExhaustedError},
    * {@link RetryBudgetExhaustedError} or {@link CircuitOpenError} (each with the last error as
    * `cause`); or the caller signal's reason when it aborts.
@@ -189,7 +189,7 @@ export function retryPolicy(options: RetryPolicyOptions = {}): RetryPolicy {
     circuitBreaker,
     classify,
     decide,
-    backoffMs: (attempt: number, errorClass: Exclude<ErrorClass, 'non-retryable'> = 'transient') =>
+    backoffMs: (attempt: number, errorClass: Exclude<ErrorClass, 'non-retriable'> = 'transient') =>
       computeBackoff(settings, random, attempt, errorClass),
     execute: <T>(fn: Attempt<T>, executeOptions?: ExecuteOptions) =>
       executeWithRetry(parts, fn, executeOptions),

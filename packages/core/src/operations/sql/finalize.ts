@@ -6,7 +6,7 @@ import { MILLISECONDS, type RecordKey } from './row';
 /** @internal The final state an owner writes. */
 export type Final =
   | { readonly status: 'SUCCEEDED'; readonly responseJson: string }
-  | { readonly status: 'FAILED_RETRYABLE' | 'FAILED_FINAL'; readonly errorJson: string };
+  | { readonly status: 'FAILED_RETRIABLE' | 'FAILED_FINAL'; readonly errorJson: string };
 
 /**
  * @internal

@@ -16,7 +16,7 @@ export interface ReservedRow {
  * The atomic reserve: one `INSERT … ON CONFLICT DO UPDATE … WHERE` statement. It inserts an
  * IN_PROGRESS row for an absent key, and takes over an existing row only when it is expired
  * (then it starts afresh, whatever its hash), or when its request hash matches and it is
- * FAILED_RETRYABLE or IN_PROGRESS with a lease that has run out. Anything else leaves the row
+ * FAILED_RETRIABLE or IN_PROGRESS with a lease that has run out. Anything else leaves the row
  * untouched and returns nothing; the caller then reads the row to say why. Lease and expiry
  * use the database clock.
  */
@@ -46,7 +46,7 @@ export async function reserveRow(
        expires_at = excluded.expires_at
      where t.expires_at <= now()
         or (t.request_hash = excluded.request_hash
-            and (t.status = 'FAILED_RETRYABLE'
+            and (t.status = 'FAILED_RETRIABLE'
                  or (t.status = 'IN_PROGRESS' and t.lease_until <= now())))
      returning t.attempts, t.lease_until, now() as db_now`,
     [

@@ -4,7 +4,7 @@ import { JustonceError, hasErrorCode } from '../../errors';
 export const RETRY_ATTEMPTS_EXHAUSTED = 'RETRY_ATTEMPTS_EXHAUSTED';
 
 /**
- * Every attempt the policy allows failed with a retryable error. `cause` is the last error.
+ * Every attempt the policy allows failed with a retriable error. `cause` is the last error.
  * Retriable: the failure was transient, so a later delivery may succeed.
  */
 export class RetryAttemptsExhaustedError extends JustonceError {

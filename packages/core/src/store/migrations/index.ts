@@ -7,6 +7,7 @@ import { m005Operations } from './005_operations';
 import { m006ExactText } from './006_exact_text';
 import { m007SharedAttempts } from './007_shared_attempts';
 import { m008OpenAttempts } from './008_open_attempts';
+import { m009OneSpelling } from './009_one_spelling';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   m006ExactText,
   m007SharedAttempts,
   m008OpenAttempts,
+  m009OneSpelling,
 ];
