@@ -1,14 +1,5 @@
 import { ConfigurationError } from '@justonce/core';
 
-/** Reads an optional positive integer option, or throws a ConfigurationError. @internal */
-export function positiveInteger(value: unknown, fallback: number, what: string): number {
-  const v = value ?? fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-    throw new ConfigurationError(`${what} must be a positive integer`, { [what]: value });
-  }
-  return v;
-}
-
 /** AMQP short strings (queue and exchange names, routing keys) hold at most 255 bytes. */
 export const MAX_NAME_BYTES = 255;
 

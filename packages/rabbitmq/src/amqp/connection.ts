@@ -4,9 +4,8 @@ import {
   type ConfirmChannel,
   type Options,
 } from 'amqplib';
-import { ConfigurationError } from '@justonce/core';
+import { ConfigurationError, positiveIntegerOption } from '@justonce/core';
 import { RabbitConnectionError } from '../errors';
-import { positiveInteger } from '../options';
 import { withDeadline } from './deadline';
 
 /**
@@ -77,15 +76,15 @@ export function resolveConnection(
   what: string,
   defaultName: string,
 ): ConnectionSettings {
-  const connectTimeoutMs = positiveInteger(
+  const connectTimeoutMs = positiveIntegerOption(
     options.connectTimeoutMs,
-    CONNECTION_DEFAULTS.connectTimeoutMs,
     'connectTimeoutMs',
+    CONNECTION_DEFAULTS.connectTimeoutMs,
   );
-  const operationTimeoutMs = positiveInteger(
+  const operationTimeoutMs = positiveIntegerOption(
     options.operationTimeoutMs,
-    CONNECTION_DEFAULTS.operationTimeoutMs,
     'operationTimeoutMs',
+    CONNECTION_DEFAULTS.operationTimeoutMs,
   );
   return {
     connect: resolveConnect(options, what, defaultName, connectTimeoutMs),

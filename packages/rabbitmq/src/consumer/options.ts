@@ -11,6 +11,7 @@ import {
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
+  positiveIntegerOption,
 } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
 import {
@@ -19,7 +20,7 @@ import {
   type ConnectionOptions,
   type ConnectionSettings,
 } from '../amqp/connection';
-import { positiveInteger, validateName } from '../options';
+import { validateName } from '../options';
 import type { RabbitConnectionEvent } from './events';
 import { retryDelays, type RetryDelays } from './retry-delays';
 import type { TopologySettings } from './topology';
@@ -207,8 +208,8 @@ export function resolveConsumerOptions<R>(
   if (typeof options.handler !== 'function') {
     throw new ConfigurationError('createRabbitConsumer: handler must be a function');
   }
-  const prefetch = positiveInteger(options.prefetch, 20, 'prefetch');
-  const concurrency = positiveInteger(options.concurrency, 1, 'concurrency');
+  const prefetch = positiveIntegerOption(options.prefetch, 'prefetch', 20);
+  const concurrency = positiveIntegerOption(options.concurrency, 'concurrency', 1);
   if (concurrency > prefetch) {
     throw new ConfigurationError('concurrency cannot exceed prefetch', { concurrency, prefetch });
   }
@@ -221,7 +222,7 @@ export function resolveConsumerOptions<R>(
     scopeHeader: scopeHeaderFrom(options.scopeHeader),
     prefetch,
     concurrency,
-    confirmTimeoutMs: positiveInteger(options.confirmTimeoutMs, 15_000, 'confirmTimeoutMs'),
+    confirmTimeoutMs: positiveIntegerOption(options.confirmTimeoutMs, 'confirmTimeoutMs', 15_000),
     reconnect: backoffFrom(options.reconnect, 'reconnect', 100, 10_000),
     storeRetry: backoffFrom(options.storeRetry, 'storeRetry', 200, 5_000),
     delays: retryDelays(options.retry ?? {}),
@@ -240,8 +241,8 @@ function backoffFrom(
   capMs: number,
 ): { baseMs: number; capMs: number } {
   return {
-    baseMs: positiveInteger(value?.baseMs, baseMs, `${what}.baseMs`),
-    capMs: positiveInteger(value?.capMs, capMs, `${what}.capMs`),
+    baseMs: positiveIntegerOption(value?.baseMs, `${what}.baseMs`, baseMs),
+    capMs: positiveIntegerOption(value?.capMs, `${what}.capMs`, capMs),
   };
 }
 

@@ -5,10 +5,10 @@ import {
   silentLogger,
   type Logger,
   type Publisher,
+  positiveIntegerOption,
 } from '@justonce/core';
 import { CONNECTION_KEYS, resolveConnection, type ConnectionOptions } from '../amqp/connection';
 import type { RabbitBackoffOptions } from '../consumer/options';
-import { positiveInteger } from '../options';
 import { OutageLog } from '../outage-log';
 import { closePublisher, type PublisherRuntime } from './connection';
 import { publishBatch } from './publish';
@@ -74,15 +74,19 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
   rejectUnknownOptions(options, PUBLISHER_KEYS, 'createRabbitPublisher');
   rejectUnknownOptions(options.reconnect, BACKOFF_KEYS, 'createRabbitPublisher', 'reconnect');
   const connection = resolveConnection(options, 'createRabbitPublisher', 'justonce-publisher');
-  const confirmTimeoutMs = positiveInteger(options.confirmTimeoutMs, 15_000, 'confirmTimeoutMs');
+  const confirmTimeoutMs = positiveIntegerOption(
+    options.confirmTimeoutMs,
+    'confirmTimeoutMs',
+    15_000,
+  );
   const reconnect = {
-    baseMs: positiveInteger(options.reconnect?.baseMs, 100, 'reconnect.baseMs'),
-    capMs: positiveInteger(options.reconnect?.capMs, 5_000, 'reconnect.capMs'),
+    baseMs: positiveIntegerOption(options.reconnect?.baseMs, 'reconnect.baseMs', 100),
+    capMs: positiveIntegerOption(options.reconnect?.capMs, 'reconnect.capMs', 5_000),
   };
-  const exchangeCheckTtlMs = positiveInteger(
+  const exchangeCheckTtlMs = positiveIntegerOption(
     options.exchangeCheckTtlMs,
-    60_000,
     'exchangeCheckTtlMs',
+    60_000,
   );
   const persistent = options.persistent ?? true;
   if (typeof persistent !== 'boolean') {

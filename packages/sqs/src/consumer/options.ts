@@ -12,6 +12,7 @@ import {
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
+  optionalFunction,
 } from '@justonce/core';
 import { attributeNameProblem } from '../attributes';
 import { isQueueUrl } from '../queue-names';
@@ -100,14 +101,6 @@ function isInbox(value: unknown): value is Inbox {
     typeof v.process === 'function' &&
     typeof v.processBatch === 'function'
   );
-}
-
-function optionalFunction<F>(value: unknown, name: string): F | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'function') {
-    throw new ConfigurationError(`${name} must be a function`, { [name]: typeof value });
-  }
-  return value as F;
 }
 
 function attributeName(value: unknown, fallback: string, name: string): string {
