@@ -7,10 +7,10 @@ import { statementCache } from './statement-cache';
 
 /**
  * Payloads up to this many bytes travel packed; larger ones are read in a second statement.
- * Packing saves the relay about 4 µs of its own CPU per row (one driver row and seven parsed
- * fields per event cost more than a handful of JSON arrays), at about 1 µs more of
- * PostgreSQL's; the payload bytes themselves cost the database more per byte when
- * concatenated, so large payloads gain nothing from it.
+ * Packing saves the relay CPU per row (one driver row and seven parsed fields per event cost
+ * more than a handful of JSON arrays) for a little more of PostgreSQL's; the payload bytes
+ * themselves cost the database more per byte when concatenated, so large payloads gain
+ * nothing from it. The relay benchmark (`pnpm bench relay`) measures the trade.
  */
 export const PACKED_PAYLOAD_MAX = 512;
 
