@@ -45,6 +45,22 @@ if (unavailable !== undefined) {
   throw new Error(`a private PostgreSQL cluster cannot be started here: ${unavailable}`);
 }
 
+/**
+ * The test's own reads go through the store under test, so near the partition one may meet
+ * the store's time limits (a connection begun during the cut); they are retried, not failed.
+ */
+function probe(store: Parameters<typeof countOf>[0], sql: string): Promise<number> {
+  return waitFor(
+    `the store to answer ${sql}`,
+    () =>
+      countOf(store, sql).then(
+        (n) => ({ n }),
+        () => undefined,
+      ),
+    { timeoutMs: 20_000, intervalMs: 100 },
+  ).then(({ n }) => n);
+}
+
 /** A logger that remembers when each message was first logged at warn or error. */
 function timedLogger(): { logger: Logger; firstAt: Map<string, number> } {
   const firstAt = new Map<string, number>();
@@ -180,7 +196,9 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
 
     await waitFor(
       'events before the partition',
-      async () => (await countOf(store, `select count(*) as n from ${outboxRows}`)) >= CUT_AFTER,
+      async () =>
+        (await countOf(store, `select count(*) as n from ${outboxRows}`).catch(() => -1)) >=
+        CUT_AFTER,
       { timeoutMs: 20_000, intervalMs: 50 },
     );
     const published = `select count(*) as n from ${outboxRows} where status = 'published'`;
@@ -204,10 +222,13 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
     await partition.heal();
     const healedAt = Date.now();
     heal.at = healedAt;
-    const publishedAtHeal = await countOf(store, published);
+    const publishedAtHeal = await probe(store, published);
     const relayBack = await waitFor(
       'the relay to publish again',
-      async () => ((await countOf(store, published)) > publishedAtHeal ? Date.now() : undefined),
+      async () =>
+        (await countOf(store, published).catch(() => -1)) > publishedAtHeal
+          ? Date.now()
+          : undefined,
       { timeoutMs: RECOVERY_BOUND_MS + 5_000, intervalMs: 20 },
     );
     await waitFor(
@@ -221,31 +242,33 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
     const consumerBack = processedAt[processedBeforeHeal] as number;
 
     await adder;
-    const total = await countOf(store, `select count(*) as n from ${outboxRows}`);
+    const total = await probe(store, `select count(*) as n from ${outboxRows}`);
     await waitFor(
       'every committed event and direct record to be handled',
       async () =>
-        (await countOf(store, `select count(distinct message_id) as n from ${effects}`)) >=
+        (await countOf(store, `select count(distinct message_id) as n from ${effects}`).catch(
+          () => -1,
+        )) >=
         total + DIRECT,
       { timeoutMs: 30_000, intervalMs: 100 },
     );
     const expected = `select message_id from ${outboxRows}
        union all select 'direct-' || i from generate_series(0, ${DIRECT - 1}) i`;
-    const lost = await countOf(
+    const lost = await probe(
       store,
       `select count(*) as n from (${expected}) o
         where not exists (select 1 from ${effects} e where e.message_id = o.message_id)`,
     );
-    const doubled = await countOf(
+    const doubled = await probe(
       store,
       `select count(*) as n from (select message_id from ${effects}
         group by message_id having count(*) > 1) d`,
     );
-    const dead = await countOf(
+    const dead = await probe(
       store,
       `select count(*) as n from ${outboxRows} where status = 'dead'`,
     );
-    const deadLetters = await countOf(
+    const deadLetters = await probe(
       store,
       `select count(*) as n from ${store.names.table('dead_letters')}`,
     );
