@@ -1,49 +1,17 @@
 import {
   AttemptTimeoutError,
-  CircuitOpenError,
   RetryAttemptsExhaustedError,
   RetryBudgetExhaustedError,
   RetryDeadlineExceededError,
   RetryQuotaExhaustedError,
 } from './errors';
-import type { AttemptContext, GiveUpEvent, RetryEvent } from './execute';
-import { createCircuitBreaker } from './circuit-breaker';
+import type { AttemptContext } from './execute';
 import { markNonRetriable } from './marks';
 import { createManualClock } from './manual-clock';
 import { createRetryBudget } from './retry-budget';
 import { createRetryQuota } from './retry-quota';
-import type { RetryPolicyOptions } from './retry-policy';
 import { retryPolicy } from './retry-policy';
-import { errorOf, sequence, settle } from './test-helpers';
-
-function reset(n: number): Error {
-  return Object.assign(new Error(`reset ${n}`), { code: 'ECONNRESET' });
-}
-
-/** A policy on a manual clock that records every retry, give-up and attempt start time. */
-function harness(options: RetryPolicyOptions = {}) {
-  const clock = createManualClock();
-  const policy = retryPolicy({ clock, random: () => 0.5, ...options });
-  const retries: RetryEvent[] = [];
-  const giveUps: GiveUpEvent[] = [];
-  const starts: number[] = [];
-  policy.onRetry((event) => retries.push(event));
-  policy.onGiveUp((event) => giveUps.push(event));
-  /** Wraps an attempt body so its start time is recorded. */
-  const timed =
-    <T>(body: (context: AttemptContext) => Promise<T> | T) =>
-    (context: AttemptContext) => {
-      starts.push(clock.now());
-      return body(context);
-    };
-  /** An attempt that never settles unless its signal aborts. */
-  const hang = (context: AttemptContext): Promise<never> =>
-    new Promise((_resolve, reject) => {
-      context.signal.addEventListener('abort', () => reject(context.signal.reason));
-    });
-  return { clock, policy, retries, giveUps, starts, timed, hang };
-}
-
+import { errorOf, harness, reset, sequence, settle } from './test-helpers';
 describe('retryPolicy().execute', () => {
   it('retries transient failures after the jittered delays and returns the result', async () => {
     const h = harness({ random: sequence(0.5, 0.25), maxAttempts: 4 });
@@ -256,151 +224,6 @@ describe('retryPolicy().execute', () => {
     expect((error.cause as AttemptTimeoutError).timeoutMs).toBe(300);
     expect(h.starts).toEqual([0, 700]);
     expect(h.clock.now()).toBe(1_000);
-  });
-
-  describe('with a circuit breaker', () => {
-    it('opens after repeated failures, then refuses calls without running them', async () => {
-      const h = harness({
-        circuitBreaker: { trip: { consecutiveFailures: 2 }, openMs: 5_000 },
-        maxAttempts: 5,
-      });
-      const first = await settle(
-        h.clock,
-        h.policy.execute(
-          h.timed(({ attempt }) => {
-            throw reset(attempt);
-          }),
-        ),
-      );
-      // Attempt 2 (at 50 ms) opens the breaker for 5 s: longer than the next backoff, so the
-      // policy refuses now instead of sleeping into a closed door.
-      const opened = errorOf(first) as CircuitOpenError;
-      expect(opened).toBeInstanceOf(CircuitOpenError);
-      expect(opened.cause).toMatchObject({ message: 'reset 2' });
-      expect(opened.retryAfterMs).toBe(5_000);
-      expect(h.starts).toEqual([0, 50]);
-      expect(h.giveUps[0]?.reason).toBe('circuit-open');
-
-      await h.clock.advance(4_999);
-      const refused = await settle(h.clock, h.policy.execute(h.timed(() => 'unreached')));
-      expect(errorOf(refused)).toBeInstanceOf(CircuitOpenError);
-      expect((errorOf(refused) as CircuitOpenError).retryAfterMs).toBe(1);
-      expect((errorOf(refused) as Error).cause).toBeUndefined();
-      expect(h.starts).toHaveLength(2);
-
-      await h.clock.advance(1);
-      const probe = await settle(
-        h.clock,
-        h.policy.execute(() => 'healthy'),
-      );
-      expect(probe).toEqual({ ok: true, value: 'healthy' });
-      expect(h.policy.circuitBreaker?.state).toBe('closed');
-    });
-
-    it('counts non-retriable errors as the dependency answering', async () => {
-      const h = harness({ circuitBreaker: { trip: { consecutiveFailures: 1 } } });
-      const bad = markNonRetriable(new Error('400'));
-      await settle(
-        h.clock,
-        h.policy.execute(() => {
-          throw bad;
-        }),
-      );
-      expect(h.policy.circuitBreaker?.state).toBe('closed');
-    });
-
-    it('retries through a breaker that reopens only after the backoff', async () => {
-      const h = harness({
-        circuitBreaker: { trip: { consecutiveFailures: 1 }, openMs: 40 },
-        random: () => 0.5,
-      });
-      const fn = h.timed(({ attempt }) => {
-        if (attempt === 1) throw reset(1);
-        return 'probe passed';
-      });
-      const outcome = await settle(h.clock, h.policy.execute(fn));
-      // Breaker opens at 0 for 40 ms; the 50 ms backoff outlasts it, so attempt 2 is the probe.
-      expect(outcome).toEqual({ ok: true, value: 'probe passed' });
-      expect(h.starts).toEqual([0, 50]);
-      expect(h.policy.circuitBreaker?.state).toBe('closed');
-    });
-  });
-
-  describe('cancellation', () => {
-    it('stops during the backoff sleep with the caller’s reason', async () => {
-      const h = harness();
-      const controller = new AbortController();
-      const run = h.policy.execute(
-        h.timed(({ attempt }) => {
-          throw reset(attempt);
-        }),
-        { signal: controller.signal },
-      );
-      await h.clock.advance(10);
-      const reason = new Error('shutting down');
-      controller.abort(reason);
-      const outcome = await settle(h.clock, run);
-      expect(errorOf(outcome)).toBe(reason);
-      expect(h.starts).toEqual([0]);
-      expect(h.giveUps[0]?.reason).toBe('aborted');
-    });
-
-    it('aborts the running attempt’s signal with the caller’s reason', async () => {
-      const h = harness({ attemptTimeoutMs: 1_000 });
-      const controller = new AbortController();
-      let attemptSignal: AbortSignal | undefined;
-      const run = h.policy.execute(
-        (context) => {
-          attemptSignal = context.signal;
-          return h.hang(context);
-        },
-        { signal: controller.signal },
-      );
-      await h.clock.advance(100);
-      const reason = new Error('stop');
-      controller.abort(reason);
-      const outcome = await settle(h.clock, run);
-      expect(errorOf(outcome)).toBe(reason);
-      expect(attemptSignal?.reason).toBe(reason);
-      expect(h.clock.now()).toBe(100);
-      expect(h.clock.pendingTimers).toBe(0);
-    });
-
-    it('does not start when the signal is already aborted', async () => {
-      const h = harness();
-      const reason = new Error('too late');
-      const outcome = await settle(
-        h.clock,
-        h.policy.execute(
-          h.timed(() => 'x'),
-          { signal: AbortSignal.abort(reason) },
-        ),
-      );
-      expect(errorOf(outcome)).toBe(reason);
-      expect(h.starts).toEqual([]);
-    });
-
-    it('releases the half-open probe when the caller aborts it', async () => {
-      const clock = createManualClock();
-      const breaker = createCircuitBreaker({ clock, trip: { consecutiveFailures: 1 }, openMs: 10 });
-      breaker.tryAcquire()?.failure();
-      await clock.advance(10);
-      const policy = retryPolicy({ clock, circuitBreaker: breaker });
-      const controller = new AbortController();
-      const run = policy.execute(
-        (context) =>
-          new Promise((_resolve, reject) =>
-            context.signal.addEventListener('abort', () => reject(context.signal.reason)),
-          ),
-        { signal: controller.signal },
-      );
-      await clock.advance(1);
-      expect(breaker.state).toBe('half-open');
-      controller.abort(new Error('bye'));
-      await settle(clock, run);
-      expect(breaker.state).toBe('half-open');
-      expect(breaker.tryAcquire()).toBeDefined();
-    });
   });
 
   describe('listeners', () => {
