@@ -7,9 +7,9 @@
  * handled exactly once, none dead-lettered, no committed offset ever ran ahead of an effect,
  * the outbox adds made before and after the outage were published and none is dead.
  */
-import { createInbox, createOutbox, createRelay, createStore } from '@justonce/core';
+import { createOutbox, createStore } from '@justonce/core';
 import { randomBytes } from 'node:crypto';
-import { createKafkaConsumer, createKafkaPublisher } from '../src';
+
 import {
   privatePostgresUnavailable,
   startPrivatePostgres,
@@ -17,7 +17,6 @@ import {
 } from '../../../test-support/private-postgres';
 import { waitFor } from '../../../test-support/wait-for';
 import {
-  FAST_GROUP,
   connectKafkaClients,
   createTopics,
   produce,
@@ -26,6 +25,8 @@ import {
   sleep,
   unique,
   type KafkaClients,
+  faultConsumer,
+  faultRelay,
 } from './support';
 
 const MAX_ATTEMPTS = 3;
@@ -75,48 +76,26 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
     await createTopics(admin, [topic, eventsTopic], 1);
 
     const relayLog = countingLogger();
-    const publisher = createKafkaPublisher({ kafka });
+    const { relay, publisher } = faultRelay(store, kafka, relayLog.logger, 20);
     cleanup.push(() => publisher.close());
-    const relay = createRelay({
-      store,
-      publisher,
-      batchSize: 20,
-      pollIntervalMs: 100,
-      backoff: { baseMs: 50, capMs: 500 },
-      onPublished: 'keep',
-      logger: relayLog.logger,
-    });
     cleanup.push(() => relay.stop());
 
     const inboxLog = countingLogger();
     const consumerLog = countingLogger();
-    let deadLettered = 0;
-    const processedAt: number[] = [];
-    const consumer = createKafkaConsumer({
+    const { consumer, tally } = faultConsumer({
       kafka,
+      store,
+      topic,
       groupId,
-      topics: [topic],
-      fromBeginning: true,
-      consumerConfig: FAST_GROUP,
+      consumer: 'disk-full',
+      maxAttempts: MAX_ATTEMPTS,
       batchSize: 5,
       logger: consumerLog.logger,
-      inbox: createInbox({
-        store,
-        consumer: 'disk-full',
-        maxAttempts: MAX_ATTEMPTS,
-        logger: inboxLog.logger,
-      }),
-      handler: async (ctx) => {
-        await ctx.trx.raw(`insert into ${effects} (message_id, body) values (?, ?)`, [
-          ctx.messageId,
-          randomBytes(ROW_BYTES / 2).toString('hex'),
-        ]);
-      },
-      onSettled: ({ outcome }) => {
-        if (outcome?.status === 'dead-lettered') deadLettered++;
-        if (outcome?.status === 'processed') processedAt.push(Date.now());
-      },
+      inboxLogger: inboxLog.logger,
+      insert: `insert into ${effects} (message_id, body) values (?, ?)`,
+      row: () => randomBytes(ROW_BYTES / 2).toString('hex'),
     });
+    const { processedAt } = tally;
     cleanup.push(() => consumer.stop());
     await relay.start();
     await consumer.start();
@@ -245,7 +224,7 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
       messages: BEFORE + DURING,
       lost: BEFORE + DURING - (await handled()),
       doubled,
-      deadLetters: deadLetters + deadLettered,
+      deadLetters: deadLetters + tally.deadLettered,
       outboxDead: dead,
       outboxPending: pending,
       earlyCommits: earlyCommits.length,
@@ -279,7 +258,7 @@ describe('disk full for longer than maxAttempts redeliveries (private cluster, K
       doubled,
       dead,
       deadLetters,
-      deadLettered,
+      deadLettered: tally.deadLettered,
       earlyCommits,
     }).toEqual({
       lost: 0,

@@ -7,8 +7,8 @@
  * a committed transaction added handled exactly once. The figures are printed as one JSON
  * line.
  */
-import { createInbox, createOutbox, createRelay, createStore, type Logger } from '@justonce/core';
-import { createKafkaConsumer, createKafkaPublisher } from '../src';
+import { createOutbox, createStore, type Logger } from '@justonce/core';
+
 import {
   privatePostgresUnavailable,
   startPrivatePostgres,
@@ -17,7 +17,6 @@ import {
 import { healAll, partitionOf, partitionUnavailable } from '../../../test-support/partition';
 import { waitFor } from '../../../test-support/wait-for';
 import {
-  FAST_GROUP,
   connectKafkaClients,
   createTopics,
   countOf,
@@ -25,6 +24,8 @@ import {
   sleep,
   unique,
   type KafkaClients,
+  faultConsumer,
+  faultRelay,
 } from './support';
 
 const EVENTS = 400;
@@ -116,48 +117,23 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
     await createTopics(admin, [topic], 3);
     const relayLog = timedLogger();
     const consumerLog = timedLogger();
-    const publisher = createKafkaPublisher({ kafka });
+    const { relay, publisher } = faultRelay(store, kafka, relayLog.logger);
     cleanup.push(() => publisher.close());
-    const relay = createRelay({
-      store,
-      publisher,
-      batchSize: 50,
-      pollIntervalMs: 100,
-      backoff: { baseMs: 50, capMs: 500 },
-      onPublished: 'keep',
-      logger: relayLog.logger,
-    });
     cleanup.push(() => relay.stop());
 
-    let deadLettered = 0;
-    const processedAt: number[] = [];
-    const consumer = createKafkaConsumer({
+    const { consumer, tally } = faultConsumer({
       kafka,
+      store,
+      topic,
       groupId: unique('pg-partition-group'),
-      topics: [topic],
-      fromBeginning: true,
-      consumerConfig: FAST_GROUP,
+      consumer: 'pg-partition',
+      maxAttempts: 3,
       batchSize: 20,
       logger: consumerLog.logger,
-      inbox: createInbox({
-        store,
-        consumer: 'pg-partition',
-        maxAttempts: 3,
-        logger: consumerLog.logger,
-        decode: (body) => JSON.parse(Buffer.from(body).toString()) as { n: number },
-      }),
-      handler: async (ctx) => {
-        const { n } = ctx.payload as { n: number };
-        await ctx.trx.raw(`insert into ${effects} (message_id, n) values (?, ?)`, [
-          ctx.messageId,
-          n,
-        ]);
-      },
-      onSettled: ({ outcome }) => {
-        if (outcome?.status === 'dead-lettered') deadLettered++;
-        if (outcome?.status === 'processed') processedAt.push(Date.now());
-      },
+      insert: `insert into ${effects} (message_id, n) values (?, ?)`,
+      row: (body) => (JSON.parse(Buffer.from(body).toString()) as { n: number }).n,
     });
+    const { processedAt } = tally;
     cleanup.push(() => consumer.stop());
     await relay.start();
     await consumer.start();
@@ -281,7 +257,7 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
       lost,
       doubled,
       outboxDead: dead,
-      deadLetters: deadLetters + deadLettered,
+      deadLetters: deadLetters + tally.deadLettered,
       relayNoticedMs,
       consumerNoticedMs,
       relayRecoveryMs: relayBack - healedAt,
@@ -293,7 +269,7 @@ describe('network partition to PostgreSQL under load (private cluster, Kafka)', 
     console.log(JSON.stringify(figures));
 
     expect(total).toBe(EVENTS);
-    expect({ lost, doubled, dead, deadLetters, deadLettered }).toEqual({
+    expect({ lost, doubled, dead, deadLetters, deadLettered: tally.deadLettered }).toEqual({
       lost: 0,
       doubled: 0,
       dead: 0,

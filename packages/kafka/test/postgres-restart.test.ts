@@ -6,8 +6,8 @@
  * dead-lettered (inbox), and the relay and consumer committed again soon after the server
  * answered. The measured figures are printed as one JSON line.
  */
-import { createInbox, createOutbox, createRelay, createStore } from '@justonce/core';
-import { createKafkaConsumer, createKafkaPublisher } from '../src';
+import { createOutbox, createStore } from '@justonce/core';
+
 import {
   privatePostgresUnavailable,
   startPrivatePostgres,
@@ -15,7 +15,6 @@ import {
 } from '../../../test-support/private-postgres';
 import { waitFor } from '../../../test-support/wait-for';
 import {
-  FAST_GROUP,
   connectKafkaClients,
   createTopics,
   countOf,
@@ -23,6 +22,8 @@ import {
   sleep,
   unique,
   type KafkaClients,
+  faultConsumer,
+  faultRelay,
 } from './support';
 
 const EVENTS = 600;
@@ -93,48 +94,23 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
 
     const relayLog = countingLogger();
     const consumerLog = countingLogger();
-    const publisher = createKafkaPublisher({ kafka });
+    const { relay, publisher } = faultRelay(store, kafka, relayLog.logger);
     cleanup.push(() => publisher.close());
-    const relay = createRelay({
-      store,
-      publisher,
-      batchSize: 50,
-      pollIntervalMs: 100,
-      backoff: { baseMs: 50, capMs: 500 },
-      onPublished: 'keep',
-      logger: relayLog.logger,
-    });
     cleanup.push(() => relay.stop());
 
-    let deadLettered = 0;
-    const processedAt: number[] = [];
-    const consumer = createKafkaConsumer({
+    const { consumer, tally } = faultConsumer({
       kafka,
+      store,
+      topic,
       groupId,
-      topics: [topic],
-      fromBeginning: true,
-      consumerConfig: FAST_GROUP,
+      consumer: 'pg-restart',
+      maxAttempts: 3,
       batchSize: 20,
       logger: consumerLog.logger,
-      inbox: createInbox({
-        store,
-        consumer: 'pg-restart',
-        maxAttempts: 3,
-        logger: consumerLog.logger,
-        decode: (body) => JSON.parse(Buffer.from(body).toString()) as { n: number },
-      }),
-      handler: async (ctx) => {
-        const { n } = ctx.payload as { n: number };
-        await ctx.trx.raw(`insert into ${effects} (message_id, n) values (?, ?)`, [
-          ctx.messageId,
-          n,
-        ]);
-      },
-      onSettled: ({ outcome }) => {
-        if (outcome?.status === 'dead-lettered') deadLettered++;
-        if (outcome?.status === 'processed') processedAt.push(Date.now());
-      },
+      insert: `insert into ${effects} (message_id, n) values (?, ?)`,
+      row: (body) => (JSON.parse(Buffer.from(body).toString()) as { n: number }).n,
     });
+    const { processedAt } = tally;
     cleanup.push(() => consumer.stop());
     await relay.start();
     await consumer.start();
@@ -251,7 +227,7 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
       lost,
       doubled,
       outboxDead: dead,
-      deadLetters: deadLetters + deadLettered,
+      deadLetters: deadLetters + tally.deadLettered,
       restartMs: restartDoneAt - beforeRestart,
       consumerRecoveryMs:
         consumerFirstCommit === undefined ? null : consumerFirstCommit - restartDoneAt,
@@ -266,7 +242,7 @@ describe('PostgreSQL crash restart under load (private cluster, Kafka)', () => {
     );
 
     expect(total).toBe(EVENTS);
-    expect({ lost, doubled, dead, deadLetters, deadLettered }).toEqual({
+    expect({ lost, doubled, dead, deadLetters, deadLettered: tally.deadLettered }).toEqual({
       lost: 0,
       doubled: 0,
       dead: 0,

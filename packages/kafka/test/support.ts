@@ -1,9 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { rowsOf, type Logger, type Store } from '@justonce/core';
+import {
+  createInbox,
+  createRelay,
+  rowsOf,
+  type Logger,
+  type Relay,
+  type Store,
+} from '@justonce/core';
 import type { Knex } from 'knex';
 import { kafkaBrokers } from '../../../test-support/services';
 import { waitFor } from '../../../test-support/wait-for';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import {
+  createKafkaConsumer,
+  createKafkaPublisher,
+  type KafkaClient,
+  type KafkaConsumer,
+  type KafkaPublisher,
+} from '../src';
 import { FAST_GROUP } from './fast-group';
 
 export { kafkaBrokers, FAST_GROUP };
@@ -146,4 +160,74 @@ export function countingLogger(): {
     if (typeof fields?.error === 'string') errors.push(fields.error);
   };
   return { logger: { debug: at, info: at, warn: at, error: at }, counts, errors };
+}
+
+/** The relay of the PostgreSQL fault tests: quick polls, short backoff, events kept for checks. */
+export function faultRelay(
+  store: Store,
+  kafka: KafkaClient,
+  logger: Logger,
+  batchSize = 50,
+): { relay: Relay; publisher: KafkaPublisher } {
+  const publisher = createKafkaPublisher({ kafka });
+  const relay = createRelay({
+    store,
+    publisher,
+    batchSize,
+    pollIntervalMs: 100,
+    backoff: { baseMs: 50, capMs: 500 },
+    onPublished: 'keep',
+    logger,
+  });
+  return { relay, publisher };
+}
+
+/** What a {@link faultConsumer} saw: dead letters, and when each message was processed. */
+export interface FaultConsumerTally {
+  deadLettered: number;
+  readonly processedAt: number[];
+}
+
+/**
+ * The consumer of the PostgreSQL fault tests: a fast group on `topic`, an inbox named
+ * `consumer`, and a handler that writes one row per message into `effects`
+ * (`message_id` and the value `row` gives).
+ */
+export function faultConsumer(options: {
+  readonly kafka: KafkaClient;
+  readonly store: Store;
+  readonly topic: string;
+  readonly groupId: string;
+  readonly consumer: string;
+  readonly maxAttempts: number;
+  readonly batchSize: number;
+  readonly logger: Logger;
+  readonly inboxLogger?: Logger;
+  readonly insert: string;
+  readonly row: (body: Uint8Array | string) => string | number;
+}): { consumer: KafkaConsumer; tally: FaultConsumerTally } {
+  const tally: FaultConsumerTally = { deadLettered: 0, processedAt: [] };
+  const consumer = createKafkaConsumer({
+    kafka: options.kafka,
+    groupId: options.groupId,
+    topics: [options.topic],
+    fromBeginning: true,
+    consumerConfig: FAST_GROUP,
+    batchSize: options.batchSize,
+    logger: options.logger,
+    inbox: createInbox({
+      store: options.store,
+      consumer: options.consumer,
+      maxAttempts: options.maxAttempts,
+      logger: options.inboxLogger ?? options.logger,
+    }),
+    handler: async (ctx) => {
+      await ctx.trx.raw(options.insert, [ctx.messageId, options.row(ctx.message.body)]);
+    },
+    onSettled: ({ outcome }) => {
+      if (outcome?.status === 'dead-lettered') tally.deadLettered++;
+      if (outcome?.status === 'processed') tally.processedAt.push(Date.now());
+    },
+  });
+  return { consumer, tally };
 }
