@@ -4,6 +4,7 @@ import { resolveOperationsOptions } from './options';
 import { requestHash } from './request-hash';
 import { reserveRecord } from './reserve';
 import { run } from './run';
+import { runInTransaction } from './run-in-transaction';
 import { createOperationsRuntime, type OperationsRuntime } from './runtime';
 import { readRow } from './sql/read';
 import { toRecord } from './sql/row';
@@ -24,6 +25,8 @@ import { durationInput } from './validate';
  * compare-and-set on the owner, so a stale worker that lost its lease cannot overwrite the
  * outcome. Later duplicates get the stored response, the stored final failure, or an
  * in-progress answer (optionally after waiting). Leases and expiry use the database clock.
+ * `runInTransaction` does the same for an effect that writes to the database, committing the
+ * record's outcome in the effect's own transaction.
  *
  * ```ts
  * const charges = createOperations({ store, operation: 'charge-card' });
@@ -38,6 +41,8 @@ export function createOperations(options: OperationsOptions): Operations {
   const { store } = rt.options;
   return {
     run: (key, request, effect, given) => run(rt, key, request, effect, given),
+    runInTransaction: (key, request, effect, given) =>
+      runInTransaction(rt, key, request, effect, given),
 
     async reserve(key, request, given) {
       const reserveOptions = callOptions<ReserveOptions>(given, 'reserve');

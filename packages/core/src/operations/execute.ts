@@ -1,10 +1,9 @@
-import { isLeaseLostError } from './errors/lease-lost-error';
-import { describeError } from './describe-error';
-import { extendLease, fail, finalize, serializeResponse } from './finalize';
-import { watchLease, type LeaseWatch } from './lease-watch';
+import { effectContext } from './effect-context';
+import { finalize, serializeResponse } from './finalize';
+import { watchLease } from './lease-watch';
+import { recordEffectFailure, recordFailure } from './record-failure';
 import type { OperationsRuntime } from './runtime';
-import { recordKeyOf } from './target';
-import type { OperationContext, OperationEffect, OperationRef, Reservation } from './types';
+import type { OperationEffect, Reservation } from './types';
 
 /** A reservation this caller holds. @internal */
 export type Acquired = Extract<Reservation, { kind: 'acquired' }>;
@@ -44,77 +43,10 @@ export async function execute<R>(
   } catch (error) {
     // The effect ran but its result cannot be stored: record a final failure so that no
     // duplicate runs the effect a second time, and tell this caller why.
-    await fail(rt, ref, error, { retriable: false }).catch((recordError: unknown) => {
-      rt.options.logger.warn('could not record an unstorable response', {
-        ...recordKeyOf(ref),
-        error: describeError(recordError),
-      });
-    });
+    await recordFailure(rt, ref, error, false, 'an unstorable response');
     throw error;
   }
   await finalize(rt, ref, { status: 'SUCCEEDED', responseJson: json }, 'complete');
   rt.count(ref.operation, 'executed');
   return JSON.parse(json) as R;
-}
-
-/** What the effect sees: the record it works on, its signal, and a way to extend the lease. */
-function effectContext(
-  rt: OperationsRuntime,
-  ref: OperationRef,
-  watch: LeaseWatch,
-): OperationContext {
-  const { controller } = watch;
-  return {
-    key: ref.key,
-    scope: ref.scope,
-    operation: ref.operation,
-    ownerId: ref.ownerId,
-    attempt: ref.attempt,
-    signal: controller.signal,
-    extendLease: async (ms?: number) => {
-      let extended: { leaseUntil: Date; dbNow: Date };
-      try {
-        extended = await extendLease(rt, ref, ms);
-      } catch (error) {
-        if (isLeaseLostError(error)) controller.abort(error);
-        throw error;
-      }
-      if (!controller.signal.aborted) {
-        watch.rearm(extended.leaseUntil.getTime() - extended.dbNow.getTime());
-      }
-      return extended.leaseUntil;
-    },
-  };
-}
-
-/** Records a failed effect, logging (not throwing) when the record cannot be written. */
-async function recordEffectFailure(
-  rt: OperationsRuntime,
-  ref: OperationRef,
-  error: unknown,
-): Promise<void> {
-  const retriable = safeIsRetriable(rt, error);
-  try {
-    await fail(rt, ref, error, { retriable });
-  } catch (recordError) {
-    // The effect's own error is what the caller must see; the record stays as it is
-    // (another owner's, or IN_PROGRESS until its lease runs out).
-    rt.options.logger.warn('could not record the failure of an operation', {
-      ...recordKeyOf(ref),
-      ownerId: ref.ownerId,
-      error: describeError(recordError),
-    });
-  }
-}
-
-/** `isRetriable`, with a throwing classifier taken as "retriable" so the key is not stuck. */
-function safeIsRetriable(rt: OperationsRuntime, error: unknown): boolean {
-  try {
-    return rt.options.isRetriable(error) === true;
-  } catch (classifyError) {
-    rt.options.logger.warn('isRetriable threw; treating the failure as retriable', {
-      error: describeError(classifyError),
-    });
-    return true;
-  }
 }

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import { LeaseLostError } from './errors/lease-lost-error';
 import { ResponseTooLargeError } from './errors/response-too-large-error';
@@ -42,16 +43,17 @@ export function serializeResponse(
 
 /**
  * The {@link LeaseLostError} for an owner whose compare-and-set matched nothing, naming who
- * holds the record now (best effort: a failed read leaves that out). Counted and
- * logged. @internal
+ * holds the record now (best effort: a failed read leaves that out), read through `db`.
+ * Counted and logged. @internal
  */
 export async function leaseLost(
   rt: OperationsRuntime,
   ref: OperationRef,
   action: string,
+  db: Knex = rt.options.store.knex,
 ): Promise<LeaseLostError> {
   const { store, logger } = rt.options;
-  const current = await readRow(store.knex, store.names, ref).catch(() => undefined);
+  const current = await readRow(db, store.names, ref).catch(() => undefined);
   rt.count(ref.operation, 'lease_lost');
   const error = new LeaseLostError(
     ref,
@@ -62,23 +64,21 @@ export async function leaseLost(
   return error;
 }
 
-/** Writes the final state of a record `ref` still owns; else throws {@link LeaseLostError}. @internal */
+/**
+ * Writes the final state of a record `ref` still owns, through `db` (the store, or a
+ * transaction that then commits it with its own writes); else throws {@link LeaseLostError}.
+ * @internal
+ */
 export async function finalize(
   rt: OperationsRuntime,
   ref: OperationRef,
   final: Final,
   action: string,
+  db: Knex = rt.options.store.knex,
 ): Promise<void> {
   const { store } = rt.options;
-  const matched = await finalizeRow(
-    store.knex,
-    store.names,
-    ref,
-    ref.ownerId,
-    final,
-    ref.retentionMs,
-  );
-  if (!matched) throw await leaseLost(rt, ref, action);
+  const matched = await finalizeRow(db, store.names, ref, ref.ownerId, final, ref.retentionMs);
+  if (!matched) throw await leaseLost(rt, ref, action, db);
 }
 
 /**
@@ -113,17 +113,18 @@ export async function fail(
 }
 
 /**
- * Extends the lease `ref` holds by `ms` (default `leaseMs`) from now on the database clock;
- * throws {@link LeaseLostError} when it no longer holds it. @internal
+ * Extends the lease `ref` holds by `ms` (default `leaseMs`) from now on the database clock,
+ * through `db`; throws {@link LeaseLostError} when it no longer holds it. @internal
  */
 export async function extendLease(
   rt: OperationsRuntime,
   ref: OperationRef,
   ms?: number,
+  db: Knex = rt.options.store.knex,
 ): Promise<{ leaseUntil: Date; dbNow: Date }> {
   const { store, leaseMs } = rt.options;
   const extendMs = durationInput(ms, 'ms', leaseMs, 1);
-  const extended = await extendLeaseRow(store.knex, store.names, ref, ref.ownerId, extendMs);
-  if (extended === undefined) throw await leaseLost(rt, ref, 'extend the lease of');
+  const extended = await extendLeaseRow(db, store.names, ref, ref.ownerId, extendMs);
+  if (extended === undefined) throw await leaseLost(rt, ref, 'extend the lease of', db);
   return extended;
 }

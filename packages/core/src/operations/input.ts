@@ -1,19 +1,46 @@
-import { unstorableText } from '../store/text';
+import { closestOption, optionKeys } from '../config/options';
+import { storableDiagnostic, unstorableText } from '../store/text';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
-import type { OperationRef, RunOptions } from './types';
+import type { OperationRef, RunOptions, TransactionalRunOptions } from './types';
+
+/** @internal The per-call options `run` takes. */
+export const RUN_KEYS = optionKeys<RunOptions>()([
+  'scope',
+  'operation',
+  'retentionMs',
+  'waitForInProgressMs',
+  'signal',
+]);
+
+/** @internal The per-call options `runInTransaction` takes: those of `run`, and `onStep`. */
+export const TRANSACTIONAL_RUN_KEYS = optionKeys<TransactionalRunOptions>()([
+  'scope',
+  'operation',
+  'retentionMs',
+  'waitForInProgressMs',
+  'signal',
+  'onStep',
+]);
 
 /**
  * @internal The per-call options of `run` or `reserve` as plain JavaScript may pass them:
- * omitted, `null` (taken as omitted) or an object, with a `signal` that is an AbortSignal.
- * Refused with {@link InvalidOperationInputError}, never a TypeError later on.
+ * omitted, `null` (taken as omitted) or an object, with a `signal` that is an AbortSignal
+ * and, when `known` is given, no key outside it (a misspelt option would otherwise be
+ * ignored in silence). Refused with {@link InvalidOperationInputError}, never a TypeError
+ * later on.
  */
-export function callOptions<T extends RunOptions>(value: unknown, method: string): Partial<T> {
+export function callOptions<T extends RunOptions>(
+  value: unknown,
+  method: string,
+  known?: readonly string[],
+): Partial<T> {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object') {
     throw new InvalidOperationInputError(`the options of ${method} must be an object`, {
       given: typeof value,
     });
   }
+  if (known !== undefined) rejectUnknownCallOptions(value, known, method);
   const signal = (value as { signal?: unknown }).signal;
   if (signal !== undefined && !isAbortSignal(signal)) {
     throw new InvalidOperationInputError(`the signal given to ${method} must be an AbortSignal`, {
@@ -21,6 +48,25 @@ export function callOptions<T extends RunOptions>(value: unknown, method: string
     });
   }
   return value as Partial<T>;
+}
+
+/**
+ * Refuses a per-call option `method` does not take, naming it and the closest known one:
+ * "runInTransaction: unknown option `onstep`; did you mean `onStep`?".
+ */
+function rejectUnknownCallOptions(value: object, known: readonly string[], method: string): void {
+  const unknown = Object.keys(value)
+    .filter((key) => !known.includes(key))
+    .map((key) => storableDiagnostic(key.slice(0, 50)));
+  if (unknown.length === 0) return;
+  const suggestions = unknown.map((key) => closestOption(key, known));
+  const hint = (i: number): string =>
+    suggestions[i] === undefined ? '' : `did you mean \`${suggestions[i]}\`?`;
+  const message =
+    unknown.length === 1
+      ? `unknown option \`${unknown[0]}\`${hint(0) === '' ? '' : `; ${hint(0)}`}`
+      : `unknown options ${unknown.map((key, i) => `\`${key}\`${hint(i) === '' ? '' : ` (${hint(i)})`}`).join(', ')}`;
+  throw new InvalidOperationInputError(`${method}: ${message}`, { unknown });
 }
 
 /** An AbortSignal of any realm or polyfill: what `run` uses of one. */

@@ -1,4 +1,5 @@
 import type { Meter } from '@opentelemetry/api';
+import type { Knex } from 'knex';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 
@@ -148,6 +149,36 @@ export interface OperationContext {
  */
 export type OperationEffect<R> = (ctx: OperationContext) => Promise<R>;
 
+/**
+ * Named points inside {@link Operations.runInTransaction}, for fault injection in tests
+ * (throw there, or kill the process).
+ */
+export type TransactionalOperationStep =
+  /** The record was reserved in its own short transaction; the business one is not open. */
+  | 'reserved'
+  /** The effect returned; the SUCCEEDED record is written but not committed. */
+  | 'effect-done'
+  /** The business transaction, with the record's SUCCEEDED, committed. */
+  | 'committed';
+
+/** Options of {@link Operations.runInTransaction}. */
+export interface TransactionalRunOptions extends RunOptions {
+  /**
+   * Called at each {@link TransactionalOperationStep}; for fault injection in tests. A throw
+   * there is taken as a crash at that point: the business transaction rolls back if it is
+   * open, nothing is recorded (the record stays IN_PROGRESS until its lease runs out, or
+   * SUCCEEDED after `committed`), and the call rejects with what was thrown.
+   */
+  readonly onStep?: (step: TransactionalOperationStep, ref: OperationRef) => void | Promise<void>;
+}
+
+/**
+ * An effect that writes the business rows: it receives the open business transaction, in
+ * which the record's SUCCEEDED and its response are written too, so both commit together
+ * or not at all. Its response must be JSON data.
+ */
+export type TransactionalEffect<R> = (trx: Knex.Transaction, ctx: OperationContext) => Promise<R>;
+
 /** The result of {@link Operations.reserve}. A hash mismatch throws {@link OperationConflictError}. */
 export type Reservation =
   /** The caller owns the record now and must finalize it with `complete` or `fail`. */
@@ -207,7 +238,7 @@ export interface Operations {
    * first caller got (`JSON.stringify` of both is identical, key order included). Rejects
    * with {@link InvalidOperationInputError} before any SQL for arguments it cannot use (a
    * key, scope or operation that is not text PostgreSQL stores exactly, an unserializable
-   * request, malformed options), with
+   * request, malformed options or an option it does not take), with
    * {@link OperationConflictError} (same key, different request),
    * {@link OperationInProgressError} (another owner is running it and did not finish within
    * `waitForInProgressMs`), {@link OperationFailedError} (stored FAILED_FINAL),
@@ -219,6 +250,24 @@ export interface Operations {
     request: unknown,
     effect: OperationEffect<R>,
     options?: RunOptions,
+  ): Promise<R>;
+  /**
+   * Like {@link Operations.run}, for an effect that writes to the database: the reservation
+   * is its own short transaction (so concurrent duplicates see IN_PROGRESS), then `effect`
+   * runs inside a business transaction opened on the store, and the record's SUCCEEDED with
+   * the response is written in that same transaction by compare-and-set on the owner. The
+   * business rows, any `outbox.add` events and the record commit together or not at all:
+   * there is no moment when the business write is committed while the key says IN_PROGRESS
+   * or failed. A lease lost before the commit rolls the business transaction back
+   * ({@link LeaseLostError}). When the effect throws, the transaction rolls back and the
+   * failure is recorded (retriable or final, as `isRetriable` says) in its own statement.
+   * Replays, conflicts, waiting and errors are as for `run`.
+   */
+  runInTransaction<R>(
+    key: string,
+    request: unknown,
+    effect: TransactionalEffect<R>,
+    options?: TransactionalRunOptions,
   ): Promise<R>;
   /**
    * Reserves the record atomically, for callers who drive the steps themselves. After
