@@ -10,6 +10,7 @@ export * from './transport';
 export * from './observability';
 export * from './retry';
 export * from './outbox';
+export * from './messages';
 export * from './operations';
 export * from './relay';
 export * from './retention';

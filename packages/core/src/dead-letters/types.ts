@@ -14,7 +14,12 @@ import type { DeliveryFacts, Envelope } from '../transport/envelope';
  * - `UNDECODABLE_BODY` — the inbox's `decode` option threw;
  * - `PAYLOAD_CONFLICT` — the id was seen before with a different payload fingerprint;
  * - `MAX_ATTEMPTS` — failed (or crashed the process) `maxAttempts` times;
- * - `NON_RETRIABLE` — the handler threw an error that retrying cannot fix.
+ * - `NON_RETRIABLE` — the handler threw an error that retrying cannot fix;
+ * - `INVALID_PAYLOAD` — a typed message's body is not JSON or fails its schema
+ *   (`InvalidPayloadError`, thrown by a `messageHandler` route; the issues are in the letter's
+ *   error message);
+ * - `UNKNOWN_MESSAGE_TYPE` — a `messageHandler` has no route for the message's `type` header,
+ *   or the message has none (`UnknownMessageTypeError`).
  */
 export type DeadLetterReason =
   | 'MISSING_MESSAGE_ID'
@@ -25,7 +30,9 @@ export type DeadLetterReason =
   | 'UNDECODABLE_BODY'
   | 'PAYLOAD_CONFLICT'
   | 'MAX_ATTEMPTS'
-  | 'NON_RETRIABLE';
+  | 'NON_RETRIABLE'
+  | 'INVALID_PAYLOAD'
+  | 'UNKNOWN_MESSAGE_TYPE';
 
 /** One message that could not be handled, as stored; nothing of the delivery is lost. */
 export interface DeadLetter {

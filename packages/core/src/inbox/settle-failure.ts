@@ -2,6 +2,7 @@ import { fullJitterBackoff } from '../retry/backoff';
 import { classifyError } from '../retry/classify';
 import type { ErrorClass } from '../retry/error-class';
 import { deadLetterMessage } from './dead-letter';
+import { nonRetriableReason } from './dead-letter-reason';
 import { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 import type { GoodDelivery } from './inspect-envelope';
 import { storedError, type InboxRuntime } from './runtime';
@@ -28,7 +29,8 @@ const THROTTLING_BASE_MS = 500;
  * Decides what a failed attempt leads to, after its transaction rolled back: a fault of the
  * infrastructure (the store's, or one the `classify` option names) → the attempt is given
  * back and {@link StoreUnavailableError} thrown, so the transport neither acknowledges nor
- * dead-letters; a non-retriable error or the last allowed attempt → dead letter; otherwise
+ * dead-letters; a non-retriable error (reason `NON_RETRIABLE`, or the one the error names, see
+ * {@link nonRetriableReason}) or the last allowed attempt → dead letter; otherwise
  * the error is recorded on the attempt counter (autocommit) and the transport is told to
  * redeliver after a full-jitter delay. `charged` when this delivery counted its attempt.
  * @internal
@@ -46,7 +48,9 @@ export async function settleFailure(
   const { store, consumer, maxAttempts, backoff } = rt.options;
   const errorClass = classifyHandlerError(rt, error);
   if (errorClass === 'non-retriable') {
-    return deadLetterMessage(rt, good, 'NON_RETRIABLE', attempt, () => error);
+    // A typed message's bad payload or unknown type says so in the letter's reason.
+    const reason = nonRetriableReason(error);
+    return deadLetterMessage(rt, good, reason, attempt, () => error);
   }
   if (attempt >= maxAttempts) {
     return deadLetterMessage(

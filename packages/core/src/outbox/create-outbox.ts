@@ -1,12 +1,22 @@
 import type { Knex } from 'knex';
 import { optionKeys, positiveIntegerOption, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
+import { isMessageType, type MessagePayload, type MessageType } from '../messages/message-type';
 import type { Store } from '../store/store';
+import { encodeMessage, handlerMessageOptions } from './add-message';
 import { outboxChannel } from './channel';
 import { encodeEvents, type EventLimits } from './encode';
 import { NotATransactionError } from './errors/not-a-transaction-error';
 import { insertAll } from './insert-all';
-import type { AddOptions, EventCause, HandlerOutbox, Outbox, OutboxEvent } from './types';
+import type {
+  AddMessageOptions,
+  AddOptions,
+  EventCause,
+  HandlerOutbox,
+  MessageEventOptions,
+  Outbox,
+  OutboxEvent,
+} from './types';
 
 /** Options of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -83,27 +93,43 @@ export function createOutbox(options: OutboxOptions): Outbox {
   };
   const channel = options.notify === false ? null : outboxChannel(store.names);
 
-  return {
-    async add(
-      trx: Knex.Transaction,
-      events: OutboxEvent | readonly OutboxEvent[],
-      addOptions?: AddOptions,
-    ): Promise<string[]> {
-      if (!isOpenTransaction(trx)) {
-        throw new NotATransactionError(
-          "outbox.add needs an open knex transaction (store.knex.transaction(...)); events are only written inside the caller's transaction",
-          { given: trx === null ? 'null' : typeof trx },
-        );
-      }
-      // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
-      const list: readonly unknown[] = Array.isArray(events) ? events : [events];
-      const encoded = encodeEvents(list, addOptions, limits);
-      if (encoded.length === 0) return [];
-      await insertAll(trx, store.names, encoded, channel);
-      const ids = encoded.map((e) => e.messageId);
-      return ids;
-    },
-  };
+  function add(
+    trx: Knex.Transaction,
+    events: OutboxEvent | readonly OutboxEvent[],
+    options?: AddOptions,
+  ): Promise<string[]>;
+  function add<M extends MessageType>(
+    trx: Knex.Transaction,
+    message: M,
+    payload: MessagePayload<M>,
+    options?: AddMessageOptions,
+  ): Promise<string>;
+  async function add(
+    trx: Knex.Transaction,
+    target: unknown,
+    third?: unknown,
+    fourth?: unknown,
+  ): Promise<string[] | string> {
+    if (!isOpenTransaction(trx)) {
+      throw new NotATransactionError(
+        "outbox.add needs an open knex transaction (store.knex.transaction(...)); events are only written inside the caller's transaction",
+        { given: trx === null ? 'null' : typeof trx },
+      );
+    }
+    if (isMessageType(target)) {
+      const event = await encodeMessage(target, third, fourth, limits);
+      await insertAll(trx, store.names, [event], channel);
+      return event.messageId;
+    }
+    // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
+    const list: readonly unknown[] = Array.isArray(target) ? target : [target];
+    const encoded = encodeEvents(list, third, limits);
+    if (encoded.length === 0) return [];
+    await insertAll(trx, store.names, encoded, channel);
+    const ids = encoded.map((e) => e.messageId);
+    return ids;
+  }
+  return { add };
 }
 
 /**
@@ -118,12 +144,25 @@ export function bindOutbox(
   startIndex = 0,
 ): HandlerOutbox {
   let next = startIndex;
-  return {
-    async add(events: OutboxEvent | readonly OutboxEvent[]): Promise<string[]> {
-      const count = Array.isArray(events) ? events.length : 1;
-      const index = next;
-      next += count;
-      return outbox.add(trx, events, { cause, startIndex: index });
-    },
-  };
+  function add(events: OutboxEvent | readonly OutboxEvent[]): Promise<string[]>;
+  function add<M extends MessageType>(
+    message: M,
+    payload: MessagePayload<M>,
+    options?: MessageEventOptions,
+  ): Promise<string>;
+  async function add(
+    target: unknown,
+    payload?: unknown,
+    options?: unknown,
+  ): Promise<string[] | string> {
+    const index = next;
+    if (isMessageType(target)) {
+      next += 1;
+      return outbox.add(trx, target, payload, handlerMessageOptions(options, cause, index));
+    }
+    const events = target as OutboxEvent | readonly OutboxEvent[];
+    next += Array.isArray(events) ? events.length : 1;
+    return outbox.add(trx, events, { cause, startIndex: index });
+  }
+  return { add };
 }

@@ -59,7 +59,13 @@ function messageOf(error: unknown): string {
   return typeof message === 'string' ? storableDiagnostic(message) : 'a non-Error value was thrown';
 }
 
-function encodePayload(payload: unknown, index: number): { bytes: Buffer; json: boolean } {
+/** The payload's bytes: as given for bytes and strings unless `asJson`; JSON otherwise. */
+function encodePayload(
+  payload: unknown,
+  index: number,
+  asJson: boolean,
+): { bytes: Buffer; json: boolean } {
+  if (asJson) return { bytes: jsonBytes(payload, index), json: true };
   if (payload instanceof Uint8Array) {
     return {
       bytes: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
@@ -77,6 +83,10 @@ function encodePayload(payload: unknown, index: number): { bytes: Buffer; json: 
     }
     return { bytes: Buffer.from(payload, 'utf8'), json: false };
   }
+  return { bytes: jsonBytes(payload, index), json: true };
+}
+
+function jsonBytes(payload: unknown, index: number): Buffer {
   let text: string | undefined;
   try {
     // JSON escapes U+0000 and lone surrogates, so any string survives it exactly.
@@ -96,7 +106,7 @@ function encodePayload(payload: unknown, index: number): { bytes: Buffer; json: 
       `payload of type ${typeof payload} cannot be serialized as JSON`,
     );
   }
-  return { bytes: Buffer.from(text, 'utf8'), json: true };
+  return Buffer.from(text, 'utf8');
 }
 
 function requireText(
@@ -132,8 +142,8 @@ function encodeKey(value: unknown, index: number, max: number): string | null {
   return value;
 }
 
-/** A plain object (of this or another realm), not a Map, array or class instance. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+/** A plain object (of this or another realm), not a Map, array or class instance. @internal */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto = Object.getPrototypeOf(value) as object | null;
   return proto === null || Object.getPrototypeOf(proto) === null;
@@ -227,6 +237,7 @@ function encodeEvent(
   cause: EventCause | undefined,
   derivedIndex: number,
   limits: EventLimits,
+  asJson: boolean,
 ): EncodedEvent {
   if (typeof event !== 'object' || event === null || Array.isArray(event)) {
     throw new InvalidEventError('event', index, 'an event must be an object');
@@ -241,7 +252,7 @@ function encodeEvent(
         ? deriveMessageId(cause.consumer, cause.messageId, derivedIndex, cause.scope ?? '')
         : randomUUID();
 
-  const { bytes, json } = encodePayload(e.payload, index);
+  const { bytes, json } = encodePayload(e.payload, index, asJson);
   if (bytes.byteLength > limits.maxPayloadBytes) {
     throw new InvalidEventError(
       'payload',
@@ -267,19 +278,21 @@ function encodeEvent(
 /**
  * Validates and encodes the events of one `add` call, as plain JavaScript may pass them.
  * Throws {@link InvalidEventError} for the first bad event (or bad options), and for a
- * message id given twice in the call, before anything is written.
+ * message id given twice in the call, before anything is written. `asJson` serializes every
+ * payload as JSON, strings and bytes included (typed messages).
  */
 export function encodeEvents(
   events: readonly unknown[],
   options: unknown,
   limits: EventLimits,
+  asJson = false,
 ): EncodedEvent[] {
   const { cause, startIndex } = checkOptions(options, events.length);
   const encoded: EncodedEvent[] = [];
   const firstIndex = new Map<string, number>();
   // An index loop, not map(): a hole in a sparse array is an event too (a bad one).
   for (let index = 0; index < events.length; index += 1) {
-    const event = encodeEvent(events[index], index, cause, startIndex + index, limits);
+    const event = encodeEvent(events[index], index, cause, startIndex + index, limits, asJson);
     const earlier = firstIndex.get(event.messageId);
     if (earlier !== undefined) {
       // The insert would silently keep one of them; refuse before any SQL instead.

@@ -4,4 +4,12 @@ export { deriveMessageId } from './message-id';
 export { outboxChannel } from './channel';
 export { NotATransactionError, InvalidEventError, DuplicateMessageIdError } from './errors';
 export type { InvalidEventField } from './errors';
-export type { OutboxEvent, EventCause, AddOptions, Outbox, HandlerOutbox } from './types';
+export type {
+  OutboxEvent,
+  EventCause,
+  AddOptions,
+  AddMessageOptions,
+  MessageEventOptions,
+  Outbox,
+  HandlerOutbox,
+} from './types';

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { MessagePayload, MessageType } from '../messages/message-type';
 
 /** One event to publish if and only if the caller's transaction commits. */
 export interface OutboxEvent {
@@ -43,6 +44,27 @@ export interface AddOptions {
   readonly startIndex?: number;
 }
 
+/**
+ * Options of the typed form of {@link HandlerOutbox.add}: {@link AddMessageOptions} without
+ * `cause` and `startIndex`, which the handler's context sets.
+ */
+export interface MessageEventOptions {
+  /** Topic, queue or exchange; overrides the message type's `destination`. One is required. */
+  readonly destination?: string;
+  /**
+   * Partition key; overrides the message type's `key(payload)`. `null` publishes without a
+   * key even when the message type has a `key` function.
+   */
+  readonly key?: string | null;
+  /** Extra headers. A `type` header, if given, must equal the message type's `type`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The id downstream consumers dedupe on; generated (or derived from `cause`) when omitted. */
+  readonly messageId?: string;
+}
+
+/** Options of the typed form of {@link Outbox.add}. */
+export interface AddMessageOptions extends MessageEventOptions, AddOptions {}
+
 /** Adds events inside a business transaction. */
 export interface Outbox {
   /**
@@ -62,10 +84,36 @@ export interface Outbox {
     events: OutboxEvent | readonly OutboxEvent[],
     options?: AddOptions,
   ): Promise<string[]>;
+  /**
+   * Adds one typed message (see `defineMessage`) in `trx` and resolves to its message id.
+   * `payload` is validated with the message type's schema first (a schema may answer
+   * asynchronously): a payload it refuses is an {@link InvalidEventError} with field
+   * `payload`, the issues in its message and an `InvalidPayloadError` as `cause`, and
+   * nothing is written. The payload as given (the schema's input, not its output) is written
+   * as JSON, with the header `type` set to the message type's `type` and `content-type`
+   * `application/json`; destination and key come from `options`, else from the message type.
+   * Otherwise as the event form: same limits, errors and all-or-nothing write.
+   */
+  add<M extends MessageType>(
+    trx: Knex.Transaction,
+    message: M,
+    payload: MessagePayload<M>,
+    options?: AddMessageOptions,
+  ): Promise<string>;
 }
 
 /** The outbox as a handler sees it: bound to the handler's transaction and incoming message. */
 export interface HandlerOutbox {
   /** Adds events to the handler's transaction with deterministic ids. */
   add(events: OutboxEvent | readonly OutboxEvent[]): Promise<string[]>;
+  /**
+   * Adds one typed message to the handler's transaction, validated as by {@link Outbox.add},
+   * with a deterministic id; resolves to the id. Every call, of either form, continues the
+   * index the ids are derived from.
+   */
+  add<M extends MessageType>(
+    message: M,
+    payload: MessagePayload<M>,
+    options?: MessageEventOptions,
+  ): Promise<string>;
 }

@@ -1,0 +1,2 @@
+export { InvalidPayloadError } from './invalid-payload-error';
+export { UnknownMessageTypeError } from './unknown-message-type-error';

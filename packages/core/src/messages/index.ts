@@ -1,0 +1,11 @@
+export { defineMessage, MESSAGE_TYPE_HEADER } from './message-type';
+export type {
+  DefineMessageOptions,
+  MessageType,
+  MessagePayload,
+  MessageData,
+} from './message-type';
+export { on, messageHandler } from './message-handler';
+export type { MessageRoute, MessageHandlerOptions, UnknownTypePolicy } from './message-handler';
+export type { PayloadIssue } from './issues';
+export { InvalidPayloadError, UnknownMessageTypeError } from './errors';
