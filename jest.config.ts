@@ -7,6 +7,9 @@ const moduleNameMapper = {
   '^@justonce/kafka$': '<rootDir>/../kafka/src/index.ts',
   '^@justonce/sqs$': '<rootDir>/../sqs/src/index.ts',
   '^@justonce/rabbitmq$': '<rootDir>/../rabbitmq/src/index.ts',
+  '^@justonce/http$': '<rootDir>/../http/src/index.ts',
+  '^@justonce/http/express$': '<rootDir>/../http/src/express.ts',
+  '^@justonce/http/fastify$': '<rootDir>/../http/src/fastify.ts',
 };
 
 const transform: Config['transform'] = {
@@ -32,7 +35,7 @@ function project(name: string): NonNullable<Config['projects']>[number] {
 }
 
 const config: Config = {
-  projects: ['core', 'kafka', 'sqs', 'rabbitmq'].map(project),
+  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http'].map(project),
   globalSetup: '<rootDir>/test-support/global-setup.ts',
   globalTeardown: '<rootDir>/test-support/global-teardown.ts',
   testTimeout: 60_000,

@@ -23,6 +23,7 @@ const PAGES = [
   'packages/kafka/README.md',
   'packages/sqs/README.md',
   'packages/rabbitmq/README.md',
+  'packages/http/README.md',
 ];
 
 /** Blocks marked `ts nocheck`, by `file:line`, each with why it cannot compile. */

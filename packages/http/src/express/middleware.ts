@@ -1,0 +1,147 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { bodyFromBytes, type RequestBody, type RequestView } from '../engine/fingerprint';
+import { handleRequest, type Outcome } from '../engine/handle-request';
+import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
+import { resolveRoute, type ResolvedRoute } from '../engine/resolve-options';
+import { IDEMPOTENCY_KEY_HEADER, type HeldResponse } from '../engine/response';
+import { IdempotencyContextError } from '../errors/idempotency-context-error';
+import { holdResponse, type ResponseHold } from './hold-response';
+
+const contexts = new WeakMap<ServerResponse, IdempotencyContext>();
+
+/**
+ * Express middleware that makes the rest of the route idempotent by its `Idempotency-Key`
+ * header. Put it after the body parser and before the handler:
+ *
+ * ```ts
+ * app.post('/orders', express.json(), idempotency(options), async (req, res) => {
+ *   const { trx } = idempotencyContext(res);
+ *   const [order] = await trx('orders').insert(req.body).returning('*');
+ *   res.status(201).json(order);
+ * });
+ * ```
+ *
+ * The handler runs inside the business transaction (`idempotencyContext(res).trx`). What it
+ * writes to `res` is held in memory, stored with the operation record in that transaction,
+ * and sent only after the commit. A duplicate gets the stored response with
+ * `Idempotent-Replayed: true` and the handler does not run. A thrown error goes to Express's
+ * error handler as usual; the response it makes is held like any other (a 5xx rolls back
+ * and leaves the key free for a retry). Options are validated here, at construction.
+ */
+export function idempotency(options: IdempotencyOptions<Request>): RequestHandler {
+  const route = resolveRoute(options, 'idempotency');
+  return (req, res, next) => serve(route, req, res, next);
+}
+
+/**
+ * The idempotency context of the request `res` answers: its business transaction and key.
+ * Throws {@link IdempotencyContextError} when the `idempotency` middleware did not run
+ * before the handler.
+ */
+export function idempotencyContext(res: Response): IdempotencyContext {
+  const context = contexts.get(res);
+  if (context === undefined) {
+    throw new IdempotencyContextError(
+      'put the idempotency(...) middleware of @justonce/http/express before this handler',
+    );
+  }
+  return context;
+}
+
+async function serve(
+  route: ResolvedRoute<Request>,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): Promise<void> {
+  let hold: ResponseHold | undefined;
+  let outcome: Outcome;
+  try {
+    outcome = await handleRequest(
+      route,
+      {
+        request: req,
+        view: requestView(req),
+        keyField: req.headersDistinct[IDEMPOTENCY_KEY_HEADER],
+      },
+      (context, signal) => {
+        contexts.set(res, context);
+        hold = holdResponse(res);
+        next();
+        return hold.until(signal);
+      },
+    );
+  } catch (error) {
+    hold?.discard();
+    next(error);
+    return;
+  }
+  switch (outcome.kind) {
+    case 'respond':
+      send(res, outcome.response);
+      return;
+    case 'committed':
+    case 'rolled-back':
+      hold?.release();
+      return;
+    case 'threw':
+      hold?.discard();
+      next(outcome.error);
+      return;
+  }
+}
+
+function requestView(req: Request): RequestView {
+  return {
+    method: req.method.toUpperCase(),
+    target: req.originalUrl,
+    header: (name) => {
+      const value = req.headers[name.toLowerCase()];
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+    body: () => requestBody(req),
+  };
+}
+
+/**
+ * The body as the body parser left it in `req.body`. With no parser before the middleware,
+ * the raw body is read here and left in `req.body` as a Buffer (as `express.raw()` would).
+ */
+async function requestBody(req: Request): Promise<RequestBody> {
+  const contentType = req.headers['content-type'];
+  const body: unknown = req.body;
+  if (body === undefined || body === null) {
+    if (!hasBody(req)) return { kind: 'none' };
+    const bytes = await readAll(req);
+    req.body = bytes;
+    return bodyFromBytes(bytes, contentType);
+  }
+  if (Buffer.isBuffer(body)) return bodyFromBytes(body, contentType);
+  if (typeof body === 'string') return bodyFromBytes(Buffer.from(body, 'utf8'), contentType);
+  return { kind: 'json', value: body };
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  if (req.readableEnded) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+async function readAll(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req)
+    chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(`${chunk}`));
+  return Buffer.concat(chunks);
+}
+
+/** Sends a response the handler did not make (a problem or a replay) on `res`. */
+function send(res: ServerResponse, response: HeldResponse): void {
+  const grouped = new Map<string, string[]>();
+  for (const [name, value] of response.headers)
+    grouped.set(name, [...(grouped.get(name) ?? []), value]);
+  res.statusCode = response.status;
+  for (const [name, values] of grouped)
+    res.setHeader(name, values.length === 1 ? (values[0] ?? '') : values);
+  res.end(Buffer.from(response.body));
+}
