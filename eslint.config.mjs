@@ -10,6 +10,7 @@ export default tseslint.config(
       '**/dist/**',
       'coverage/**',
       '.services/**',
+      '.test-output/**',
       'services/maven/**',
     ],
   },

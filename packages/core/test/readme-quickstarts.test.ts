@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel, type Admin, type Consumer as KafkaReader } from 'kafkajs';
@@ -82,13 +81,6 @@ function readmeBlock(marker: string): Block {
   return blockOf(found[0]!);
 }
 
-/** The line of `block` matching `pattern`, exactly one. */
-function lineOf(block: Block, pattern: RegExp): string {
-  const found = block.code.split('\n').filter((line) => pattern.test(line));
-  if (found.length !== 1) throw new Error(`${block.name}: ${found.length} lines match ${pattern}`);
-  return found[0]!;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The programs.
 
@@ -157,7 +149,7 @@ function consumerProgram(broker: Broker, orderId: string): string {
     `  messageId: ${JSON.stringify(randomUUID())},`,
     `  destination: ${JSON.stringify(destination)},`,
     '  key: testOrder.id,',
-    '  headers: {},',
+    "  headers: { type: OrderPlaced.type },",
     '  payload: new TextEncoder().encode(JSON.stringify(testOrder)),',
     '};',
     `const testPublisher = testPublisherOf(${JSON.stringify(options)});`,
@@ -185,15 +177,13 @@ function consumerProgram(broker: Broker, orderId: string): string {
   ].join('\n');
 }
 
-/** The store lines of the shared block, the publishing block, and the epilogue. */
+/** The shared block (the message type and the store), the publishing block, and the epilogue. */
 function publishingProgram(): string {
   const shared = readmeBlock('createInbox(');
   const block = readmeBlock('createRelay(');
   return [
-    `// ${shared.name}: the store, created as the shared consumer block creates it`,
-    lineOf(shared, /^import .* from '@justonce\/core';$/),
-    lineOf(shared, /^const store = /),
-    lineOf(shared, /^await store\.migrate\(\);$/),
+    `// ${shared.name}, verbatim: the message type and the store`,
+    shared.code,
     `// ${block.name}, verbatim`,
     block.code,
     '// The test epilogue: wait until the relay has published the order event, then stop.',
@@ -414,7 +404,10 @@ describe('the README quick starts, run as written against the local services', (
       throw new Error(`ElasticMQ calls the queue ${QueueUrl}, the README ${SQS_QUEUE_URL}`);
     }
 
-    dir = mkdtempSync(join(tmpdir(), 'jo-readme-'));
+    // Inside the repository (not under node_modules, where tsx ignores the tsconfig's paths),
+    // so that the blocks' own imports (zod) resolve from its node_modules.
+    mkdirSync(join(ROOT, '.test-output'), { recursive: true });
+    dir = mkdtempSync(join(ROOT, '.test-output', 'readme-'));
     const tsconfig = writeLoader(dir);
     for (const broker of ['kafka', 'sqs', 'rabbitmq'] as const) {
       const program = consumerProgram(broker, orderIds[broker]);
