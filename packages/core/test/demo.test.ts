@@ -1,88 +1,121 @@
 import { createStore, rowsOf } from '../src';
 import { CRASH_POINTS } from '../src/testing';
-import { runDemo, type DemoProgress } from '../../../examples/payments-demo/run';
-import { formatTable } from '../../../examples/payments-demo/table';
+import { runDemo } from '../../../examples/order-service/demo/run';
+import { flowChecks, type FlowReport } from '../../../examples/order-service/report/checks';
+import { formatReport } from '../../../examples/order-service/report/table';
+import type { FlowProgress } from '../../../examples/order-service/report/progress';
 import { databaseUrl } from './db';
 
-/** The payments demo (`pnpm demo`) on a small N: its invariants must hold on both stores. */
-describe('payments demo', () => {
-  it('on PGlite: one effect per message despite every injected fault', async () => {
-    const progress: DemoProgress[] = [];
-    const result = await runDemo({ messages: 60, seed: 5, onProgress: (p) => progress.push(p) });
+/**
+ * The demo (`pnpm demo`: the order-service flow in one process) on a small N: its invariants
+ * must hold on both stores, with every kind of fault injected.
+ */
+describe('order-service demo', () => {
+  it('on PGlite: every order created, charged and shipped once despite every injected fault', async () => {
+    const progress: FlowProgress[] = [];
+    const report = await runDemo({ orders: 200, seed: 5, onProgress: (p) => progress.push(p) });
 
-    expect(result.database).toBe('pglite');
-    expect(result.checks.filter((c) => !c.ok)).toEqual([]);
-    expect(result.ok).toBe(true);
-    expect(result.effectsCommitted).toBe(59);
-    expect(result.messagesCharged).toBe(59);
-    expect(result.deadLetters).toBe(1);
-    expect(result.deadLettersInStore).toBe(1);
-    expect(result.duplicatesInjected).toBe(12);
-    expect(result.duplicatesSuppressed).toBeGreaterThanOrEqual(result.duplicatesInjected);
-    expect(result.concurrentInjected).toBe(3);
-    for (const point of CRASH_POINTS) expect(result.crashes[point]).toBe(2);
-    expect(result.retries).toBeGreaterThan(0);
-    expect(result.delivered).toBeGreaterThan(60 + result.duplicatesInjected);
+    expect(report.database).toBe('pglite');
+    expect(report.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(report.ok).toBe(true);
+    for (const ledger of Object.values(report.outcome.ledgers)) {
+      expect(ledger).toEqual({ rows: 200, doubles: 0, lost: 0, unknown: 0 });
+    }
+    // Every kind of fault was thrown at it.
+    expect(report.injected.duplicates).toBeGreaterThan(0);
+    expect(report.injected.concurrent).toBeGreaterThan(0);
+    expect(CRASH_POINTS.reduce((sum, p) => sum + report.injected.crashes[p], 0)).toBeGreaterThan(0);
+    expect(report.injected.charged + report.injected.recorded).toBeGreaterThan(0);
+    expect(report.load.duplicateRequests).toBeGreaterThan(0);
+    expect(report.load.stats.replayed).toBeGreaterThan(0);
+    expect(report.outcome.provider.unavailable + report.outcome.provider.slow).toBeGreaterThan(0);
 
-    expect(progress.at(-1)).toMatchObject({ done: 60, total: 60 });
-    const table = formatTable(result);
-    expect(table).toMatch(/effects committed\s+│\s+59 │/);
-    expect(table).toContain('OK: every message took effect exactly once.');
-  });
+    expect(progress.at(-1)).toMatchObject({ accepted: 200, shipped: 200, total: 200 });
+    const table = formatReport(report);
+    expect(table).toMatch(/shipments\s+│\s+200 │\s+0 │\s+0 │/);
+    expect(table).toContain('OK: every order was created, charged and shipped exactly once.');
+  }, 180_000);
 
-  it('on PostgreSQL when given a URL, and cleans up its schema', async () => {
+  it('on PostgreSQL when given a URL, and drops its schemas', async () => {
     const admin = await createStore({ connectionString: databaseUrl() });
     const demoSchemas = async (): Promise<string[]> =>
       rowsOf<{ schema_name: string }>(
         await admin.knex.raw(
-          `select schema_name from information_schema.schemata where schema_name like 'payments_demo_%'`,
+          `select schema_name from information_schema.schemata where schema_name like 'demo\\_%'`,
         ),
       ).map((r) => r.schema_name);
     try {
       const before = await demoSchemas();
-      const result = await runDemo({ messages: 40, seed: 9, databaseUrl: databaseUrl() });
-      expect(result.database).toBe('postgres');
-      expect(result.checks.filter((c) => !c.ok)).toEqual([]);
-      expect(result.effectsCommitted).toBe(39);
+      const report = await runDemo({ orders: 60, seed: 9, databaseUrl: databaseUrl() });
+      expect(report.database).toBe('postgres');
+      expect(report.checks.filter((c) => !c.ok)).toEqual([]);
+      expect(report.outcome.ledgers.shipments.rows).toBe(60);
       expect(await demoSchemas()).toEqual(before);
     } finally {
       await admin.close();
     }
-  });
+  }, 120_000);
 
   it('the table marks a broken invariant and says FAILED', () => {
-    const crashes = Object.fromEntries(CRASH_POINTS.map((p) => [p, 1])) as Record<
-      (typeof CRASH_POINTS)[number],
-      number
-    >;
-    const table = formatTable({
-      database: 'pglite',
-      uniqueMessages: 10,
-      delivered: 12,
-      duplicatesInjected: 2,
-      concurrentInjected: 0,
-      duplicatesSuppressed: 1,
-      crashes,
-      retries: 0,
-      effectsCommitted: 10,
-      messagesCharged: 9,
-      deadLetters: 1,
-      deadLettersInStore: 1,
-      elapsedMs: 1234,
-      setupMs: 10,
-      checks: [
-        { name: 'effects committed (10) == unique messages (10) - dead letters (1)', ok: false },
-        { name: 'nothing left in flight or queued', ok: true },
-      ],
-      ok: false,
+    const tally = { rows: 10, doubles: 0, lost: 0, unknown: 0 };
+    const load: FlowReport['load'] = {
+      accepted: Array.from({ length: 10 }, (_, i) => ({
+        key: `k${i}`,
+        orderId: `o${i}`,
+        sentAt: 0,
+      })),
+      stats: {
+        requests: 12,
+        retries: 2,
+        replayed: 1,
+        inProgress: 0,
+        serverErrors: 1,
+        timeouts: 1,
+        connectionErrors: 0,
+        conflicts: 0,
+      },
+      duplicateRequests: 1,
+      mismatches: 0,
+      conflictsAccepted: 0,
+      failures: [],
+      elapsedMs: 1000,
+    };
+    const outcome: FlowReport['outcome'] = {
+      ledgers: {
+        orders: tally,
+        events: tally,
+        payments: { rows: 11, doubles: 1, lost: 0, unknown: 0 },
+        charges: tally,
+        shipments: tally,
+      },
+      doubledKeys: 0,
+      pendingEvents: 0,
+      deadEvents: 0,
+      deadLetters: 0,
+      provider: { calls: 10, charges: 10, duplicateCalls: 0, unavailable: 0, slow: 0 },
+      latency: { p50Ms: 10, p99Ms: 20 },
+    };
+    const checks = flowChecks(10, load, outcome, true);
+    const table = formatReport({
+      title: 'a run with a double',
+      orders: 10,
+      load,
+      outcome,
+      settled: true,
+      wallMs: 1234,
+      faults: [],
+      environment: [],
+      checks,
+      ok: checks.every((c) => c.ok),
     });
-    expect(table).toContain('✗ effects committed (10)');
-    expect(table).toContain('✓ nothing left in flight or queued');
+    expect(table).toMatch(/payments\s+│\s+11 │\s+1 │\s+0 │/);
+    expect(table).toContain('✗ nothing doubled');
+    expect(table).toContain('✓ nothing lost');
     expect(table).toContain('FAILED');
-    expect(table).toMatch(/elapsed\s+│\s+1\.23 s │/);
+    expect(table).toMatch(/wall time\s+│\s+1\.23 s │/);
   });
 
-  it('rejects a nonsensical message count', async () => {
-    await expect(runDemo({ messages: 0 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  it('rejects a nonsensical order count', async () => {
+    await expect(runDemo({ orders: 0 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 });

@@ -149,7 +149,7 @@ function consumerProgram(broker: Broker, orderId: string): string {
     `  messageId: ${JSON.stringify(randomUUID())},`,
     `  destination: ${JSON.stringify(destination)},`,
     '  key: testOrder.id,',
-    "  headers: { type: OrderPlaced.type },",
+    '  headers: { type: OrderPlaced.type },',
     '  payload: new TextEncoder().encode(JSON.stringify(testOrder)),',
     '};',
     `const testPublisher = testPublisherOf(${JSON.stringify(options)});`,

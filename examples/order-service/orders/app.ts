@@ -1,0 +1,94 @@
+/**
+ * The orders API: `POST /orders` with an `Idempotency-Key` header (required). The
+ * idempotency middleware gives the handler the transaction in which the key's record will be
+ * written; the order row and its `order.created` event go into that same transaction, so the
+ * order, its event and the stored answer commit together or not at all, and a retry of the
+ * request gets the stored answer instead of a second order.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Operations, Outbox, Store } from '@justonce/core';
+import { idempotency, idempotencyContext } from '@justonce/http/express';
+import { OrderCreated } from '../messages';
+import { NewOrder, type Order } from './contract';
+
+/** Options of {@link createOrdersApp}. */
+export interface OrdersAppOptions {
+  /** The orders service's store (its own schema). */
+  readonly store: Store;
+  /** Idempotency records of the API's keys. */
+  readonly operations: Operations;
+  readonly outbox: Outbox;
+  /** The Kafka topic (or queue) `order.created` goes to. */
+  readonly topic: string;
+  /** Called once the order and its event are written, before the commit; a throw aborts both. */
+  readonly onWritten?: (order: Order) => void;
+  /** Where errors of the handler are reported. Default: nowhere. */
+  readonly onError?: (error: unknown) => void;
+}
+
+/** Creates the orders table. No unique index on the key, on purpose: a double would show. */
+export async function createOrdersTables(store: Store): Promise<void> {
+  await store.knex.raw(
+    `create table if not exists ${store.names.table('orders')} (
+       order_id uuid primary key,
+       idempotency_key text not null,
+       customer_id text not null,
+       amount_cents integer not null,
+       currency text not null,
+       created_at timestamptz not null default clock_timestamp()
+     )`,
+  );
+}
+
+/** The orders API as an Express app. */
+export function createOrdersApp(options: OrdersAppOptions): express.Express {
+  const { store, operations, outbox, topic } = options;
+  const app = express();
+  app.post(
+    '/orders',
+    express.json(),
+    // A real API scopes keys by the authenticated client; this one has a single client.
+    idempotency({ operations, operation: 'create-order', scope: 'shared' }),
+    async (req, res) => {
+      const { trx, key } = idempotencyContext(res);
+      const input = NewOrder.safeParse(req.body);
+      if (!input.success) {
+        res.status(400).json({ title: 'invalid order', issues: input.error.issues });
+        return;
+      }
+      const order: Order = {
+        orderId: randomUUID(),
+        ...input.data,
+        status: 'created',
+        createdAt: new Date().toISOString(),
+      };
+      await trx.withSchema(store.schema).table('orders').insert({
+        order_id: order.orderId,
+        idempotency_key: key,
+        customer_id: order.customerId,
+        amount_cents: order.amountCents,
+        currency: order.currency,
+      });
+      await outbox.add(
+        trx,
+        OrderCreated,
+        {
+          orderId: order.orderId,
+          customerId: order.customerId,
+          amountCents: order.amountCents,
+          currency: order.currency,
+        },
+        { destination: topic },
+      );
+      options.onWritten?.(order);
+      res.status(201).json(order);
+    },
+  );
+  // A 5xx is not stored: the transaction rolls back and the key is free for the retry.
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    options.onError?.(error);
+    res.status(500).json({ title: 'internal error' });
+  });
+  return app;
+}

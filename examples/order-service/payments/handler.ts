@@ -1,0 +1,98 @@
+/**
+ * The payments service's handler: for each `order.created`, charge the order once through the
+ * provider, record the payment and emit `payment.captured`.
+ *
+ * The charge is outside the database, so the inbox's transaction cannot undo it: it runs as
+ * an idempotent operation keyed by the order id (`operations.run`), whose record is written
+ * in transactions of its own and survives a rollback of the inbox's. A redelivery after any
+ * failure finds the charge's stored answer and does not call the provider again; a call cut
+ * short (time-out, crash during the call) is made again with the same key, which the
+ * provider dedupes. The payment row and the event are written in the inbox's transaction.
+ */
+import {
+  isLeaseLostError,
+  messageHandler,
+  on,
+  type Handler,
+  type InboxErrorClass,
+  type Operations,
+  type Store,
+} from '@justonce/core';
+import { OrderCreated, PaymentCaptured } from '../messages';
+import type { ProviderClient } from './provider-client';
+
+/** Where a failure can be injected (the one-process demo does). */
+export type PaymentStep =
+  /** The provider charged; the operation's record is not written yet. */
+  | 'charged'
+  /** The payment row and the event are written; the inbox's transaction is not committed. */
+  | 'recorded';
+
+/** Options of {@link paymentsHandler}. */
+export interface PaymentsOptions {
+  /** The payments service's store (its own schema). */
+  readonly store: Store;
+  /** The charge records (`createOperations`). */
+  readonly charges: Operations;
+  readonly provider: ProviderClient;
+  /** The queue (or topic) `payment.captured` goes to. */
+  readonly destination: string;
+  /** Called at each {@link PaymentStep}; a throw there fails the delivery. */
+  readonly onStep?: (step: PaymentStep, orderId: string) => void;
+}
+
+/** Creates the payments table. No unique index on the order id, on purpose: a double would show. */
+export async function createPaymentsTables(store: Store): Promise<void> {
+  await store.knex.raw(
+    `create table if not exists ${store.names.table('payments')} (
+       id bigint generated always as identity primary key,
+       order_id uuid not null,
+       payment_id text not null,
+       amount_cents integer not null,
+       captured_at timestamptz not null default clock_timestamp()
+     )`,
+  );
+}
+
+/**
+ * The payments inbox's `classify`: a charge whose lease ran out before its record was written
+ * (the process stalled past `leaseMs`) is retried like any transient failure instead of
+ * dead-lettered; the redelivery finds the record and replays it, or waits for its new owner.
+ */
+export function classifyPaymentError(error: unknown): InboxErrorClass | undefined {
+  return isLeaseLostError(error) ? 'transient' : undefined;
+}
+
+/** The handler of the payments consumer. */
+export function paymentsHandler(options: PaymentsOptions): Handler {
+  const { store, charges, provider, destination, onStep } = options;
+  return messageHandler({
+    routes: [
+      on(OrderCreated, async (order, ctx) => {
+        const charge = await charges.run(
+          order.orderId, // the key: one charge per order, however often this runs
+          { amountCents: order.amountCents, currency: order.currency },
+          async (op) => {
+            const charged = await provider.charge(
+              { orderId: order.orderId, amountCents: order.amountCents, currency: order.currency },
+              { idempotencyKey: op.key, signal: op.signal },
+            );
+            onStep?.('charged', order.orderId);
+            return charged;
+          },
+        );
+        await ctx.trx.withSchema(store.schema).table('payments').insert({
+          order_id: order.orderId,
+          payment_id: charge.paymentId,
+          amount_cents: charge.amountCents,
+        });
+        await ctx.outbox.add(
+          PaymentCaptured,
+          { orderId: order.orderId, paymentId: charge.paymentId, amountCents: charge.amountCents },
+          { destination },
+        );
+        onStep?.('recorded', order.orderId);
+      }),
+    ],
+  });
+}
