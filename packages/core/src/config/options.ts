@@ -116,6 +116,29 @@ export function closestOption(key: string, known: readonly string[]): string | u
 }
 
 /**
+ * The message naming unknown option keys (each with `prefix`) and the closest known one:
+ * "unknown option `batchsize`; did you mean `batchSize`?". @internal
+ */
+export function unknownOptionsMessage(
+  unknown: readonly string[],
+  known: readonly string[],
+  prefix = '',
+): { message: string; named: string[]; suggestions: (string | undefined)[] } {
+  const named = unknown.map((key) => `${prefix}${key}`);
+  const suggestions = unknown.map((key) => {
+    const suggestion = closestOption(key, known);
+    return suggestion === undefined ? undefined : `${prefix}${suggestion}`;
+  });
+  const hint = (i: number): string =>
+    suggestions[i] === undefined ? '' : `did you mean \`${suggestions[i]}\`?`;
+  const message =
+    named.length === 1
+      ? `unknown option \`${named[0]}\`${hint(0) === '' ? '' : `; ${hint(0)}`}`
+      : `unknown options ${named.map((n, i) => `\`${n}\`${hint(i) === '' ? '' : ` (${hint(i)})`}`).join(', ')}`;
+  return { message, named, suggestions };
+}
+
+/**
  * Refuses an options object with a key that is not in `known`, with a
  * {@link ConfigurationError} naming each unknown key (with its `path`, e.g. `backoff.basems`)
  * and the closest known one: "createRelay: unknown option `batchsize`; did you mean
@@ -146,17 +169,7 @@ export function rejectUnknownOptions(
   const prefix = path === '' ? '' : `${path}.`;
   const unknown = Object.keys(value).filter((key) => !known.includes(key));
   if (unknown.length === 0) return;
-  const named = unknown.map((key) => `${prefix}${key}`);
-  const suggestions = unknown.map((key) => {
-    const suggestion = closestOption(key, known);
-    return suggestion === undefined ? undefined : `${prefix}${suggestion}`;
-  });
-  const hint = (i: number): string =>
-    suggestions[i] === undefined ? '' : `did you mean \`${suggestions[i]}\`?`;
-  const message =
-    named.length === 1
-      ? `unknown option \`${named[0]}\`${hint(0) === '' ? '' : `; ${hint(0)}`}`
-      : `unknown options ${named.map((n, i) => `\`${n}\`${hint(i) === '' ? '' : ` (${hint(i)})`}`).join(', ')}`;
+  const { message, named, suggestions } = unknownOptionsMessage(unknown, known, prefix);
   // fromEntries, not assignment: a key such as `__proto__` must stay a plain entry.
   const didYouMean = Object.fromEntries(
     named.flatMap((n, i) => (suggestions[i] === undefined ? [] : [[n, suggestions[i]]])),

@@ -1,4 +1,4 @@
-import { closestOption, optionKeys } from '../config/options';
+import { optionKeys, unknownOptionsMessage } from '../config/options';
 import { storableDiagnostic, unstorableText } from '../store/text';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import type { OperationRef, RunOptions, TransactionalRunOptions } from './types';
@@ -59,13 +59,7 @@ function rejectUnknownCallOptions(value: object, known: readonly string[], metho
     .filter((key) => !known.includes(key))
     .map((key) => storableDiagnostic(key.slice(0, 50)));
   if (unknown.length === 0) return;
-  const suggestions = unknown.map((key) => closestOption(key, known));
-  const hint = (i: number): string =>
-    suggestions[i] === undefined ? '' : `did you mean \`${suggestions[i]}\`?`;
-  const message =
-    unknown.length === 1
-      ? `unknown option \`${unknown[0]}\`${hint(0) === '' ? '' : `; ${hint(0)}`}`
-      : `unknown options ${unknown.map((key, i) => `\`${key}\`${hint(i) === '' ? '' : ` (${hint(i)})`}`).join(', ')}`;
+  const { message } = unknownOptionsMessage(unknown, known);
   throw new InvalidOperationInputError(`${method}: ${message}`, { unknown });
 }
 
