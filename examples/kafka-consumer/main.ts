@@ -1,6 +1,7 @@
 // One payment per order, however often Kafka delivers it.
-import { createInbox, createStore } from '@justonce/core';
+import { createInbox, createStore, messageHandler, on } from '@justonce/core';
 import { createKafkaConsumer } from '@justonce/kafka';
+import { OrderPlaced } from './messages';
 
 async function main(): Promise<void> {
   const store = await createStore({ connectionString: process.env.DATABASE_URL });
@@ -11,8 +12,14 @@ async function main(): Promise<void> {
     groupId: 'payments',
     topics: ['orders'],
     fromBeginning: true,
-    inbox: createInbox({ store, consumer: 'payments', decode: (body) => JSON.parse(`${body}`) }),
-    handler: ({ trx, payload }) => trx('payments').insert(payload as { id: string; cents: number }),
+    inbox: createInbox({ store, consumer: 'payments' }),
+    handler: messageHandler({
+      routes: [
+        on(OrderPlaced, async (order, { trx }) => {
+          await trx('payments').insert({ id: order.id, cents: order.cents });
+        }),
+      ],
+    }),
   });
   await consumer.start();
   process.once('SIGINT', () => void consumer.stop().then(() => store.close()));

@@ -1,7 +1,8 @@
 // One shipment per order, however often RabbitMQ delivers it; failures retried with delays,
 // poison messages dead-lettered to `orders.dlx` → `orders.dead` with the reason in headers.
-import { consoleLogger, createInbox, createStore } from '@justonce/core';
+import { consoleLogger, createInbox, createStore, messageHandler, on } from '@justonce/core';
 import { createRabbitConsumer } from '@justonce/rabbitmq';
+import { OrderPlaced } from './messages';
 
 async function main(): Promise<void> {
   const store = await createStore({ connectionString: process.env.DATABASE_URL });
@@ -10,20 +11,20 @@ async function main(): Promise<void> {
   const consumer = createRabbitConsumer({
     url: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
     queue: 'orders',
-    inbox: createInbox({
-      store,
-      consumer: 'shipping',
-      maxAttempts: 4,
-      decode: (body) => JSON.parse(Buffer.from(body as Uint8Array).toString()) as unknown,
-    }),
+    inbox: createInbox({ store, consumer: 'shipping', maxAttempts: 4 }),
     prefetch: 20,
     concurrency: 4,
     retry: { delaysMs: [1_000, 5_000, 30_000] },
     logger: consoleLogger('info'),
-    handler: async ({ trx, payload }) => {
-      const { orderId } = payload as { orderId: string };
-      await trx('shipments').insert({ order_id: orderId });
-    },
+    // Routed by the `type` header; a body that is not JSON or fails the schema is
+    // dead-lettered at once as INVALID_PAYLOAD, a message of no known type as UNKNOWN_MESSAGE_TYPE.
+    handler: messageHandler({
+      routes: [
+        on(OrderPlaced, async ({ orderId }, { trx }) => {
+          await trx('shipments').insert({ order_id: orderId });
+        }),
+      ],
+    }),
   });
   await consumer.start();
   const stop = () => void consumer.stop().then(() => store.close());

@@ -4,10 +4,11 @@
  * It creates a queue with a dead-letter queue (redrive after 3 receives), sends orders to it
  * (some twice, as a producer retrying would, and one that always fails), and runs a consumer
  * that records each order once in PostgreSQL (DATABASE_URL) or, without it, in embedded
- * PGlite. While handling an order it emits an `order-accepted` event through the outbox; a
- * relay publishes those events to a second queue with the SQS publisher. Ctrl-C (SIGINT) or
- * SIGTERM stops it gracefully; otherwise it stops once every order is settled and prints
- * what happened.
+ * PGlite. Orders are typed messages: each carries the `type` attribute `order.placed`, and
+ * `messageHandler` hands the handler its body parsed and checked by the schema. While handling
+ * an order it emits an `order.accepted` event through the typed outbox; a relay publishes
+ * those events to a second queue with the SQS publisher. Ctrl-C (SIGINT) or SIGTERM stops it
+ * gracefully; otherwise it stops once every order is settled and prints what happened.
  *
  * Environment: SQS_ENDPOINT (default: the ElasticMQ that `pnpm services:up` starts),
  * AWS_REGION (default us-east-1), DATABASE_URL (default: PGlite in memory), ORDERS (default 20).
@@ -26,16 +27,31 @@ import {
   createInbox,
   createRelay,
   createStore,
+  defineMessage,
   FinalError,
+  MESSAGE_TYPE_HEADER,
+  messageHandler,
+  on,
+  type MessagePayload,
   type SettledEvent,
 } from '@justonce/core';
 import { createSqsConsumer, createSqsPublisher } from '@justonce/sqs';
+import { z } from 'zod';
 import { ensureServices } from '../../test-support/services';
 
-interface Order {
-  readonly orderId: string;
-  readonly cents: number;
-}
+const orderSchema = z.object({ orderId: z.string().min(1), cents: z.number().int() });
+
+/** What the example sends to the orders queue. */
+const OrderPlaced = defineMessage({ type: 'order.placed', schema: orderSchema });
+
+/** What the consumer emits for each order it records (to the events queue, known at run time). */
+const OrderAccepted = defineMessage({
+  type: 'order.accepted',
+  schema: z.object({ accepted: orderSchema }),
+  key: (event) => event.accepted.orderId,
+});
+
+type Order = MessagePayload<typeof OrderPlaced>;
 
 async function sqsEndpoint(): Promise<string> {
   if (process.env.SQS_ENDPOINT) return process.env.SQS_ENDPOINT;
@@ -87,7 +103,7 @@ async function main(): Promise<void> {
   );
 
   // Orders to send: every third one twice (a producer retrying), and one poison order.
-  const entries = [];
+  const entries: Order[] = [];
   for (let i = 0; i < orders; i++) {
     const order: Order = { orderId: `order-${i}`, cents: 100 + i };
     const copies = i % 3 === 0 ? 2 : 1;
@@ -101,7 +117,10 @@ async function main(): Promise<void> {
         Entries: entries.slice(i, i + 10).map((order, j) => ({
           Id: `e${j}`,
           MessageBody: JSON.stringify(order),
-          MessageAttributes: { 'message-id': { DataType: 'String', StringValue: order.orderId } },
+          MessageAttributes: {
+            'message-id': { DataType: 'String', StringValue: order.orderId },
+            [MESSAGE_TYPE_HEADER]: { DataType: 'String', StringValue: OrderPlaced.type },
+          },
         })),
       }),
     );
@@ -122,23 +141,23 @@ async function main(): Promise<void> {
       consumer: 'order-recorder',
       maxAttempts: 2,
       backoff: { baseMs: 500, capMs: 2_000 },
-      decode: (body) => JSON.parse(String(body)) as Order,
       logger,
     }),
     logger,
-    handler: async ({ trx, payload, outbox }) => {
-      const order = payload as Order;
-      if (order.cents < 0) throw new FinalError(`order ${order.orderId} has a negative amount`);
-      await trx.raw(`insert into ${store.names.schema}."orders" (order_id, cents) values (?, ?)`, [
-        order.orderId,
-        order.cents,
-      ]);
-      await outbox.add({
-        destination: eventsUrl,
-        key: order.orderId,
-        payload: { accepted: order },
-      });
-    },
+    // Routed by the `type` attribute; a body that is not JSON or fails the schema is
+    // dead-lettered at once as INVALID_PAYLOAD.
+    handler: messageHandler({
+      routes: [
+        on(OrderPlaced, async (order, { trx, outbox }) => {
+          if (order.cents < 0) throw new FinalError(`order ${order.orderId} has a negative amount`);
+          await trx.raw(
+            `insert into ${store.names.schema}."orders" (order_id, cents) values (?, ?)`,
+            [order.orderId, order.cents],
+          );
+          await outbox.add(OrderAccepted, { accepted: order }, { destination: eventsUrl });
+        }),
+      ],
+    }),
     onSettled: (event) => settled.push(event),
   });
 
@@ -175,10 +194,7 @@ async function main(): Promise<void> {
   await stop();
 
   const count = (status: string) => settled.filter((e) => e.outcome?.status === status).length;
-  const recorded = (await store.knex.raw(
-    `select count(*)::int as n from ${store.names.schema}."orders"`,
-  )) as { rows: Array<{ n: number }> } | Array<{ n: number }>;
-  const rows = Array.isArray(recorded) ? recorded : recorded.rows;
+  const recorded = await store.knex.withSchema(schema).from('orders').count({ n: '*' }).first();
   console.log(
     JSON.stringify(
       {
@@ -187,7 +203,7 @@ async function main(): Promise<void> {
         duplicates: count('duplicate'),
         deadLettered: count('dead-lettered'),
         retries: settled.filter((e) => e.action === 'redelivered').length,
-        ordersRecorded: rows[0]?.n,
+        ordersRecorded: Number(recorded?.n),
         eventsPublished: (await relay.stats()).published,
       },
       null,
