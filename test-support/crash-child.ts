@@ -1,14 +1,13 @@
 /**
- * The crash tests' child process, both halves in one file: the parent spawns this file with a
- * {@link CrashJob}, the child runs a consumer (or one delivery) through the inbox on
+ * The inbox crash tests' child process, both halves in one file: the parent spawns this file
+ * with a {@link CrashJob}, the child runs a consumer (or one delivery) through the inbox on
  * PostgreSQL, writes one effect per message, and when it reaches the step it was told to stop
  * at it reports that on stdout and hangs, so the parent kills it with SIGKILL exactly there
  * (the way a crash or an OOM kill would). What differs per transport is only how the consumer
  * is built, which the job's `transport` part says; the inbox, the handler and the reports are
- * the same for all of them.
+ * the same for all of them. Spawning, reports and killing are the harness's, in
+ * `child-process.ts`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import {
   createInbox,
   createStore,
@@ -23,6 +22,7 @@ import {
 import type { KafkaConsumerOptions } from '@justonce/kafka';
 import type { RabbitConsumerOptions } from '@justonce/rabbitmq';
 import type { SqsConsumerOptions } from '@justonce/sqs';
+import { childModule, hang, killChildren, runChild, type SpawnedChild } from './child-process';
 import { writeEffect } from './effects';
 
 /** How the child gets its messages: the part of a crash job that differs per transport. */
@@ -89,140 +89,24 @@ export type CrashReport =
   /** The one delivery of an `inbox` job was processed to this outcome. */
   | { readonly type: 'outcome'; readonly status: InboxOutcome['status'] };
 
-/** The environment variable the job travels in. */
-const JOB_ENV = 'CRASH_CHILD_JOB';
-/** Report lines start with this, so a library's stray stdout line is never taken for one. */
-const REPORT_PREFIX = 'CRASH-CHILD ';
-/** The repository root: tsx finds the workspace's path mapping in its tsconfig there. */
-const ROOT = path.resolve(__dirname, '..');
+const crashChild = childModule<CrashJob, CrashReport>(__filename, 'CRASH_CHILD');
 
 // ---------------------------------------------------------------------------------------------
 // The parent's half.
 
 /** A running child. */
-export interface CrashChild {
-  readonly process: ChildProcess;
-  /** Every report so far, in order. */
-  readonly reports: readonly CrashReport[];
-  /**
-   * The next report (after those an earlier `next` returned) of one of these types. Rejects,
-   * with the child's stderr, if the child exits first or the report does not come in time.
-   */
-  next<T extends CrashReport['type']>(
-    types: T | readonly T[],
-    timeoutMs?: number,
-  ): Promise<Extract<CrashReport, { type: T }>>;
-  /** Kills the child with SIGKILL (if still running); resolves with its signal once it is gone. */
-  kill(): Promise<NodeJS.Signals | null>;
-  /** Resolves once the child is gone and its output read. */
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** What the child wrote to stderr so far. */
-  stderr(): string;
-}
-
-const running = new Set<ChildProcess>();
-
-/** Kills every child still running; for a test file's `afterEach`, so none outlives its test. */
-export async function killCrashChildren(): Promise<void> {
-  const children = [...running];
-  running.clear();
-  await Promise.all(
-    children.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('close', resolve));
-      child.kill('SIGKILL');
-      await gone;
-    }),
-  );
-}
+export type CrashChild = SpawnedChild<CrashReport>;
 
 /** Spawns a child on this file (through tsx) with the job. */
 export function spawnCrashChild(job: CrashJob): CrashChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
-    cwd: ROOT,
-    env: { ...process.env, [JOB_ENV]: JSON.stringify(job) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  const reports: CrashReport[] = [];
-  const listeners = new Set<() => void>();
-  const notify = () => listeners.forEach((listener) => listener());
-  let stdout = '';
-  let stderr = '';
-  let gone: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdout!.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    const lines = stdout.split('\n');
-    stdout = lines.pop() ?? '';
-    for (const line of lines) {
-      if (line.startsWith(REPORT_PREFIX)) {
-        reports.push(JSON.parse(line.slice(REPORT_PREFIX.length)) as CrashReport);
-      }
-    }
-    notify();
-  });
-  // `close`, not `exit`: only then is every line the child wrote read.
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('close', (code, signal) => {
-      running.delete(child);
-      gone = { code, signal };
-      notify();
-      resolve(gone);
-    });
-  });
-  let cursor = 0;
-  return {
-    process: child,
-    reports,
-    exited,
-    stderr: () => stderr,
-    next<T extends CrashReport['type']>(types: T | readonly T[], timeoutMs = 45_000) {
-      const wanted: readonly CrashReport['type'][] = typeof types === 'string' ? [types] : types;
-      type Wanted = Extract<CrashReport, { type: T }>;
-      return new Promise<Wanted>((resolve, reject) => {
-        const done = () => {
-          clearTimeout(timer);
-          listeners.delete(check);
-        };
-        const check = () => {
-          while (cursor < reports.length) {
-            const report = reports[cursor++]!;
-            if (wanted.includes(report.type)) {
-              done();
-              resolve(report as Wanted);
-              return;
-            }
-          }
-          if (gone) {
-            done();
-            const how = gone.signal ?? `code ${gone.code}`;
-            reject(
-              new Error(`child exited (${how}) before reporting ${wanted}; stderr: ${stderr}`),
-            );
-          }
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`child did not report ${wanted} in ${timeoutMs} ms; stderr: ${stderr}`));
-        }, timeoutMs);
-        listeners.add(check);
-        check();
-      });
-    },
-    async kill() {
-      if (!gone) child.kill('SIGKILL');
-      return (await exited).signal;
-    },
-  };
+  return crashChild.spawn(job);
 }
+
+/** Kills every child still running; for a test file's `afterEach`, so none outlives its test. */
+export const killCrashChildren = killChildren;
 
 // ---------------------------------------------------------------------------------------------
 // The child's half.
-
-function report(line: CrashReport): void {
-  process.stdout.write(`${REPORT_PREFIX}${JSON.stringify(line)}\n`);
-}
 
 /** What every transport's consumer is built from. */
 interface ChildParts {
@@ -244,7 +128,7 @@ async function runTransport(transport: CrashTransport, parts: ChildParts): Promi
         delivery: transport.delivery ?? {},
       };
       const outcome = await inbox.process(envelope, handler);
-      report({ type: 'outcome', status: outcome.status });
+      crashChild.report({ type: 'outcome', status: outcome.status });
       await parts.store.close();
       return;
     }
@@ -265,20 +149,19 @@ async function runTransport(transport: CrashTransport, parts: ChildParts): Promi
       break;
     }
   }
-  report({ type: 'started' });
+  crashChild.report({ type: 'started' });
 }
 
 async function childMain(): Promise<void> {
-  const job = JSON.parse(process.env[JOB_ENV] ?? 'null') as CrashJob | null;
-  if (!job) throw new Error(`${JOB_ENV} is not set`);
+  const job = crashChild.job();
   const store = await createStore({ connectionString: job.databaseUrl, schema: job.schema });
   let written = 0;
   // Only the first stop: the parent kills at it, and other deliveries in flight meanwhile go on.
   let stopped = false;
   const stop = (line: Extract<CrashReport, { type: 'stopped' }>): Promise<never> => {
     stopped = true;
-    report(line);
-    return new Promise<never>(() => undefined);
+    crashChild.report(line);
+    return hang();
   };
   const inbox = createInbox({
     store,
@@ -314,15 +197,14 @@ async function childMain(): Promise<void> {
   };
   const onSettled = (event: SettledEvent) => {
     if (event.outcome?.status !== 'dead-lettered') return;
-    report({ type: 'dead-lettered', messageId: event.messageId, attempt: event.outcome.attempt });
+    crashChild.report({
+      type: 'dead-lettered',
+      messageId: event.messageId,
+      attempt: event.outcome.attempt,
+    });
   };
   await runTransport(job.transport, { store, inbox, handler, onSettled });
 }
 
 // Run as the child only when spawned on this file, not when a test imports the parent's half.
-if (require.main === module) {
-  childMain().catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) runChild(childMain);

@@ -1,15 +1,16 @@
 import { createOperations, createOutbox } from '../src';
-import { databaseUrl, openTestStore } from './db';
+import { killChildren } from '../../../test-support/child-process';
+import { databaseUrl } from './db';
 import {
-  killOperationCrashChildren,
   spawnOperationCrashChild,
   type OperationCrashPoint,
 } from './fixtures/operation-crash-child';
 import {
-  createOrdersTable,
   orderEventsOf,
   ordersOf,
   placeOrder,
+  withOrdersStore,
+  type OrdersStore,
   type PlacedOrder,
 } from './fixtures/orders-support';
 
@@ -25,17 +26,11 @@ const OPERATION = 'place-order';
 const LEASE_MS = 1_500;
 
 describe('operations.runInTransaction crash safety on postgres (child processes killed with SIGKILL)', () => {
-  let store: Awaited<ReturnType<typeof openTestStore>>;
+  let store: OrdersStore;
 
-  beforeAll(async () => {
-    store = await openTestStore('postgres');
-    await createOrdersTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  withOrdersStore('postgres', (opened) => (store = opened));
   afterEach(async () => {
-    await killOperationCrashChildren();
+    await killChildren();
   });
 
   /** Runs a child until it stops at `stopAt`, kills it there, and says what it reported. */
@@ -49,7 +44,7 @@ describe('operations.runInTransaction crash safety on postgres (child processes 
       leaseMs: LEASE_MS,
       stopAt,
     });
-    const report = await child.stopped;
+    const report = await child.next('stopped');
     expect(report.at).toBe(stopAt);
     expect({ signal: await child.kill(), stderr: child.stderr() }).toEqual({
       signal: 'SIGKILL',

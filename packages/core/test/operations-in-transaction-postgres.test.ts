@@ -1,22 +1,21 @@
 import type { Knex } from 'knex';
 import {
-  createOperations,
   createOutbox,
   isLeaseLostError,
   isOperationConflictError,
   isOperationInProgressError,
   type OperationContext,
   type Operations,
-  type OperationsOptions,
 } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { openTestStore } from './db';
 import { gate, rejection } from './fixtures/gate';
+import { freshOperations } from './fixtures/operations-support';
 import {
-  createOrdersTable,
   orderEventsOf,
   ordersOf,
   placeOrder,
+  withOrdersStore,
+  type OrdersStore,
   type PlacedOrder,
 } from './fixtures/orders-support';
 
@@ -28,19 +27,11 @@ import {
 const SOON = { timeoutMs: 5_000, intervalMs: 20 };
 
 describe('operations.runInTransaction with concurrent callers on postgres', () => {
-  let store: Awaited<ReturnType<typeof openTestStore>>;
-  let sequence = 0;
-  const operations = (options: Omit<OperationsOptions, 'store'> = {}): Operations =>
-    createOperations({ store, operation: `pg-tx-${(sequence += 1)}`, ...options });
+  let store: OrdersStore;
+  const operations = freshOperations('pg-tx', () => store);
   const outbox = () => createOutbox({ store });
 
-  beforeAll(async () => {
-    store = await openTestStore('postgres');
-    await createOrdersTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  withOrdersStore('postgres', (opened) => (store = opened));
 
   it('holds no lock while the effect runs: duplicates are told at once, nothing shows before commit', async () => {
     const ops = operations();

@@ -1,7 +1,12 @@
 import fc, { type JsonValue } from 'fast-check';
 import { createOperations, type TransactionalEffect } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
-import { createOrdersTable, insertOrder, ordersOf } from './fixtures/orders-support';
+import { STORE_KINDS } from './db';
+import {
+  insertOrder,
+  ordersOf,
+  withOrdersStore,
+  type OrdersStore,
+} from './fixtures/orders-support';
 
 /**
  * Any JSON response round-trips byte for byte through `runInTransaction` and its replay: the
@@ -14,14 +19,8 @@ const RUNS = Number(process.env.FC_RUNS ?? 50);
 const response = fc.jsonValue({ stringUnit: 'binary', maxDepth: 3 });
 
 describe.each(STORE_KINDS)('runInTransaction replays any JSON response on %s', (kind) => {
-  let store: Awaited<ReturnType<typeof openTestStore>>;
-  beforeAll(async () => {
-    store = await openTestStore(kind);
-    await createOrdersTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  let store: OrdersStore;
+  withOrdersStore(kind, (opened) => (store = opened));
 
   it('returns the same JSON text to the first call and to its replay', async () => {
     const ops = createOperations({ store, operation: 'json-round-trip' });

@@ -7,56 +7,29 @@ import {
   isOperationFailedError,
   isResponseTooLargeError,
   type OperationContext,
-  type Operations,
-  type OperationsOptions,
   type TransactionalOperationStep,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { STORE_KINDS } from './db';
 import { gate, rejection } from './fixtures/gate';
+import { DeclinedError, freshOperations, TransientError } from './fixtures/operations-support';
 import {
-  createOrdersTable,
   insertOrder,
   orderEventsOf,
   ordersOf,
   placeOrder,
+  withOrdersStore,
+  type OrdersStore,
 } from './fixtures/orders-support';
 
-type TestStore = Awaited<ReturnType<typeof openTestStore>>;
-
-class TransientError extends Error {
-  readonly retriable = true;
-  constructor(message: string) {
-    super(message);
-    this.name = 'TransientError';
-  }
-}
-
-class DeclinedError extends Error {
-  readonly retriable = false;
-  readonly code = 'CARD_DECLINED';
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeclinedError';
-  }
-}
-
 describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
-  let store: TestStore;
-  let sequence = 0;
-  /** Operations on a fresh operation name, so tests never see each other's records. */
-  const operations = (options: Omit<OperationsOptions, 'store'> = {}): Operations =>
-    createOperations({ store, operation: `tx-${(sequence += 1)}`, ...options });
+  let store: OrdersStore;
+  const operations = freshOperations('tx', () => store);
   const outbox = () => createOutbox({ store });
+  let sequence = 0;
   /** A fresh key, so tests never share orders. */
   const freshKey = (label: string) => `${label}-${(sequence += 1)}`;
 
-  beforeAll(async () => {
-    store = await openTestStore(kind);
-    await createOrdersTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  withOrdersStore(kind, (opened) => (store = opened));
 
   it('commits the order, its outbox event and SUCCEEDED together, and replays the response', async () => {
     const ops = operations();
@@ -247,14 +220,8 @@ describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
 });
 
 describe('operations.runInTransaction on pglite (one connection)', () => {
-  let store: TestStore;
-  beforeAll(async () => {
-    store = await openTestStore('pglite');
-    await createOrdersTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  let store: OrdersStore;
+  withOrdersStore('pglite', (opened) => (store = opened));
 
   it('makes a duplicate wait for the open transaction, then replays its response', async () => {
     const ops = createOperations({ store, operation: 'lite' });

@@ -13,46 +13,13 @@ import {
 } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, openTestStore } from './db';
+import { DeclinedError, TransientError } from './fixtures/operations-support';
+import { gate, rejection } from './fixtures/gate';
 
 /** How long the checks below wait for an operation's state, and how often they look. */
 const SOON = { timeoutMs: 5_000, intervalMs: 20 };
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
-
-/** A promise with its resolver, to hold an effect at a known point. */
-function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
-  let open!: (value: T) => void;
-  const promise = new Promise<T>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
-}
-
-class TransientError extends Error {
-  readonly retriable = true;
-  constructor(message: string) {
-    super(message);
-    this.name = 'TransientError';
-  }
-}
-
-class DeclinedError extends Error {
-  readonly retriable = false;
-  readonly code = 'CARD_DECLINED';
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeclinedError';
-  }
-}
 
 describe.each(STORE_KINDS)('idempotent operations on %s', (kind) => {
   let store: TestStore;
