@@ -1,5 +1,6 @@
 import {
   createMemoryPublisher,
+  createOperations,
   createOutbox,
   createRelay,
   createStore,
@@ -99,6 +100,26 @@ describe('prepared statements on postgres', () => {
       expect(await relay.runOnce()).toMatchObject({ published: 1 });
       expect(publisher.published.map((m) => m.key)).toEqual(['first', 'after']);
       expect((await preparedStatements(store)).length).toBeGreaterThan(0);
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it("prepares an operation's reserve and completion, and runs them again at once after the server lost them", async () => {
+    const store = await openTestStore('postgres', { pool: { min: 1, max: 1 } });
+    try {
+      const ops = createOperations({ store, operation: 'charge' });
+      expect(await ops.run('k1', { n: 1 }, async () => 'one')).toBe('one');
+      const t = store.names.table('idempotency');
+      const ours = (rows: PreparedRow[]) =>
+        rows.filter((row) => row.statement.includes(t)).map((row) => row.statement.split(/\s+/)[0]);
+      expect(ours(await preparedStatements(store)).sort()).toEqual(['insert', 'update']);
+      // What a pooler's DISCARD ALL does: the driver still believes them prepared. The
+      // reserve and the completion run on their own, so they run again under new names.
+      await store.knex.raw('deallocate all');
+      expect(await ops.run('k2', { n: 2 }, async () => 'two')).toBe('two');
+      expect(await ops.run('k1', { n: 1 }, async () => 'again')).toBe('one');
+      expect(ours(await preparedStatements(store)).sort()).toEqual(['insert', 'update']);
     } finally {
       await store.dispose();
     }

@@ -77,7 +77,7 @@ export async function finalize(
   db: Knex = rt.options.store.knex,
 ): Promise<void> {
   const { store } = rt.options;
-  const matched = await finalizeRow(db, store.names, ref, ref.ownerId, final, ref.retentionMs);
+  const matched = await finalizeRow(db, store, ref, ref.ownerId, final, ref.retentionMs);
   if (!matched) throw await leaseLost(rt, ref, action, db);
 }
 

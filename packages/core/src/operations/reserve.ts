@@ -31,7 +31,7 @@ export async function reserveRecord(
   };
   for (let round = 0; round < MAX_RESERVE_ROUNDS; round += 1) {
     const ownerId = randomUUID();
-    const reserved = await reserveRow(store.knex, store.names, record, {
+    const reserved = await reserveRow(store.knex, store, record, {
       requestHash: hash,
       ownerId,
       leaseMs,

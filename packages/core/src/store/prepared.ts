@@ -56,24 +56,26 @@ export type StatementStore = Pick<Store, 'names' | 'preparedStatements'>;
  * generic plan after a few runs instead of planning every call. Only for statements whose
  * text does not vary with the data, or each connection would keep one per variant.
  *
- * A prepared statement the server lost or can no longer run fails its transaction; the names
- * then change, so the caller's next transaction prepares every statement again. @internal
+ * `trx` may also be the store's own knex (a statement in its own transaction). A prepared
+ * statement the server lost or can no longer run fails; the names then change. In a
+ * transaction the failure fails the transaction, and the caller's next transaction prepares
+ * every statement again; a statement on its own changed nothing, so it runs once more at
+ * once under its new name. @internal
  */
 export async function prepared(
   store: StatementStore,
-  trx: Knex.Transaction,
+  trx: Knex | Knex.Transaction,
   sql: string,
   bindings: readonly Knex.RawBinding[],
 ): Promise<unknown> {
-  const statement = trx.raw(sql, bindings as Knex.RawBinding[]);
-  if (!store.preparedStatements) return statement;
+  if (!store.preparedStatements) return trx.raw(sql, bindings as Knex.RawBinding[]);
   try {
-    return await statement.options({ name: statementName(sql) });
+    return await trx.raw(sql, bindings as Knex.RawBinding[]).options({ name: statementName(sql) });
   } catch (error) {
-    if (isStaleStatement(error)) {
-      generation += 1;
-      names.clear();
-    }
-    throw error;
+    if (!isStaleStatement(error)) throw error;
+    generation += 1;
+    names.clear();
+    if (trx.isTransaction === true) throw error;
+    return trx.raw(sql, bindings as Knex.RawBinding[]).options({ name: statementName(sql) });
   }
 }

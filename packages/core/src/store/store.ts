@@ -45,7 +45,8 @@ export interface StoreOptions {
   /** Prefix for every table name. Default empty. Validated like `schema`. */
   tablePrefix?: string;
   /**
-   * Run the relay's hot statements as named prepared statements on PostgreSQL, so each
+   * Run the hot statements of fixed text (the relay's, an operation's reserve and
+   * completion) as named prepared statements on PostgreSQL, so each
    * connection parses them once and PostgreSQL can reuse their plans. Default `true`. Set
    * `false` when the connections go through a pooler that hands a session's statements to
    * other clients (PgBouncer in transaction mode before 1.21, or without

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, type RecordKey } from './row';
 
@@ -17,10 +17,11 @@ export type Final =
  * The response goes into a `json` column, which keeps its text as written (key order, and
  * `\u0000` or lone-surrogate escapes that `jsonb` refuses), so every replay parses to the
  * same JSON the first caller got. The error is `jsonb`: its text must already be storable.
+ * A fixed text, run as a prepared statement when the store allows.
  */
 export async function finalizeRow(
   knex: Knex,
-  names: MigrationNames,
+  store: StatementStore,
   record: RecordKey,
   ownerId: string,
   final: Final,
@@ -28,8 +29,10 @@ export async function finalizeRow(
 ): Promise<boolean> {
   const response = final.status === 'SUCCEEDED' ? final.responseJson : null;
   const error = final.status === 'SUCCEEDED' ? null : final.errorJson;
-  const result = await knex.raw(
-    `update ${names.table('idempotency')}
+  const result = await prepared(
+    store,
+    knex,
+    `update ${store.names.table('idempotency')}
         set status = ?,
             response = ?::json,
             error = ?::jsonb,

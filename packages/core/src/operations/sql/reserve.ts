@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { MigrationNames } from '../../store/migration';
+import { prepared, type StatementStore } from '../../store/prepared';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, toDate, type RecordKey } from './row';
 
@@ -18,16 +18,18 @@ export interface ReservedRow {
  * (then it starts afresh, whatever its hash), or when its request hash matches and it is
  * FAILED_RETRIABLE or IN_PROGRESS with a lease that has run out. Anything else leaves the row
  * untouched and returns nothing; the caller then reads the row to say why. Lease and expiry
- * use the database clock.
+ * use the database clock. A fixed text, run as a prepared statement when the store allows.
  */
 export async function reserveRow(
   knex: Knex,
-  names: MigrationNames,
+  store: StatementStore,
   record: RecordKey,
   params: { requestHash: string; ownerId: string; leaseMs: number; retentionMs: number },
 ): Promise<ReservedRow | undefined> {
-  const table = names.table('idempotency');
-  const result = await knex.raw(
+  const table = store.names.table('idempotency');
+  const result = await prepared(
+    store,
+    knex,
     `insert into ${table} as t
        (scope, operation, key, request_hash, status, owner_id, lease_until,
         response, error, attempts, created_at, updated_at, expires_at)
