@@ -13,13 +13,18 @@ import {
   createOutbox,
   isJustonceError,
   rowsOf,
+  defineMessage,
+  messageHandler,
+  on,
   type Envelope,
+  type Handler,
   type HandlerContext,
   type Store,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
 import { freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
+import { z } from 'zod';
 
 interface Row {
   readonly kind: string;
@@ -59,6 +64,16 @@ const handler = (store: Store) => async (ctx: HandlerContext) => {
   await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
 };
 
+const OrderPlaced = defineMessage({
+  type: 'order.placed',
+  schema: z.object({ id: z.string(), cents: z.number().int() }),
+  destination: 'orders',
+});
+
+/** `handler`, reached through a route for {@link OrderPlaced}. */
+const routed = (store: Store): Handler =>
+  messageHandler({ routes: [on(OrderPlaced, async (_order, ctx) => handler(store)(ctx))] });
+
 function env(id: unknown, extra: Partial<Record<keyof Envelope, unknown>> = {}): Envelope {
   return { id, headers: {}, body: 'body', delivery: {}, ...extra } as Envelope;
 }
@@ -68,10 +83,11 @@ async function deadLetterCase(
   store: Store,
   envelope: Envelope,
   options: { decode?: (body: Uint8Array | string) => unknown } = {},
+  handle: Handler = handler(store),
 ): Promise<Seen> {
   const consumer = freshId('table');
   const inbox = createInbox({ store, consumer, ...options });
-  const outcome = await inbox.process(envelope, handler(store));
+  const outcome = await inbox.process(envelope, handle);
   expect(outcome.status).toBe('dead-lettered');
   if (outcome.status !== 'dead-lettered') return { codes: [outcome.status] };
   const letter = await createDeadLetters(store).get(outcome.deadLetterId as string);
@@ -156,6 +172,32 @@ const CASES: Record<string, Case> = {
     deadLetterCase(store, env(freshId(), { body: '{not json' }), {
       decode: (body) => JSON.parse(String(body)),
     }),
+  'a typed message (`messageHandler`) whose body is not JSON or fails its schema': async (
+    store,
+  ) => {
+    const headers = { type: OrderPlaced.type };
+    const id = freshId();
+    await deadLetterCase(store, env(freshId(), { headers, body: '{not json' }), {}, routed(store));
+    const seen = await deadLetterCase(
+      store,
+      env(id, { headers, body: JSON.stringify({ id: 'o1', cents: 'ten' }) }),
+      {},
+      routed(store),
+    );
+    expect(await countEffects(store, id)).toBe(0);
+    return seen;
+  },
+  'a delivery whose `type` header no route of `messageHandler` knows': (store) =>
+    deadLetterCase(store, env(freshId(), { headers: { type: 'order.lost' } }), {}, routed(store)),
+  "a typed `outbox.add` whose payload fails its message type's schema": async (store) => {
+    const outbox = createOutbox({ store });
+    const id = freshId();
+    const seen = await refusedInTransaction(store, (trx) =>
+      outbox.add(trx, OrderPlaced, { id: 'o1', cents: 1.5 }, { messageId: id }),
+    );
+    expect(await outboxRows(store, [id])).toBe(0);
+    return seen;
+  },
   'an id seen before with a different payload fingerprint': async (store) => {
     const consumer = freshId('table');
     const inbox = createInbox({ store, consumer });
