@@ -58,6 +58,35 @@ export interface Flow {
 /** Starts one side's services on `names` (created beforehand, empty). */
 export type StartFlow = (env: BenchEnv, names: FlowNames) => Promise<Flow>;
 
+/** How a side starts each of its three services on the names of a run. */
+export interface SideServices {
+  /** Starts shipping, noting in `shipped` when each order's shipment row was committed. */
+  shipping(shipped: Map<string, number>): Promise<() => Promise<void>>;
+  payments(): Promise<() => Promise<void>>;
+  orders(): Promise<{ url: string; stop(): Promise<void> }>;
+}
+
+/**
+ * Starts a side's services from the end of the flow back (shipping, payments, then the
+ * orders API), so each consumer is up before anything is sent to it; stops them the other
+ * way round.
+ */
+export async function startFlow(services: SideServices): Promise<Flow> {
+  const shipped = new Map<string, number>();
+  const stopShipping = await services.shipping(shipped);
+  const stopPayments = await services.payments();
+  const orders = await services.orders();
+  return {
+    baseUrl: orders.url,
+    shipped,
+    stop: async () => {
+      await orders.stop();
+      await stopPayments();
+      await stopShipping();
+    },
+  };
+}
+
 /** What the load is: orders timed, orders sent first untimed, requests in flight. */
 export interface Load {
   readonly orders: number;

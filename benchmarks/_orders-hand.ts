@@ -3,9 +3,10 @@
  * careful service would write it without a framework.
  *
  * - orders: an Express `POST /orders` (the same Express, body parser and request validation
- *   as the orders app) inserting the order row, then sending `order.created` with a plain
- *   kafkajs producer (acks from all in-sync replicas) before answering 201. No idempotency
- *   record, no outbox: a crash between the insert and the send loses the event.
+ *   as the orders app: its `acceptOrder`) inserting the order row (its `orderRow`), then
+ *   sending `order.created` with a plain kafkajs producer (acks from all in-sync replicas)
+ *   before answering 201. No idempotency record, no outbox: a crash between the insert and
+ *   the send loses the event.
  * - payments: a kafkajs consumer (the payments consumer's group settings, 4 partitions at a
  *   time, offsets committed by kafkajs) that charges the same provider through the same
  *   client with the order id as key, inserts the payment row, and publishes
@@ -26,12 +27,11 @@ import { Kafka, logLevel } from 'kafkajs';
 import createKnex, { type Knex } from 'knex';
 import { createStore, type Store } from '@justonce/core';
 import { PROVIDER_TIMEOUT_MS } from '../examples/order-service/config';
-import { createOrdersTables } from '../examples/order-service/orders/app';
-import { NewOrder, type Order } from '../examples/order-service/orders/contract';
+import { acceptOrder, createOrdersTables, orderRow } from '../examples/order-service/orders/app';
 import { createPaymentsTables } from '../examples/order-service/payments/handler';
 import { createProviderClient } from '../examples/order-service/payments/provider-client';
 import { createShippingTables } from '../examples/order-service/shipping/handler';
-import { close, serve, type BenchEnv, type Flow, type FlowNames } from './_orders-flow';
+import { close, serve, startFlow, type BenchEnv, type Flow, type FlowNames } from './_orders-flow';
 
 /** The few members of Express this file uses. */
 interface ExpressRequest {
@@ -84,27 +84,12 @@ async function startOrders(env: BenchEnv, names: FlowNames, kafka: Kafka) {
   await producer.connect();
   const app = express();
   app.post('/orders', express.json(), async (req, res) => {
-    const input = NewOrder.safeParse(req.body);
-    if (!input.success) {
-      res.status(400).json({ title: 'invalid order', issues: input.error.issues });
-      return;
-    }
-    const order: Order = {
-      orderId: randomUUID(),
-      ...input.data,
-      status: 'created',
-      createdAt: new Date().toISOString(),
-    };
+    const order = acceptOrder(req.body, res);
+    if (order === undefined) return;
     await db
       .withSchema(names.schemas.orders)
       .table('orders')
-      .insert({
-        order_id: order.orderId,
-        idempotency_key: req.get('idempotency-key') ?? '',
-        customer_id: order.customerId,
-        amount_cents: order.amountCents,
-        currency: order.currency,
-      });
+      .insert(orderRow(order, req.get('idempotency-key') ?? ''));
     const { orderId, customerId, amountCents, currency } = order;
     await producer.send({
       topic: names.topic,
@@ -229,17 +214,9 @@ export async function startHandFlow(env: BenchEnv, names: FlowNames): Promise<Fl
     brokers: env.kafkaBrokers,
     logLevel: logLevel.NOTHING,
   });
-  const shipped = new Map<string, number>();
-  const stopShipping = await startShipping(env, names, shipped);
-  const stopPayments = await startPayments(env, names, kafka);
-  const orders = await startOrders(env, names, kafka);
-  return {
-    baseUrl: orders.url,
-    shipped,
-    stop: async () => {
-      await orders.stop();
-      await stopPayments();
-      await stopShipping();
-    },
-  };
+  return startFlow({
+    shipping: (shipped) => startShipping(env, names, shipped),
+    payments: () => startPayments(env, names, kafka),
+    orders: () => startOrders(env, names, kafka),
+  });
 }

@@ -3,11 +3,12 @@
  * flow written by hand without any guarantee, in one process and one run, against the real
  * PostgreSQL, Kafka and RabbitMQ.
  *
- * - justonce (_orders-justonce.ts): the example's orders app (Express, `Idempotency-Key`,
- *   the order and its `order.created` in one transaction through the outbox), a relay to
- *   Kafka, the payments handler (Kafka consumer through its inbox, the charge as an
- *   operation, `payment.captured` through the handler's outbox), a relay to RabbitMQ, and the
- *   shipping handler (RabbitMQ consumer through its inbox).
+ * - justonce (_orders-justonce.ts): the example's three services, started by the functions
+ *   their processes call (`start…Service`): the orders app (Express, `Idempotency-Key`, the
+ *   order and its `order.created` in one transaction through the outbox), a relay to Kafka,
+ *   the payments handler (Kafka consumer through its inbox, the charge as an operation,
+ *   `payment.captured` through the handler's outbox), a relay to RabbitMQ, and the shipping
+ *   handler (RabbitMQ consumer through its inbox).
  * - hand-written (_orders-hand.ts): the same three services with plain Express, kafkajs and
  *   amqplib: insert then send, consume then charge, insert and publish with a confirm,
  *   consume then insert. No idempotency record, no outbox, no inbox.

@@ -7,33 +7,14 @@
  * checks and exits 1 when an invariant does not hold. See docs/order-service.md.
  */
 import { parseArgs } from 'node:util';
+import { cliArgs, count, flowCounts, FLOW_OPTIONS, printReport } from './cli';
 import { runOrderService, type OrderServiceOptions } from './orchestrator/run-flow';
 import { progressReporter } from './report/progress';
-import { formatReport } from './report/table';
-
-function count(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const value = Number(raw.replace(/_/g, ''));
-  if (!Number.isInteger(value) || value < 0) {
-    throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
 
 async function main(): Promise<void> {
-  // `pnpm example:orders -- --orders 100` passes the `--` through.
-  const args = process.argv.slice(2);
-  if (args[0] === '--') args.shift();
   const { values } = parseArgs({
-    args,
-    options: {
-      orders: { type: 'string', short: 'n' },
-      concurrency: { type: 'string' },
-      kills: { type: 'string' },
-      seed: { type: 'string' },
-      keep: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    args: cliArgs(),
+    options: { ...FLOW_OPTIONS, kills: { type: 'string' }, keep: { type: 'boolean' } },
   });
   if (values.help) {
     console.log(
@@ -46,35 +27,23 @@ async function main(): Promise<void> {
     );
     return;
   }
-  const orders = count('--orders', values.orders);
-  const concurrency = count('--concurrency', values.concurrency);
+  const counts = flowCounts(values);
   const kills = count('--kills', values.kills);
-  const seed = count('--seed', values.seed);
   const progress = progressReporter();
   const options: OrderServiceOptions = {
-    ...(orders === undefined ? {} : { orders }),
-    ...(concurrency === undefined ? {} : { concurrency }),
+    ...counts,
     ...(kills === undefined ? {} : { killsPerService: kills }),
-    ...(seed === undefined ? {} : { seed }),
     keep: values.keep ?? false,
     onProgress: progress.update,
     onEvent: progress.note,
   };
   console.log(
-    `order service: ${orders ?? 2000} orders through 4 processes (orders, payments, shipping, ` +
+    `order service: ${counts.orders ?? 2000} orders through 4 processes (orders, payments, shipping, ` +
       'provider) on PostgreSQL, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates',
   );
-  let report;
-  try {
-    report = await runOrderService(options);
-  } finally {
-    progress.stop();
-  }
-  console.log('');
-  console.log(formatReport(report));
+  const report = await printReport(progress, runOrderService(options));
   if (values.keep)
     console.log(`kept: schemas *_${report.run}, topic and queue of run ${report.run}`);
-  process.exitCode = report.ok ? 0 : 1;
 }
 
 main().catch((error: unknown) => {

@@ -4,17 +4,10 @@
  * broker in place of Kafka and RabbitMQ and the demo's stores in place of PostgreSQL.
  */
 import { createServer, type Server } from 'node:http';
-import {
-  createInbox,
-  createOperations,
-  createOutbox,
-  createRelay,
-  type Consumer,
-  type Relay,
-} from '@justonce/core';
+import { createInbox, createOutbox, createRelay, type Consumer, type Relay } from '@justonce/core';
 import type { MemoryBroker } from '@justonce/core/testing';
-import { createOrdersApp } from '../orders/app';
-import { classifyPaymentError, paymentsHandler } from '../payments/handler';
+import { createOrderKeys, createOrdersApp } from '../orders/app';
+import { createCharges, createPaymentsInbox, paymentsHandler } from '../payments/handler';
 import { createProviderClient } from '../payments/provider-client';
 import type { Ledger } from '../provider/ledger';
 import { createProviderServer } from '../provider/server';
@@ -70,7 +63,7 @@ export async function startDemoServices(
   const { orders, payments, shipping } = stores;
   const app = createOrdersApp({
     store: orders,
-    operations: createOperations({ store: orders, leaseMs: 3_000 }),
+    operations: createOrderKeys(orders),
     outbox: createOutbox({ store: orders }),
     topic: ORDER_TOPIC,
     onWritten: failures.onOrderWritten,
@@ -83,21 +76,10 @@ export async function startDemoServices(
   );
   const consumers: Consumer[] = [
     broker.consume(ORDER_TOPIC, {
-      inbox: createInbox({
-        store: payments,
-        consumer: 'payments',
-        onStep: broker.onStep,
-        maxAttempts: 20,
-        classify: classifyPaymentError,
-      }),
+      inbox: createPaymentsInbox(payments, broker.onStep),
       handler: paymentsHandler({
         store: payments,
-        charges: createOperations({
-          store: stores.charges,
-          operation: 'charge-order',
-          leaseMs: 4_000,
-          waitForInProgressMs: 6_000,
-        }),
+        charges: createCharges(stores.charges),
         provider: createProviderClient({ url: providerUrl, timeoutMs: PROVIDER_TIMEOUT_MS }),
         destination: PAYMENT_QUEUE,
         onStep: failures.onPaymentStep,

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Operations, Outbox, Store } from '@justonce/core';
+import { createOperations, type Operations, type Outbox, type Store } from '@justonce/core';
 import { idempotency, idempotencyContext } from '@justonce/http/express';
 import { OrderCreated } from '../messages';
 import { NewOrder, type Order } from './contract';
@@ -41,6 +41,46 @@ export async function createOrdersTables(store: Store): Promise<void> {
   );
 }
 
+/**
+ * The API's idempotency records: a key whose request died with its process is free again
+ * after leaseMs.
+ */
+export function createOrderKeys(store: Store): Operations {
+  return createOperations({ store, leaseMs: 3_000 });
+}
+
+/**
+ * Reads a `POST /orders` body: the order it creates (a fresh id, `created`, now), or
+ * `undefined` once it answered 400 with the body's issues.
+ */
+export function acceptOrder(
+  body: unknown,
+  res: { status(code: number): { json(body: unknown): unknown } },
+): Order | undefined {
+  const input = NewOrder.safeParse(body);
+  if (!input.success) {
+    res.status(400).json({ title: 'invalid order', issues: input.error.issues });
+    return undefined;
+  }
+  return {
+    orderId: randomUUID(),
+    ...input.data,
+    status: 'created',
+    createdAt: new Date().toISOString(),
+  };
+}
+
+/** The orders table's row of `order`, created under `idempotencyKey`. */
+export function orderRow(order: Order, idempotencyKey: string): Record<string, string | number> {
+  return {
+    order_id: order.orderId,
+    idempotency_key: idempotencyKey,
+    customer_id: order.customerId,
+    amount_cents: order.amountCents,
+    currency: order.currency,
+  };
+}
+
 /** The orders API as an Express app. */
 export function createOrdersApp(options: OrdersAppOptions): express.Express {
   const { store, operations, outbox, topic } = options;
@@ -52,24 +92,11 @@ export function createOrdersApp(options: OrdersAppOptions): express.Express {
     idempotency({ operations, operation: 'create-order', scope: 'shared' }),
     async (req, res) => {
       const { trx, key } = idempotencyContext(res);
-      const input = NewOrder.safeParse(req.body);
-      if (!input.success) {
-        res.status(400).json({ title: 'invalid order', issues: input.error.issues });
-        return;
-      }
-      const order: Order = {
-        orderId: randomUUID(),
-        ...input.data,
-        status: 'created',
-        createdAt: new Date().toISOString(),
-      };
-      await trx.withSchema(store.schema).table('orders').insert({
-        order_id: order.orderId,
-        idempotency_key: key,
-        customer_id: order.customerId,
-        amount_cents: order.amountCents,
-        currency: order.currency,
-      });
+      const order = acceptOrder(req.body, res);
+      if (order === undefined) return;
+      // The route requires the header, so the middleware never runs this without a key.
+      if (key === undefined) throw new Error('POST /orders ran without an Idempotency-Key');
+      await trx.withSchema(store.schema).table('orders').insert(orderRow(order, key));
       await outbox.add(
         trx,
         OrderCreated,

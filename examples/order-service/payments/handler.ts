@@ -10,11 +10,15 @@
  * provider dedupes. The payment row and the event are written in the inbox's transaction.
  */
 import {
+  createInbox,
+  createOperations,
   isLeaseLostError,
   messageHandler,
   on,
   type Handler,
+  type Inbox,
   type InboxErrorClass,
+  type InboxOptions,
   type Operations,
   type Store,
 } from '@justonce/core';
@@ -61,6 +65,34 @@ export async function createPaymentsTables(store: Store): Promise<void> {
  */
 export function classifyPaymentError(error: unknown): InboxErrorClass | undefined {
   return isLeaseLostError(error) ? 'transient' : undefined;
+}
+
+/**
+ * The charge records: a charge whose process died is taken over after leaseMs; a
+ * redelivery waits for that.
+ */
+export function createCharges(store: Store): Operations {
+  return createOperations({
+    store,
+    operation: 'charge-order',
+    leaseMs: 4_000,
+    waitForInProgressMs: 6_000,
+  });
+}
+
+/**
+ * The payments consumer's inbox: 20 attempts, a charge whose lease ran out retried as a
+ * transient failure (`classifyPaymentError`). `onStep`: the inbox's step hook (the demo
+ * crashes deliveries through it).
+ */
+export function createPaymentsInbox(store: Store, onStep?: InboxOptions['onStep']): Inbox {
+  return createInbox({
+    store,
+    consumer: 'payments',
+    onStep,
+    maxAttempts: 20,
+    classify: classifyPaymentError,
+  });
 }
 
 /** The handler of the payments consumer. */
