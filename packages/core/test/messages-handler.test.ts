@@ -22,6 +22,7 @@ import { createMemoryBroker, type MemoryBroker, type MemoryMessage } from '../sr
 import { STORE_KINDS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { ORDER_SCHEMAS, orderType, zodOrder } from './fixtures/message-schemas';
+import { refusal } from '../../../test-support/refusal';
 
 /**
  * `messageHandler` end to end: deliveries through the memory broker into an inbox, routed by
@@ -298,16 +299,6 @@ describe('route types', () => {
 });
 
 describe('construction and errors', () => {
-  const refusal = (run: () => unknown): ConfigurationError => {
-    try {
-      run();
-    } catch (error) {
-      if (error instanceof ConfigurationError) return error;
-      throw error;
-    }
-    throw new Error('expected a ConfigurationError');
-  };
-
   it('defineMessage checks its options', () => {
     const misspelt = { type: 't', schema: zodOrder, destinaton: 'd' };
     expect(refusal(() => defineMessage(misspelt)).message).toBe(

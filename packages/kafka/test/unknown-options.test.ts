@@ -1,10 +1,4 @@
-import {
-  ConfigurationError,
-  createInbox,
-  createStore,
-  silentLogger,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createStore, silentLogger, type Store } from '@justonce/core';
 import {
   createKafkaConsumer,
   createKafkaPublisher,
@@ -13,22 +7,12 @@ import {
   type KafkaProducerClient,
   type KafkaPublisherOptions,
 } from '../src';
+import { refusal } from '../../../test-support/refusal';
 
 /**
  * Every factory of the package refuses an option its interface does not declare, naming it
  * and the closest known one, and still takes every option it documents. Nothing here connects.
  */
-
-/** The configuration error `run` throws. */
-function refusal(run: () => unknown): ConfigurationError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigurationError');
-}
 
 /** The message part naming `key` and suggesting `suggestion`. */
 const named = (key: string, suggestion: string): string =>

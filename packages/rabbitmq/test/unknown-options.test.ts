@@ -1,34 +1,17 @@
-import {
-  ConfigurationError,
-  createInbox,
-  createStore,
-  resolveMeter,
-  silentLogger,
-  type Store,
-} from '@justonce/core';
+import { createInbox, createStore, resolveMeter, silentLogger, type Store } from '@justonce/core';
 import {
   createRabbitConsumer,
   createRabbitPublisher,
   type RabbitConsumerOptions,
   type RabbitPublisherOptions,
 } from '../src';
+import { refusal } from '../../../test-support/refusal';
 
 /**
  * Both factories of the package refuse an option their interface does not declare, naming it
  * and the closest known one, and still take every option they document. Nothing here connects:
  * a consumer connects on `start`, a publisher on its first `publish`.
  */
-
-/** The configuration error `run` throws. */
-function refusal(run: () => unknown): ConfigurationError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigurationError');
-}
 
 /** The message part naming `key` and suggesting `suggestion`. */
 const named = (key: string, suggestion: string): string =>

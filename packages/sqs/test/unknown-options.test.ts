@@ -1,6 +1,5 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import {
-  ConfigurationError,
   createInbox,
   createStore,
   resolveMeter,
@@ -14,22 +13,12 @@ import {
   type SqsConsumerOptions,
   type SqsPublisherOptions,
 } from '../src';
+import { refusal } from '../../../test-support/refusal';
 
 /**
  * Both factories of the package refuse an option their interface does not declare, naming it
  * and the closest known one, and still take every option they document. Nothing here connects.
  */
-
-/** The configuration error `run` throws. */
-function refusal(run: () => unknown): ConfigurationError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigurationError');
-}
 
 /** The message part naming `key` and suggesting `suggestion`. */
 const named = (key: string, suggestion: string): string =>
