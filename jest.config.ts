@@ -4,6 +4,8 @@ import type { Config } from 'jest';
 const moduleNameMapper = {
   '^@justonce/core$': '<rootDir>/../core/src/index.ts',
   '^@justonce/core/testing$': '<rootDir>/../core/src/testing/index.ts',
+  '^@justonce/core/(pg|kysely|drizzle|typeorm)$': '<rootDir>/../core/src/adapters/$1.ts',
+  '^@justonce/nestjs$': '<rootDir>/../nestjs/src/index.ts',
   '^@justonce/kafka$': '<rootDir>/../kafka/src/index.ts',
   '^@justonce/sqs$': '<rootDir>/../sqs/src/index.ts',
   '^@justonce/rabbitmq$': '<rootDir>/../rabbitmq/src/index.ts',
@@ -16,7 +18,12 @@ const transform: Config['transform'] = {
   '^.+\\.(t|j)sx?$': [
     '@swc/jest',
     {
-      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+      jsc: {
+        parser: { syntax: 'typescript', decorators: true },
+        // NestJS's dependency injection reads the legacy decorators' type metadata.
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        target: 'es2022',
+      },
       module: { type: 'commonjs' },
     },
   ],
@@ -35,7 +42,7 @@ function project(name: string): NonNullable<Config['projects']>[number] {
 }
 
 const config: Config = {
-  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http'].map(project),
+  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http', 'nestjs'].map(project),
   globalSetup: '<rootDir>/test-support/global-setup.ts',
   globalTeardown: '<rootDir>/test-support/global-teardown.ts',
   testTimeout: 60_000,

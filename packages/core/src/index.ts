@@ -16,3 +16,4 @@ export * from './relay';
 export * from './retention';
 export * from './inbox';
 export * from './dead-letters';
+export * from './transactions';

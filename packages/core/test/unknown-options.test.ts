@@ -13,6 +13,7 @@ import {
   createRetryBudget,
   createRetryQuota,
   createStore,
+  knexTransactions,
   retryPolicy,
   silentLogger,
   type CircuitBreakerOptions,
@@ -77,6 +78,7 @@ function loose<T>(options: Record<string, unknown>): T {
 function allInboxOptions(): Required<InboxOptions> {
   return {
     store,
+    transactions: knexTransactions(store.knex),
     consumer: 'c',
     defaultScope: 'tenant-a',
     maxAttempts: 3,
@@ -167,7 +169,7 @@ describe('createKnexMigrationSource', () => {
 
 describe('createInbox', () => {
   it('refuses a misspelt option, naming it and the closest known one', async () => {
-    const error = await refusal(() => createInbox(loose({ store, consumer: 'c', maxAttempt: 3 })));
+    const error = await refusal(() => createInbox(loose<InboxOptions>({ store, consumer: 'c', maxAttempt: 3 })));
     expect(error.message).toBe(`createInbox: ${named('maxAttempt', 'maxAttempts')}`);
     expect(error.details).toEqual({
       unknown: ['maxAttempt'],
@@ -189,15 +191,16 @@ describe('createInbox', () => {
 
 describe('createOutbox', () => {
   it('refuses a misspelt option, before it looks for the store', async () => {
-    const error = await refusal(() => createOutbox(loose({ store, notfiy: false })));
+    const error = await refusal(() => createOutbox(loose<OutboxOptions>({ store, notfiy: false })));
     expect(error.message).toContain(named('notfiy', 'notify'));
-    const noStore = await refusal(() => createOutbox(loose({ stor: store })));
+    const noStore = await refusal(() => createOutbox(loose<OutboxOptions>({ stor: store })));
     expect(noStore.message).toContain(named('stor', 'store'));
   });
 
   it('takes every option it documents', () => {
     const all: Required<OutboxOptions> = {
       store,
+      transactions: knexTransactions(store.knex),
       notify: false,
       maxKeyLength: 100,
       maxDestinationLength: 100,
@@ -227,7 +230,7 @@ describe('createRelay', () => {
 describe('createOperations', () => {
   it('refuses a misspelt option', async () => {
     const error = await refusal(() =>
-      createOperations(loose({ store, operation: 'charge', leaseMS: 1_000 })),
+      createOperations(loose<OperationsOptions>({ store, operation: 'charge', leaseMS: 1_000 })),
     );
     expect(error.message).toContain(named('leaseMS', 'leaseMs'));
   });
@@ -235,6 +238,7 @@ describe('createOperations', () => {
   it('takes every option it documents', () => {
     const all: Required<OperationsOptions> = {
       store,
+      transactions: knexTransactions(store.knex),
       operation: 'charge',
       scope: 'tenant-a',
       leaseMs: 10_000,

@@ -4,10 +4,26 @@
  *
  * @packageDocumentation
  */
+import type { FastifyRequest } from 'fastify';
 import type { IdempotencyContext } from './engine/options';
 import type { FastifyIdempotencyOptions } from './fastify/plugin';
 
 export { idempotencyPlugin } from './fastify/plugin';
+
+/**
+ * `request.idempotency` typed for the route's operations: `Tx` is the transaction type of
+ * their `transactions` adapter (Drizzle's, Kysely's, …), where `request.idempotency.trx` is
+ * typed as a knex transaction.
+ *
+ * @example
+ * ```ts
+ * const { trx } = idempotencyOf<DrizzleTransaction<typeof db>>(request);
+ * await trx.insert(orders).values(order);
+ * ```
+ */
+export function idempotencyOf<Tx>(request: FastifyRequest): IdempotencyContext<Tx> {
+  return request.idempotency as unknown as IdempotencyContext<Tx>;
+}
 export type { FastifyIdempotencyOptions, IdempotencyPluginOptions } from './fastify/plugin';
 export type { IdempotencyContext } from './engine/options';
 

@@ -26,3 +26,15 @@ export {
   STORED_RESPONSE_UNREADABLE,
   isStoredResponseError,
 } from './errors/stored-response-error';
+
+// The engine, for adapters of other frameworks built outside this package (@justonce/nestjs):
+// an adapter gives `handleRequest` a view of its request and a function that runs the handler
+// in the transaction, and sends what the outcome says (see docs/http.md, "Other frameworks").
+export { handleRequest } from './engine/handle-request';
+export type { EngineRequest, Outcome, RunHandler } from './engine/handle-request';
+export { resolveRoute } from './engine/resolve-options';
+export type { ResolvedRoute } from './engine/resolve-options';
+export { bodyFromBytes } from './engine/fingerprint';
+export type { RequestBody, RequestView } from './engine/fingerprint';
+export { headerPairs } from './engine/response';
+export type { HeaderPair, HeldResponse } from './engine/response';

@@ -68,7 +68,7 @@ describe('options are validated at construction', () => {
       { scope: 'tenant-1' },
       /scope must be a function/,
     ],
-    ['an optional key without a store', { required: false }, /needs the store/],
+    ['a store that is not one', { required: false, store: 42 }, /store must be a store/],
     [
       'a replay header that is not a header name',
       { replayHeaders: ['bad header'] },

@@ -1,4 +1,5 @@
 import type {
+  KnexTransaction,
   Consumer,
   DeadLetterFacts,
   Handler,
@@ -53,11 +54,11 @@ export interface KafkaDeadLetterOptions {
 }
 
 /** Options of {@link createKafkaConsumer}. */
-export interface KafkaConsumerOptions<R = unknown> {
+export interface KafkaConsumerOptions<R = unknown, Tx = KnexTransaction> {
   /** The inbox every record goes through; its `consumer` name is the dedup namespace. */
-  readonly inbox: Inbox;
+  readonly inbox: Inbox<Tx>;
   /** The handler; its effects commit if and only if the record's dedup row commits. */
-  readonly handler: Handler<R>;
+  readonly handler: Handler<R, Tx>;
   /** Consumer group id. Required. */
   readonly groupId: string;
   /** Topics (names or patterns) to consume. Required, at least one. */

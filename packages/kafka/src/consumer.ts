@@ -1,4 +1,4 @@
-import { consumerLifecycle } from '@justonce/core';
+import { consumerLifecycle, type KnexTransaction } from '@justonce/core';
 import { resolveConsumerOptions } from './consumer-options';
 import { createConsumerRuntime } from './consumer-runtime';
 import type { KafkaConsumer, KafkaConsumerOptions } from './consumer-types';
@@ -17,8 +17,11 @@ import { stopConsumer } from './stop-consumer';
  * `stop({ drain: false })` aborts the handlers and commits nothing more: the records in
  * flight are delivered again (the inbox answers `duplicate` for those that committed).
  */
-export function createKafkaConsumer<R = unknown>(options: KafkaConsumerOptions<R>): KafkaConsumer {
-  const resolved = resolveConsumerOptions(options);
+export function createKafkaConsumer<R = unknown, Tx = KnexTransaction>(
+  options: KafkaConsumerOptions<R, Tx>,
+): KafkaConsumer {
+  // The consumer never touches the transaction: the inbox and the handler agree on Tx.
+  const resolved = resolveConsumerOptions(options as unknown as KafkaConsumerOptions<R>);
   const runtime = createConsumerRuntime(resolved);
   const lifecycle = consumerLifecycle(`kafka consumer of group ${resolved.groupId}`, {
     start: () => startConsumer(runtime),

@@ -1,6 +1,6 @@
-import type { Knex } from 'knex';
 import { bindOutbox } from '../outbox';
 import type { HandlerOutbox } from '../outbox/types';
+import type { SqlTransaction } from '../transactions/types';
 import type { GoodDelivery } from './inspect-envelope';
 import type { ResolvedInboxOptions } from './options';
 import type { HandlerContext } from './types';
@@ -15,23 +15,25 @@ function header(headers: Readonly<Record<string, string>>, name: string): string
 }
 
 /**
- * The context a handler runs with. `ctx.outbox` is bound on first use to `trx` and to this
+ * The context a handler runs with. `ctx.outbox` is bound on first use to the transaction and to this
  * message, so emitted events get ids derived from (consumer, message id, index) and carry
  * causation, correlation, trace and tenant headers. A class rather than an object literal:
  * a literal with a getter is built on V8's slow path, once per message.
  */
-class Context implements HandlerContext {
+class Context implements HandlerContext<unknown> {
   readonly message: GoodDelivery['envelope'];
   readonly messageId: string;
   readonly scope: string;
   // Private fields, so a handler sees only the context's own members.
   readonly #options: ResolvedInboxOptions;
   readonly #good: GoodDelivery;
+  readonly #tx: SqlTransaction;
   #outbox: HandlerOutbox | undefined;
 
   constructor(
     options: ResolvedInboxOptions,
-    readonly trx: Knex.Transaction,
+    readonly trx: unknown,
+    tx: SqlTransaction,
     good: GoodDelivery,
     readonly payload: unknown,
     readonly attempt: number,
@@ -39,6 +41,7 @@ class Context implements HandlerContext {
   ) {
     this.#options = options;
     this.#good = good;
+    this.#tx = tx;
     this.message = good.envelope;
     this.messageId = good.messageId;
     this.scope = good.scope;
@@ -47,7 +50,7 @@ class Context implements HandlerContext {
   get outbox(): HandlerOutbox {
     const options = this.#options;
     const good = this.#good;
-    this.#outbox ??= bindOutbox(options.outbox, this.trx, {
+    this.#outbox ??= bindOutbox(options.outbox, this.trx, this.#tx, {
       consumer: options.consumer,
       messageId: good.messageId,
       scope: good.scope,
@@ -62,11 +65,12 @@ class Context implements HandlerContext {
 /** The context for one handler run (see {@link Context}). @internal */
 export function handlerContext(
   options: ResolvedInboxOptions,
-  trx: Knex.Transaction,
+  trx: unknown,
+  tx: SqlTransaction,
   good: GoodDelivery,
   payload: unknown,
   attempt: number,
   signal: AbortSignal,
-): HandlerContext {
-  return new Context(options, trx, good, payload, attempt, signal);
+): HandlerContext<unknown> {
+  return new Context(options, trx, tx, good, payload, attempt, signal);
 }

@@ -3,7 +3,8 @@ import { resolveInboxOptions } from './options';
 import { processBatch } from './process-batch';
 import { processOne } from './process-one';
 import type { InboxRuntime } from './runtime';
-import type { Inbox, InboxOptions, InboxProcessOptions } from './types';
+import type { Handler, Inbox, InboxOptions, InboxProcessOptions } from './types';
+import type { Knex } from 'knex';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Envelope } from '../transport/envelope';
 import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
@@ -77,8 +78,8 @@ function signalOf(options: InboxProcessOptions | undefined): AbortSignal {
  * else ack();
  * ```
  */
-export function createInbox(options: InboxOptions): Inbox {
-  const resolved = resolveInboxOptions(options);
+export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): Inbox<Tx> {
+  const resolved = resolveInboxOptions(options as InboxOptions<unknown>);
   const { onStep } = resolved;
   const runtime: InboxRuntime = {
     options: resolved,
@@ -92,14 +93,26 @@ export function createInbox(options: InboxOptions): Inbox {
   };
   return {
     consumer: resolved.consumer,
-    process: async (envelope, handler, processOptions) => {
+    process: async <R>(
+      envelope: Envelope,
+      handler: Handler<R, Tx>,
+      processOptions?: InboxProcessOptions,
+    ) => {
       checkEnvelope(envelope);
       checkHandler(handler);
-      return processOne(runtime, envelope, handler, signalOf(processOptions)).catch(
-        (error: unknown) => rethrowAsOutage(runtime, error),
-      );
+      // The adapter checked at construction opens transactions of type Tx.
+      return processOne(
+        runtime,
+        envelope,
+        handler as Handler<R, unknown>,
+        signalOf(processOptions),
+      ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
-    processBatch: async (envelopes, handler, processOptions) => {
+    processBatch: async <R>(
+      envelopes: readonly Envelope[],
+      handler: Handler<R, Tx>,
+      processOptions?: InboxProcessOptions,
+    ) => {
       if (!Array.isArray(envelopes)) {
         throw new InvalidEnvelopeError('processBatch takes an array of envelopes', {
           type: envelopes === null ? 'null' : typeof envelopes,
@@ -107,9 +120,12 @@ export function createInbox(options: InboxOptions): Inbox {
       }
       envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
       checkHandler(handler);
-      return processBatch(runtime, envelopes, handler, signalOf(processOptions)).catch(
-        (error: unknown) => rethrowAsOutage(runtime, error),
-      );
+      return processBatch(
+        runtime,
+        envelopes,
+        handler as Handler<R, unknown>,
+        signalOf(processOptions),
+      ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
   };
 }

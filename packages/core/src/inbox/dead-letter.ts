@@ -1,5 +1,7 @@
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
+import { enterKnex } from '../transactions/knex-adapter';
+import { poolRunner } from '../transactions/sql';
 import { settleExisting } from './dedup';
 import type { BadDelivery, GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';
@@ -16,7 +18,7 @@ type Settled = InboxOutcome<never>;
  */
 export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Promise<Settled> {
   const { store, consumer } = rt.options;
-  const id = await insertDeadLetter(store.knex, store.names, {
+  const id = await insertDeadLetter(poolRunner(store.knex), store.names, {
     scope: bad.scope,
     consumer,
     messageId: bad.rawId,
@@ -61,8 +63,9 @@ export async function deadLetterMessage(
 ): Promise<Settled> {
   const { store, consumer, retentionMs } = rt.options;
   return store.knex.transaction(async (trx) => {
+    const tx = enterKnex(trx);
     const error = makeError(undefined);
-    const marked = await markDead(trx, store.names, consumer, retentionMs, {
+    const marked = await markDead(tx, store.names, consumer, retentionMs, {
       scope: good.scope,
       messageId: good.messageId,
       fingerprint: good.fingerprint,
@@ -70,8 +73,8 @@ export async function deadLetterMessage(
       reason,
       code: errorCode(error) ?? reason,
     });
-    const taken = await takeAttempts(trx, store.names, consumer, good);
-    if (!marked) return settleExisting(rt, trx, good, attempt, taken);
-    return writeLetter(rt, trx, good, reason, taken ? makeError(taken) : error, attempt, taken);
+    const taken = await takeAttempts(tx, store.names, consumer, good);
+    if (!marked) return settleExisting(rt, tx, good, attempt, taken);
+    return writeLetter(rt, tx, good, reason, taken ? makeError(taken) : error, attempt, taken);
   });
 }

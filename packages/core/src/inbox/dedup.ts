@@ -6,7 +6,7 @@
  * what that record makes of this delivery: a duplicate, a message dead-lettered earlier, or
  * another payload under the same id (a conflict).
  */
-import type { Knex } from 'knex';
+import type { SqlRunner } from '../transactions/sql';
 import { findDeadLetter } from '../dead-letters/sql/find-dead-letter';
 import { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 import { PayloadConflictError } from './errors/payload-conflict-error';
@@ -25,18 +25,18 @@ type Settled = InboxOutcome<never>;
  * that tried to insert it, after waiting on the unique index; `known` when the caller read
  * it already): the same payload handled →
  * duplicate; the same payload dead-lettered → dead-lettered again (letter deleted →
- * duplicate); another payload → a payload-conflict letter, written in `trx`. @internal
+ * duplicate); another payload → a payload-conflict letter, written in `tx`. @internal
  */
 export async function settleExisting(
   rt: InboxRuntime,
-  trx: Knex.Transaction,
+  tx: SqlRunner,
   good: GoodDelivery,
   attempt: number,
   taken?: TakenAttempts,
   known?: StoredRecord,
 ): Promise<Settled> {
   const { store, consumer } = rt.options;
-  const record = known ?? (await readRecords(trx, store.names, consumer, [good])).get(keyOf(good));
+  const record = known ?? (await readRecords(tx, store.names, consumer, [good])).get(keyOf(good));
   const base = { messageId: good.messageId, scope: good.scope };
   if (record === undefined) {
     // The record vanished between the insert and the read (deleted by a requeue or by
@@ -60,10 +60,10 @@ export async function settleExisting(
       fingerprint: good.fingerprint,
       storedStatus: record.status,
     });
-    return writeLetter(rt, trx, good, 'PAYLOAD_CONFLICT', conflict, attempt, taken);
+    return writeLetter(rt, tx, good, 'PAYLOAD_CONFLICT', conflict, attempt, taken);
   }
   if (record.status === 'SUCCEEDED') return { status: 'duplicate', ...base };
-  const letter = await findDeadLetter(trx, store.names, {
+  const letter = await findDeadLetter(tx, store.names, {
     scope: good.scope,
     consumer,
     messageId: good.messageId,

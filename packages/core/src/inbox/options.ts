@@ -5,6 +5,8 @@ import { createOutbox } from '../outbox';
 import type { Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
 import type { Store } from '../store/store';
+import { transactionsOption } from '../transactions/option';
+import type { TransactionAdapter } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
 import type { InboxOptions, InboxStep } from './types';
 import type { InboxErrorClassifier } from './types';
@@ -26,7 +28,7 @@ export const MAX_ID_LENGTH_LIMIT = 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Every key of {@link InboxOptions}. @internal */
-export const INBOX_OPTION_KEYS = optionKeys<InboxOptions>()([
+export const INBOX_OPTION_KEYS = optionKeys<InboxOptions<unknown>>()([
   'store',
   'consumer',
   'defaultScope',
@@ -34,6 +36,7 @@ export const INBOX_OPTION_KEYS = optionKeys<InboxOptions>()([
   'maxIdLength',
   'fingerprintHeaders',
   'outbox',
+  'transactions',
   'decode',
   'retentionMs',
   'redeliveryHorizonMs',
@@ -56,7 +59,8 @@ export interface ResolvedInboxOptions {
   readonly maxAttempts: number;
   readonly maxIdLength: number;
   readonly fingerprintHeaders: readonly string[];
-  readonly outbox: Outbox;
+  readonly outbox: Outbox<unknown>;
+  readonly transactions: TransactionAdapter<unknown>;
   readonly decode: ((body: Uint8Array | string, envelope: Envelope) => unknown) | undefined;
   readonly retentionMs: number;
   readonly onStep: ((step: InboxStep, messageId: string) => void | Promise<void>) | undefined;
@@ -78,7 +82,7 @@ function isLogger(value: unknown): value is Logger {
 }
 
 /** Validates {@link InboxOptions}; every problem is a {@link ConfigurationError}. @internal */
-export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions {
+export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInboxOptions {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('createInbox needs an options object');
   }
@@ -145,6 +149,7 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
     assertRetentionCoversRedelivery(retentionMs, horizon);
   }
 
+  const transactions = transactionsOption(options.transactions, store.knex, 'createInbox');
   if (options.outbox !== undefined && typeof options.outbox?.add !== 'function') {
     throw new ConfigurationError('outbox must be an Outbox (createOutbox(...))');
   }
@@ -171,7 +176,8 @@ export function resolveInboxOptions(options: InboxOptions): ResolvedInboxOptions
     maxAttempts,
     maxIdLength,
     fingerprintHeaders,
-    outbox: options.outbox ?? createOutbox({ store }),
+    transactions,
+    outbox: options.outbox ?? createOutbox({ store, transactions }),
     decode: optionalFunction(options.decode, 'decode'),
     retentionMs,
     onStep: optionalFunction(options.onStep, 'onStep'),

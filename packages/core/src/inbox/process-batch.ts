@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { SqlTransaction } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
 import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
@@ -31,6 +31,9 @@ type RunResult<R> =
   | { readonly kind: 'settled'; readonly outcome: InboxOutcome<never> }
   | { readonly kind: 'failed'; readonly error: Error };
 
+/** The savepoint around each handler of an isolated pass. */
+const SAVEPOINT = 'justonce_handler';
+
 /** Thrown inside the optimistic pass to roll it back and run the batch again isolated. */
 class IsolateAndRetry {}
 
@@ -49,7 +52,7 @@ class IsolateAndRetry {}
 export async function processBatch<R>(
   rt: InboxRuntime,
   envelopes: readonly Envelope[],
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
   const outcomes: InboxOutcome<R>[] = [];
@@ -63,7 +66,7 @@ export async function processBatch<R>(
 async function processChunk<R>(
   rt: InboxRuntime,
   envelopes: readonly Envelope[],
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
   const { store, consumer, maxAttempts } = rt.options;
@@ -191,7 +194,7 @@ async function settleRepeats<R>(
   envelopes: readonly Envelope[],
   outcomes: Array<InboxOutcome<R> | undefined>,
   repeats: readonly number[],
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
   for (const index of repeats) {
@@ -212,15 +215,16 @@ function compareKeys(a: MessageKey, b: MessageKey): number {
 async function runTransaction<R>(
   rt: InboxRuntime,
   runnable: readonly Runnable[],
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
   isolate: boolean,
 ): Promise<Map<number, RunResult<R>>> {
-  const { store, consumer, retentionMs } = rt.options;
-  return store.knex.transaction(async (trx) => {
+  const { store, consumer, retentionMs, transactions } = rt.options;
+  return transactions.transaction(async (trx) => {
+    const tx = transactions.enter(trx);
     const results = new Map<number, RunResult<R>>();
     const claimed = await claimMessages(
-      trx,
+      tx,
       store.names,
       consumer,
       retentionMs,
@@ -236,7 +240,7 @@ async function runTransaction<R>(
     const taken = runnable.filter((r) => !claimed.has(keyOf(r.good)));
     if (taken.length > 0) {
       const records = await readRecords(
-        trx,
+        tx,
         store.names,
         consumer,
         taken.map((r) => r.good),
@@ -244,7 +248,7 @@ async function runTransaction<R>(
       for (const r of taken) {
         const outcome = await settleExisting(
           rt,
-          trx,
+          tx,
           r.good,
           r.attempt,
           undefined,
@@ -254,12 +258,6 @@ async function runTransaction<R>(
       }
     }
 
-    let statementFailed = false;
-    if (!isolate) {
-      trx.on('query-error', () => {
-        statementFailed = true;
-      });
-    }
     // Attempt counters to clear: only deliveries that counted can have one (a stray one from
     // an earlier delivery is removed by retention).
     const done: MessageKey[] = taken.filter((r) => r.counted).map((r) => r.good);
@@ -267,7 +265,7 @@ async function runTransaction<R>(
     for (const r of runnable) {
       if (!claimed.has(keyOf(r.good))) continue;
       if (isolate) {
-        const result = await runIsolated(rt, trx, r, handler, signal);
+        const result = await runIsolated(rt, trx, tx, r, handler, signal);
         results.set(r.index, result);
         if (result.kind === 'failed') failed.push(r.good);
         else if (r.counted) done.push(r.good);
@@ -275,12 +273,9 @@ async function runTransaction<R>(
         const started = performance.now();
         try {
           const result = await handler(
-            handlerContext(rt.options, trx, r.good, r.payload, r.attempt, signal),
+            handlerContext(rt.options, trx, tx, r.good, r.payload, r.attempt, signal),
           );
-          if (statementFailed) {
-            await assertUsable(trx);
-            statementFailed = false;
-          }
+          await assertUsable(tx);
           results.set(r.index, { kind: 'processed', result });
           if (r.counted) done.push(r.good);
         } catch {
@@ -291,35 +286,35 @@ async function runTransaction<R>(
       }
       await rt.step('handler-done', r.good.messageId);
     }
-    await finishBatch(trx, store.names, consumer, done, failed);
+    await finishBatch(tx, store.names, consumer, done, failed);
     return results;
   });
 }
 
 async function runIsolated<R>(
   rt: InboxRuntime,
-  trx: Knex.Transaction,
+  trx: unknown,
+  tx: SqlTransaction,
   r: Runnable,
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<RunResult<R>> {
   const started = performance.now();
+  // A savepoint in SQL rather than the library's nested transaction, so that it works the same
+  // through every adapter; the handler writes through the one transaction object it knows.
+  await tx.query(`savepoint ${SAVEPOINT}`, []);
   try {
-    const result = await trx.transaction(async (savepoint) => {
-      let statementFailed = false;
-      savepoint.on('query-error', () => {
-        statementFailed = true;
-      });
-      const value = await handler(
-        handlerContext(rt.options, savepoint, r.good, r.payload, r.attempt, signal),
-      );
-      if (statementFailed) await assertUsable(savepoint);
-      return value;
-    });
+    const result = await handler(
+      handlerContext(rt.options, trx, tx, r.good, r.payload, r.attempt, signal),
+    );
+    await assertUsable(tx);
+    await tx.query(`release savepoint ${SAVEPOINT}`, []);
     rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
     return { kind: 'processed', result };
   } catch (error) {
     rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
+    await tx.query(`rollback to savepoint ${SAVEPOINT}`, []);
+    await tx.query(`release savepoint ${SAVEPOINT}`, []);
     return { kind: 'failed', error: asError(error) };
   }
 }

@@ -10,7 +10,7 @@ import { claimMessage } from './sql/claim-messages';
 import { countAttempts, type CountedAttempt } from './sql/count-attempts';
 import { keyOf } from './sql/message-key';
 import type { Envelope } from '../transport/envelope';
-import type { Knex } from 'knex';
+import type { SqlTransaction } from '../transactions/types';
 import type { Handler, InboxOutcome } from './types';
 
 /** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
@@ -20,12 +20,20 @@ class HandlerFailure {
 
 /**
  * After a handler returned normally: if one of its statements failed, PostgreSQL has aborted
- * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. One
- * probe statement tells which; callers run it only when a statement failed. @internal
+ * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. The
+ * driver's transaction state tells, where it tracks one; otherwise one probe statement.
+ * @internal
  */
-export async function assertUsable(trx: Knex.Transaction): Promise<void> {
+export async function assertUsable(tx: SqlTransaction): Promise<void> {
+  const state = tx.state();
+  if (state === 'active') return;
+  if (state === 'failed' || state === 'idle') {
+    throw new AbortedTransactionError(
+      new Error(state === 'idle' ? 'the handler ended the transaction' : 'a statement failed'),
+    );
+  }
   try {
-    await trx.raw('select 1');
+    await tx.query('select 1', []);
   } catch (error) {
     throw new AbortedTransactionError(error);
   }
@@ -38,7 +46,7 @@ export async function assertUsable(trx: Knex.Transaction): Promise<void> {
 export async function processOne<R>(
   rt: InboxRuntime,
   envelope: Envelope,
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>> {
   const prepared = await prepare(rt, envelope);
@@ -55,11 +63,11 @@ export async function processPrepared<R>(
   rt: InboxRuntime,
   prepared: Prepared,
   body: unknown,
-  handler: Handler<R>,
+  handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>> {
   const { good, payload, ordinal } = prepared;
-  const { store, consumer, maxAttempts, retentionMs } = rt.options;
+  const { store, consumer, maxAttempts, retentionMs, transactions } = rt.options;
 
   let stored: CountedAttempt | undefined;
   const counting = needsCounting(rt, ordinal);
@@ -77,9 +85,10 @@ export async function processPrepared<R>(
 
   let outcome: InboxOutcome<R>;
   try {
-    outcome = await store.knex.transaction(async (trx): Promise<InboxOutcome<R>> => {
+    outcome = await transactions.transaction(async (trx): Promise<InboxOutcome<R>> => {
+      const tx = transactions.enter(trx);
       const claimed = await claimMessage(
-        trx,
+        tx,
         store.names,
         consumer,
         retentionMs,
@@ -91,17 +100,13 @@ export async function processPrepared<R>(
         },
         counting,
       );
-      if (!claimed) return settleExisting(rt, trx, good, attempt);
+      if (!claimed) return settleExisting(rt, tx, good, attempt);
 
-      let statementFailed = false;
-      trx.on('query-error', () => {
-        statementFailed = true;
-      });
       const started = performance.now();
       let result: R;
       try {
-        result = await handler(handlerContext(rt.options, trx, good, payload, attempt, signal));
-        if (statementFailed) await assertUsable(trx);
+        result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
+        await assertUsable(tx);
       } catch (error) {
         rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
         throw new HandlerFailure(asError(error));

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { TransactionAdapter } from '../transactions/types';
 import type { Meter } from '@opentelemetry/api';
 import type { Envelope } from '../transport/envelope';
 import type { Logger } from '../observability/logger';
@@ -18,9 +19,12 @@ export type InboxErrorClass = ErrorClass | 'infrastructure';
 export type InboxErrorClassifier = (error: unknown) => InboxErrorClass | undefined;
 
 /** What a handler receives: capabilities, not just data. */
-export interface HandlerContext {
-  /** The business transaction; the dedup record is written in it. */
-  readonly trx: Knex.Transaction;
+export interface HandlerContext<Tx = Knex.Transaction> {
+  /**
+   * The business transaction, as the inbox's `transactions` adapter opened it (a knex
+   * transaction by default); the dedup record is written in it.
+   */
+  readonly trx: Tx;
   /** The message being handled. */
   readonly message: Envelope;
   /** The validated message id. */
@@ -49,7 +53,7 @@ export type InboxStep =
   | 'committed';
 
 /** A message handler. Its effects commit if and only if the dedup record commits. */
-export type Handler<R = unknown> = (ctx: HandlerContext) => Promise<R>;
+export type Handler<R = unknown, Tx = Knex.Transaction> = (ctx: HandlerContext<Tx>) => Promise<R>;
 
 /**
  * The outcome of handling one delivery, and what the transport must do:
@@ -90,7 +94,7 @@ export type InboxOutcome<R = unknown> =
     };
 
 /** Options of {@link createInbox}. */
-export interface InboxOptions {
+export interface InboxOptions<Tx = Knex.Transaction> {
   /** Where dedup records, attempts and dead letters live. */
   readonly store: Store;
   /** Consumer name; dedup is per consumer. Required, 1–200 characters. */
@@ -103,8 +107,14 @@ export interface InboxOptions {
   readonly maxIdLength?: number;
   /** Headers included in the payload fingerprint besides the body. Default none. */
   readonly fingerprintHeaders?: readonly string[];
-  /** Outbox used for `ctx.outbox`. Default: one on the same store. */
-  readonly outbox?: Outbox;
+  /**
+   * How the business transaction is opened, and so what `ctx.trx` is: a Drizzle, Kysely,
+   * TypeORM or node-postgres transaction through that library's adapter (see
+   * docs/transactions.md). Default: a knex transaction on the store.
+   */
+  readonly transactions?: TransactionAdapter<Tx>;
+  /** Outbox used for `ctx.outbox`, on the same adapter. Default: one on the same store. */
+  readonly outbox?: Outbox<Tx>;
   /**
    * Turns the raw body into the handler's `ctx.payload`. A throw here is bad input: the
    * message is dead-lettered with reason `UNDECODABLE_BODY`. Default: no decoding.
@@ -159,12 +169,12 @@ export interface InboxProcessOptions {
 }
 
 /** The inbox of one consumer. */
-export interface Inbox {
+export interface Inbox<Tx = Knex.Transaction> {
   readonly consumer: string;
   /** Handles one delivery in its own transaction. Never throws for handler errors or bad input. */
   process<R>(
     envelope: Envelope,
-    handler: Handler<R>,
+    handler: Handler<R, Tx>,
     options?: InboxProcessOptions,
   ): Promise<InboxOutcome<R>>;
   /**
@@ -174,7 +184,7 @@ export interface Inbox {
    */
   processBatch<R>(
     envelopes: readonly Envelope[],
-    handler: Handler<R>,
+    handler: Handler<R, Tx>,
     options?: InboxProcessOptions,
   ): Promise<InboxOutcome<R>[]>;
 }

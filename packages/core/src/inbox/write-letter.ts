@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { SqlRunner } from '../transactions/sql';
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
 import { storableDiagnostic, textOf } from '../store/text';
@@ -48,10 +48,10 @@ export function keyOfEnvelope(envelope: Envelope): string | null {
   return typeof envelope.key === 'string' ? envelope.key : null;
 }
 
-/** Writes the dead letter of a message with a usable id, in `trx`. @internal */
+/** Writes the dead letter of a message with a usable id, in `tx`. @internal */
 export async function writeLetter(
   rt: InboxRuntime,
-  trx: Knex.Transaction,
+  tx: SqlRunner,
   good: GoodDelivery,
   reason: DeadLetterReason,
   error: Error,
@@ -59,7 +59,7 @@ export async function writeLetter(
   taken: TakenAttempts | undefined,
 ): Promise<Settled> {
   const { store, consumer } = rt.options;
-  const id = await insertDeadLetter(trx, store.names, {
+  const id = await insertDeadLetter(tx, store.names, {
     scope: good.scope,
     consumer,
     messageId: good.messageId,

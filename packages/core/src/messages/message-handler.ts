@@ -1,6 +1,7 @@
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Handler, HandlerContext } from '../inbox/types';
+import type { KnexTransaction } from '../transactions/types';
 import { UnknownMessageTypeError } from './errors/unknown-message-type-error';
 import {
   MESSAGE_TYPE_HEADER,
@@ -12,7 +13,7 @@ import { readPayload } from './read-body';
 import { validatePayload } from './validate';
 
 /** One message type and the handler of its deliveries; made by {@link on}. */
-export interface MessageRoute {
+export interface MessageRoute<Tx = KnexTransaction> {
   /** The message type the route handles. */
   readonly message: MessageType;
   /**
@@ -20,16 +21,17 @@ export interface MessageRoute {
    * type's schema and runs the route's handler with the schema's output. A body that is not
    * JSON, or fails the schema, is an `InvalidPayloadError` and the handler does not run.
    */
-  handle(ctx: HandlerContext): Promise<unknown>;
+  handle(ctx: HandlerContext<Tx>): Promise<unknown>;
 }
 
 /** What {@link messageHandler} does with a message no route handles (or without a type). */
-export type UnknownTypePolicy = 'dead-letter' | 'acknowledge' | Handler;
+export type UnknownTypePolicy<Tx = KnexTransaction> =
+  'dead-letter' | 'acknowledge' | Handler<unknown, Tx>;
 
 /** Options of {@link messageHandler}. */
-export interface MessageHandlerOptions {
+export interface MessageHandlerOptions<Tx = KnexTransaction> {
   /** The routes, one per message type ({@link on}); at least one, no type twice. */
-  readonly routes: readonly MessageRoute[];
+  readonly routes: readonly MessageRoute<Tx>[];
   /**
    * A message without a `type` header, or of a type no route handles:
    * - `'dead-letter'` (default): throw `UnknownMessageTypeError`, so the inbox dead-letters it
@@ -38,10 +40,10 @@ export interface MessageHandlerOptions {
    *   message as processed and the transport acknowledges it;
    * - a handler: run it instead, with the same context.
    */
-  readonly unknownType?: UnknownTypePolicy;
+  readonly unknownType?: UnknownTypePolicy<Tx>;
 }
 
-const HANDLER_KEYS = optionKeys<MessageHandlerOptions>()(['routes', 'unknownType']);
+const HANDLER_KEYS = optionKeys<MessageHandlerOptions<unknown>>()(['routes', 'unknownType']);
 
 /**
  * A route for {@link messageHandler}: deliveries of `message`'s type are validated with its
@@ -55,10 +57,10 @@ const HANDLER_KEYS = optionKeys<MessageHandlerOptions>()(['routes', 'unknownType
  * });
  * ```
  */
-export function on<M extends MessageType, R>(
+export function on<M extends MessageType, R, Tx = KnexTransaction>(
   message: M,
-  handler: (data: MessageData<M>, ctx: HandlerContext) => Promise<R>,
-): MessageRoute {
+  handler: (data: MessageData<M>, ctx: HandlerContext<Tx>) => Promise<R>,
+): MessageRoute<Tx> {
   if (!isMessageType(message)) {
     throw new ConfigurationError('on: message must be a message type made by defineMessage', {
       message: message === null ? 'null' : typeof message,
@@ -67,9 +69,9 @@ export function on<M extends MessageType, R>(
   if (typeof handler !== 'function') {
     throw new ConfigurationError('on: handler must be a function', { handler: typeof handler });
   }
-  const route: MessageRoute = {
+  const route: MessageRoute<Tx> = {
     message,
-    async handle(ctx: HandlerContext): Promise<unknown> {
+    async handle(ctx: HandlerContext<Tx>): Promise<unknown> {
       const payload = readPayload(ctx.payload, message.type);
       const validation = await validatePayload(message, payload);
       if (!validation.ok) throw validation.error;
@@ -90,15 +92,15 @@ function typeOf(headers: Readonly<Record<string, string>>): string | undefined {
   return undefined;
 }
 
-function routeTable(value: unknown): Map<string, MessageRoute> {
+function routeTable<Tx>(value: unknown): Map<string, MessageRoute<Tx>> {
   if (!Array.isArray(value) || value.length === 0) {
     throw new ConfigurationError('messageHandler: routes must be a non-empty array of on(...)', {
       routes: Array.isArray(value) ? 'empty array' : value === null ? 'null' : typeof value,
     });
   }
-  const table = new Map<string, MessageRoute>();
+  const table = new Map<string, MessageRoute<Tx>>();
   for (const [index, route] of (value as readonly unknown[]).entries()) {
-    if (!isRoute(route)) {
+    if (!isRoute<Tx>(route)) {
       throw new ConfigurationError(`messageHandler: routes[${index}] is not a route made by on()`, {
         index,
       });
@@ -116,16 +118,16 @@ function routeTable(value: unknown): Map<string, MessageRoute> {
 }
 
 /** A route: a message type from `defineMessage` (of any copy of the package) and `handle`. */
-function isRoute(value: unknown): value is MessageRoute {
+function isRoute<Tx>(value: unknown): value is MessageRoute<Tx> {
   if (typeof value !== 'object' || value === null) return false;
   const route = value as { message?: unknown; handle?: unknown };
   return isMessageType(route.message) && typeof route.handle === 'function';
 }
 
-function unknownTypePolicy(value: unknown): UnknownTypePolicy {
+function unknownTypePolicy<Tx>(value: unknown): UnknownTypePolicy<Tx> {
   if (value === undefined) return 'dead-letter';
   if (value === 'dead-letter' || value === 'acknowledge' || typeof value === 'function') {
-    return value as UnknownTypePolicy;
+    return value as UnknownTypePolicy<Tx>;
   }
   throw new ConfigurationError(
     "messageHandler: unknownType must be 'dead-letter', 'acknowledge' or a handler",
@@ -158,12 +160,14 @@ function unknownTypePolicy(value: unknown): UnknownTypePolicy {
  * await broker.consume('orders', { inbox, handler }).start();
  * ```
  */
-export function messageHandler(options: MessageHandlerOptions): Handler {
+export function messageHandler<Tx = KnexTransaction>(
+  options: MessageHandlerOptions<Tx>,
+): Handler<unknown, Tx> {
   rejectUnknownOptions(options, HANDLER_KEYS, 'messageHandler');
-  const routes = routeTable(options.routes);
-  const unknownType = unknownTypePolicy(options.unknownType);
+  const routes = routeTable<Tx>(options.routes);
+  const unknownType = unknownTypePolicy<Tx>(options.unknownType);
   const known = [...routes.keys()];
-  return async (ctx: HandlerContext): Promise<unknown> => {
+  return async (ctx: HandlerContext<Tx>): Promise<unknown> => {
     const type = typeOf(ctx.message.headers);
     const route = type === undefined ? undefined : routes.get(type);
     if (route !== undefined) return route.handle(ctx);

@@ -1,3 +1,5 @@
+import type { Knex } from 'knex';
+import type { TransactionAdapter } from '../transactions/types';
 import { callOptions, refInput } from './input';
 import { complete, extendLease, fail } from './finalize';
 import { resolveOperationsOptions } from './options';
@@ -7,12 +9,15 @@ import { run } from './run';
 import { runInTransaction } from './run-in-transaction';
 import { createOperationsRuntime, type OperationsRuntime } from './runtime';
 import { readRow } from './sql/read';
+import { poolRunner } from '../transactions/sql';
 import { toRecord } from './sql/row';
 import { target } from './target';
 import type {
   OperationRecord,
   Operations,
   OperationsOptions,
+  TransactionalEffect,
+  TransactionalRunOptions,
   ReserveOptions,
   RunOptions,
 } from './types';
@@ -36,13 +41,24 @@ import { durationInput } from './validate';
  * });
  * ```
  */
-export function createOperations(options: OperationsOptions): Operations {
-  const rt: OperationsRuntime = createOperationsRuntime(resolveOperationsOptions(options));
+export function createOperations<Tx = Knex.Transaction>(
+  options: OperationsOptions<Tx>,
+): Operations<Tx> {
+  const rt: OperationsRuntime = createOperationsRuntime(
+    resolveOperationsOptions(options as OperationsOptions<unknown>),
+  );
   const { store } = rt.options;
   return {
+    transactions: rt.options.transactions as TransactionAdapter<Tx>,
     run: (key, request, effect, given) => run(rt, key, request, effect, given),
-    runInTransaction: (key, request, effect, given) =>
-      runInTransaction(rt, key, request, effect, given),
+    runInTransaction: <R>(
+      key: string,
+      request: unknown,
+      effect: TransactionalEffect<R, Tx>,
+      given?: TransactionalRunOptions,
+    ) =>
+      // The adapter checked at construction opens transactions of type Tx.
+      runInTransaction(rt, key, request, effect as TransactionalEffect<R, unknown>, given),
 
     async reserve(key, request, given) {
       const reserveOptions = callOptions<ReserveOptions>(given, 'reserve');
@@ -66,7 +82,7 @@ export function createOperations(options: OperationsOptions): Operations {
 
     async get(key, getOptions): Promise<OperationRecord | undefined> {
       const record = target(rt, key, callOptions<RunOptions>(getOptions, 'get'));
-      const current = await readRow(store.knex, store.names, record);
+      const current = await readRow(poolRunner(store.knex), store.names, record);
       if (current === undefined || current.expired) return undefined;
       return toRecord(current.row);
     },

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { poolRunner, type SqlRunner } from '../transactions/sql';
 import { isLeaseLostError } from './errors/lease-lost-error';
 import { extendLease } from './finalize';
 import type { LeaseWatch } from './lease-watch';
@@ -14,7 +14,7 @@ export function effectContext(
   rt: OperationsRuntime,
   ref: OperationRef,
   watch: LeaseWatch,
-  extendVia: Knex = rt.options.store.knex,
+  extendVia: SqlRunner = poolRunner(rt.options.store.knex),
 ): OperationContext {
   const { controller } = watch;
   return {

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { poolRunner, type SqlRunner } from '../transactions/sql';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import { LeaseLostError } from './errors/lease-lost-error';
 import { ResponseTooLargeError } from './errors/response-too-large-error';
@@ -50,7 +50,7 @@ export async function leaseLost(
   rt: OperationsRuntime,
   ref: OperationRef,
   action: string,
-  db: Knex = rt.options.store.knex,
+  db: SqlRunner = poolRunner(rt.options.store.knex),
 ): Promise<LeaseLostError> {
   const { store, logger } = rt.options;
   const current = await readRow(db, store.names, ref).catch(() => undefined);
@@ -74,7 +74,7 @@ export async function finalize(
   ref: OperationRef,
   final: Final,
   action: string,
-  db: Knex = rt.options.store.knex,
+  db: SqlRunner = poolRunner(rt.options.store.knex),
 ): Promise<void> {
   const { store } = rt.options;
   const matched = await finalizeRow(db, store, ref, ref.ownerId, final, ref.retentionMs);
@@ -120,7 +120,7 @@ export async function extendLease(
   rt: OperationsRuntime,
   ref: OperationRef,
   ms?: number,
-  db: Knex = rt.options.store.knex,
+  db: SqlRunner = poolRunner(rt.options.store.knex),
 ): Promise<{ leaseUntil: Date; dbNow: Date }> {
   const { store, leaseMs } = rt.options;
   const extendMs = durationInput(ms, 'ms', leaseMs, 1);

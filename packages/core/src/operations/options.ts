@@ -4,6 +4,8 @@ import { ConfigurationError } from '../errors';
 import { silentLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
+import { transactionsOption } from '../transactions/option';
+import type { TransactionAdapter } from '../transactions/types';
 import type { OperationsOptions } from './types';
 import { nameOption, rejectUnknownOperationsOptions } from './validate';
 
@@ -28,6 +30,8 @@ export interface ResolvedOperationsOptions {
   readonly isRetriable: (error: unknown) => boolean;
   readonly logger: Logger;
   readonly meter: Meter;
+  /** How business transactions are opened and entered. */
+  readonly transactions: TransactionAdapter<unknown>;
 }
 
 /**
@@ -35,7 +39,9 @@ export interface ResolvedOperationsOptions {
  * {@link ConfigurationError} for anything that cannot work. The checks run in a fixed order,
  * so the first bad option is the one reported. @internal
  */
-export function resolveOperationsOptions(options: OperationsOptions): ResolvedOperationsOptions {
+export function resolveOperationsOptions(
+  options: OperationsOptions<unknown>,
+): ResolvedOperationsOptions {
   if (options === null || typeof options !== 'object') {
     throw new ConfigurationError('createOperations needs an options object');
   }
@@ -87,6 +93,7 @@ export function resolveOperationsOptions(options: OperationsOptions): ResolvedOp
     isRetriable,
     logger: options.logger ?? silentLogger,
     meter: resolveMeter(options.meter),
+    transactions: transactionsOption(options.transactions, store.knex, 'createOperations'),
   };
 }
 

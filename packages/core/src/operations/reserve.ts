@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { OperationConflictError } from './errors/operation-conflict-error';
 import type { OperationsRuntime } from './runtime';
 import { readRow } from './sql/read';
+import { poolRunner } from '../transactions/sql';
 import { reserveRow } from './sql/reserve';
 import { parseResponse, toRecord, toStoredError, type RecordKey } from './sql/row';
 import type { Reservation } from './types';
@@ -52,7 +53,7 @@ export async function reserveRecord(
         leaseRemainingMs: reserved.leaseUntil.getTime() - reserved.dbNow.getTime(),
       };
     }
-    const current = await readRow(store.knex, store.names, record);
+    const current = await readRow(poolRunner(store.knex), store.names, record);
     // Gone or expired since the upsert looked: try again, it is absent now.
     if (current === undefined || current.expired) continue;
     const { row } = current;

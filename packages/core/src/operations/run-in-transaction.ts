@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { effectContext } from './effect-context';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import { isLeaseLostError } from './errors/lease-lost-error';
@@ -11,6 +10,8 @@ import { recordEffectFailure, recordFailure } from './record-failure';
 import { reserveOrReplay } from './reserve-or-replay';
 import type { OperationsRuntime } from './runtime';
 import type { TransactionalEffect, TransactionalRunOptions } from './types';
+import { poolRunner, type SqlRunner } from '../transactions/sql';
+import type { SqlTransaction } from '../transactions/types';
 
 type StepHook = NonNullable<TransactionalRunOptions['onStep']>;
 
@@ -40,7 +41,7 @@ export async function runInTransaction<R>(
   rt: OperationsRuntime,
   key: string,
   request: unknown,
-  effect: TransactionalEffect<R>,
+  effect: TransactionalEffect<R, unknown>,
   given?: TransactionalRunOptions,
 ): Promise<R> {
   const call = prepareCall<TransactionalRunOptions>(
@@ -70,20 +71,21 @@ export async function runInTransaction<R>(
 async function executeInTransaction<R>(
   rt: OperationsRuntime,
   reservation: Acquired,
-  effect: TransactionalEffect<R>,
+  effect: TransactionalEffect<R, unknown>,
   callerSignal: AbortSignal | undefined,
   onStep: StepHook,
 ): Promise<R> {
   const { ref } = reservation;
-  const { store } = rt.options;
+  const { transactions } = rt.options;
   const watch = watchLease(ref, callerSignal, reservation.leaseRemainingMs);
   let phase: Phase = 'hook';
   let json: string;
   try {
     await onStep('reserved', ref);
-    json = await store.knex.transaction(async (trx) => {
+    json = await transactions.transaction(async (trx) => {
       phase = 'effect';
-      const context = effectContext(rt, ref, watch, extendVia(rt, trx));
+      const tx = transactions.enter(trx);
+      const context = effectContext(rt, ref, watch, extendVia(rt, tx));
       const started = performance.now();
       let response: R;
       try {
@@ -95,7 +97,7 @@ async function executeInTransaction<R>(
       phase = 'serialize';
       const stored = serializeResponse(rt, ref, response);
       phase = 'finalize';
-      await finalize(rt, ref, { status: 'SUCCEEDED', responseJson: stored }, 'complete', trx);
+      await finalize(rt, ref, { status: 'SUCCEEDED', responseJson: stored }, 'complete', tx);
       phase = 'hook';
       await onStep('effect-done', ref);
       phase = 'commit';
@@ -117,9 +119,9 @@ async function executeInTransaction<R>(
  * connection, which the transaction holds (nobody else can read the record meanwhile), so
  * there it goes through the transaction.
  */
-function extendVia(rt: OperationsRuntime, trx: Knex.Transaction): Knex {
+function extendVia(rt: OperationsRuntime, tx: SqlTransaction): SqlRunner {
   const { store } = rt.options;
-  return store.dialect === 'pglite' ? trx : store.knex;
+  return store.dialect === 'pglite' ? tx : poolRunner(store.knex);
 }
 
 /** Records the failure of an execution whose transaction rolled back, as {@link Phase} says. */

@@ -1,5 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import type { Knex } from 'knex';
+import type { TransactionAdapter } from '../transactions/types';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 
@@ -28,7 +29,7 @@ export interface StoredOperationError {
 }
 
 /** Options of {@link createOperations}. Every value is validated at construction. */
-export interface OperationsOptions {
+export interface OperationsOptions<Tx = Knex.Transaction> {
   /** Where the `idempotency` table lives (run `store.migrate()` first). */
   readonly store: Store;
   /**
@@ -74,6 +75,12 @@ export interface OperationsOptions {
   readonly logger?: Logger;
   /** OpenTelemetry meter. Default: the global provider's `@justonce/core` meter. */
   readonly meter?: Meter;
+  /**
+   * How `runInTransaction` opens the business transaction, and so what its effect receives:
+   * a Drizzle, Kysely, TypeORM or node-postgres transaction through that library's adapter
+   * (see docs/transactions.md). Default: a knex transaction on the store.
+   */
+  readonly transactions?: TransactionAdapter<Tx>;
 }
 
 /** Names the record a call works on, besides the key. */
@@ -177,7 +184,10 @@ export interface TransactionalRunOptions extends RunOptions {
  * which the record's SUCCEEDED and its response are written too, so both commit together
  * or not at all. Its response must be JSON data.
  */
-export type TransactionalEffect<R> = (trx: Knex.Transaction, ctx: OperationContext) => Promise<R>;
+export type TransactionalEffect<R, Tx = Knex.Transaction> = (
+  trx: Tx,
+  ctx: OperationContext,
+) => Promise<R>;
 
 /** The result of {@link Operations.reserve}. A hash mismatch throws {@link OperationConflictError}. */
 export type Reservation =
@@ -231,7 +241,9 @@ export interface OperationRecord {
 }
 
 /** Idempotent operations over one store. Create with {@link createOperations}. */
-export interface Operations {
+export interface Operations<Tx = Knex.Transaction> {
+  /** How `runInTransaction` opens business transactions (the `transactions` option). */
+  readonly transactions: TransactionAdapter<Tx>;
   /**
    * Runs `effect` once for `(scope, operation, key)` and returns its response; a duplicate
    * call with the same request gets the stored response instead, byte for byte the JSON the
@@ -266,7 +278,7 @@ export interface Operations {
   runInTransaction<R>(
     key: string,
     request: unknown,
-    effect: TransactionalEffect<R>,
+    effect: TransactionalEffect<R, Tx>,
     options?: TransactionalRunOptions,
   ): Promise<R>;
   /**

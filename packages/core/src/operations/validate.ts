@@ -7,7 +7,7 @@ import { InvalidOperationInputError } from './errors/invalid-operation-input-err
 /** @internal Longest scope or operation name accepted. */
 export const MAX_NAME_LENGTH = 200;
 
-const OPERATIONS_KEYS = optionKeys<OperationsOptions>()([
+const OPERATIONS_KEYS = optionKeys<OperationsOptions<unknown>>()([
   'store',
   'operation',
   'scope',
@@ -20,10 +20,11 @@ const OPERATIONS_KEYS = optionKeys<OperationsOptions>()([
   'isRetriable',
   'logger',
   'meter',
+  'transactions',
 ]);
 
 /** @internal Refuses an option {@link OperationsOptions} does not declare (a misspelling). */
-export function rejectUnknownOperationsOptions(options: OperationsOptions): void {
+export function rejectUnknownOperationsOptions(options: OperationsOptions<unknown>): void {
   rejectUnknownOptions(options, OPERATIONS_KEYS, 'createOperations');
 }
 

@@ -1,6 +1,7 @@
 import { systemClock } from '../retry/clock';
 import type { OperationsRuntime } from './runtime';
 import { readRow } from './sql/read';
+import { poolRunner } from '../transactions/sql';
 import type { RecordKey } from './sql/row';
 
 /**
@@ -18,7 +19,7 @@ export async function waitForOwner(
     const remaining = deadline - Date.now();
     if (remaining <= 0) return;
     await systemClock.sleep(Math.min(pollIntervalMs, remaining), signal);
-    const current = await readRow(store.knex, store.names, record);
+    const current = await readRow(poolRunner(store.knex), store.names, record);
     if (
       current === undefined ||
       current.expired ||

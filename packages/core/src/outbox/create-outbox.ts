@@ -3,10 +3,12 @@ import { optionKeys, positiveIntegerOption, rejectUnknownOptions } from '../conf
 import { ConfigurationError } from '../errors/configuration-error';
 import { isMessageType, type MessagePayload, type MessageType } from '../messages/message-type';
 import type { Store } from '../store/store';
+import { transactionsOption } from '../transactions/option';
+import type { SqlRunner } from '../transactions/sql';
+import type { TransactionAdapter } from '../transactions/types';
 import { encodeMessage, handlerMessageOptions } from './add-message';
 import { outboxChannel } from './channel';
 import { encodeEvents, type EventLimits } from './encode';
-import { NotATransactionError } from './errors/not-a-transaction-error';
 import { insertAll } from './insert-all';
 import type {
   AddMessageOptions,
@@ -19,9 +21,15 @@ import type {
 } from './types';
 
 /** Options of {@link createOutbox}. */
-export interface OutboxOptions {
+export interface OutboxOptions<Tx = Knex.Transaction> {
   /** Where events are stored; the same store the relay reads. */
   readonly store: Store;
+  /**
+   * Whose transactions `add` writes into: a Drizzle, Kysely, TypeORM or node-postgres
+   * transaction through that library's adapter (see docs/transactions.md). Default: knex
+   * transactions (`store.knex.transaction`).
+   */
+  readonly transactions?: TransactionAdapter<Tx>;
   /**
    * Queue a `pg_notify` on the outbox channel in the adding transaction, so a listening
    * relay wakes at commit instead of at its next poll. Default `true`.
@@ -37,22 +45,15 @@ export interface OutboxOptions {
   readonly maxPayloadBytes?: number;
 }
 
-const OUTBOX_KEYS = optionKeys<OutboxOptions>()([
+const OUTBOX_KEYS = optionKeys<OutboxOptions<unknown>>()([
   'store',
+  'transactions',
   'notify',
   'maxKeyLength',
   'maxDestinationLength',
   'maxMessageIdLength',
   'maxPayloadBytes',
 ]);
-
-/** True for an open knex transaction (`knex.transaction()` or the callback's `trx`). */
-function isOpenTransaction(value: unknown): value is Knex.Transaction {
-  if (typeof value !== 'function' && (typeof value !== 'object' || value === null)) return false;
-  const trx = value as { isTransaction?: unknown; isCompleted?: unknown; raw?: unknown };
-  if (trx.isTransaction !== true || typeof trx.raw !== 'function') return false;
-  return typeof trx.isCompleted !== 'function' || (trx.isCompleted as () => boolean)() === false;
-}
 
 /**
  * Creates the outbox: `add(trx, events)` writes events in the caller's transaction, so they are
@@ -67,7 +68,18 @@ function isOpenTransaction(value: unknown): value is Knex.Transaction {
  * });
  * ```
  */
-export function createOutbox(options: OutboxOptions): Outbox {
+/** Adds events through an already entered transaction (handlers' `ctx.outbox`). */
+type AddIn = (
+  tx: SqlRunner,
+  target: unknown,
+  third?: unknown,
+  fourth?: unknown,
+) => Promise<string[] | string>;
+
+/** Where an outbox made here keeps {@link AddIn}, out of its public members. */
+const ADD_IN = Symbol('justonce.outbox.addIn');
+
+export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>): Outbox<Tx> {
   // Unknown keys first, so that a misspelt `store` is named as such.
   rejectUnknownOptions(options, OUTBOX_KEYS, 'createOutbox');
   if (typeof options !== 'object' || options === null || !options.store) {
@@ -92,44 +104,48 @@ export function createOutbox(options: OutboxOptions): Outbox {
     maxPayloadBytes: positiveIntegerOption(options.maxPayloadBytes, 'maxPayloadBytes', 1024 * 1024),
   };
   const channel = options.notify === false ? null : outboxChannel(store.names);
+  const transactions = transactionsOption(options.transactions, store.knex, 'createOutbox');
 
-  function add(
-    trx: Knex.Transaction,
-    events: OutboxEvent | readonly OutboxEvent[],
-    options?: AddOptions,
-  ): Promise<string[]>;
-  function add<M extends MessageType>(
-    trx: Knex.Transaction,
-    message: M,
-    payload: MessagePayload<M>,
-    options?: AddMessageOptions,
-  ): Promise<string>;
-  async function add(
-    trx: Knex.Transaction,
+  async function addIn(
+    tx: SqlRunner,
     target: unknown,
     third?: unknown,
     fourth?: unknown,
   ): Promise<string[] | string> {
-    if (!isOpenTransaction(trx)) {
-      throw new NotATransactionError(
-        "outbox.add needs an open knex transaction (store.knex.transaction(...)); events are only written inside the caller's transaction",
-        { given: trx === null ? 'null' : typeof trx },
-      );
-    }
     if (isMessageType(target)) {
       const event = await encodeMessage(target, third, fourth, limits);
-      await insertAll(trx, store.names, [event], channel);
+      await insertAll(tx, store.names, [event], channel);
       return event.messageId;
     }
     // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
     const list: readonly unknown[] = Array.isArray(target) ? target : [target];
     const encoded = encodeEvents(list, third, limits);
     if (encoded.length === 0) return [];
-    await insertAll(trx, store.names, encoded, channel);
-    const ids = encoded.map((e) => e.messageId);
-    return ids;
+    await insertAll(tx, store.names, encoded, channel);
+    return encoded.map((e) => e.messageId);
   }
-  return { add };
+
+  function add(
+    tx: Tx,
+    events: OutboxEvent | readonly OutboxEvent[],
+    options?: AddOptions,
+  ): Promise<string[]>;
+  function add<M extends MessageType>(
+    tx: Tx,
+    message: M,
+    payload: MessagePayload<M>,
+    options?: AddMessageOptions,
+  ): Promise<string>;
+  async function add(
+    tx: Tx,
+    target: unknown,
+    third?: unknown,
+    fourth?: unknown,
+  ): Promise<string[] | string> {
+    // Refuses what is not an open transaction of the adapter's library, before any SQL.
+    return addIn(transactions.enter(tx), target, third, fourth);
+  }
+  return Object.assign({ add }, { [ADD_IN]: addIn });
 }
 
 /**
@@ -137,12 +153,15 @@ export function createOutbox(options: OutboxOptions): Outbox {
  * consumer + incoming id + index (so a retried handler emits the same ids) and causation,
  * correlation, trace and tenant headers are set. Successive `add` calls continue the index.
  */
-export function bindOutbox(
-  outbox: Outbox,
-  trx: Knex.Transaction,
+export function bindOutbox<Tx>(
+  outbox: Outbox<Tx>,
+  trx: Tx,
+  tx: SqlRunner,
   cause: EventCause,
   startIndex = 0,
 ): HandlerOutbox {
+  // An outbox made by createOutbox writes through the transaction the inbox entered already.
+  const addIn = (outbox as { [ADD_IN]?: AddIn })[ADD_IN];
   let next = startIndex;
   function add(events: OutboxEvent | readonly OutboxEvent[]): Promise<string[]>;
   function add<M extends MessageType>(
@@ -158,10 +177,15 @@ export function bindOutbox(
     const index = next;
     if (isMessageType(target)) {
       next += 1;
-      return outbox.add(trx, target, payload, handlerMessageOptions(options, cause, index));
+      const given = handlerMessageOptions(options, cause, index);
+      if (addIn !== undefined) return addIn(tx, target, payload, given) as Promise<string>;
+      return outbox.add(trx, target, payload, given);
     }
     const events = target as OutboxEvent | readonly OutboxEvent[];
     next += Array.isArray(events) ? events.length : 1;
+    if (addIn !== undefined) {
+      return addIn(tx, events, { cause, startIndex: index }) as Promise<string[]>;
+    }
     return outbox.add(trx, events, { cause, startIndex: index });
   }
   return { add };

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../transactions/sql';
 import type { MigrationNames } from '../store/migration';
 import { DuplicateMessageIdError } from './errors/duplicate-message-id-error';
 import type { EncodedEvent } from './encode';
@@ -43,7 +43,7 @@ export function statements(events: readonly EncodedEvent[]): EncodedEvent[][] {
 
 /**
  * Inserts one call's events, all or nothing, and throws {@link DuplicateMessageIdError} (with
- * nothing of the call left in `trx`, which stays usable) when an id is already in the table.
+ * nothing of the call left in `tx`, which stays usable) when an id is already in the table.
  *
  * One statement, the usual case, is atomic by itself and costs no extra round trip: the rows
  * it did insert before a duplicate was found are deleted by their row ids. Several statements
@@ -54,7 +54,7 @@ export function statements(events: readonly EncodedEvent[]): EncodedEvent[][] {
  * @internal
  */
 export async function insertAll(
-  trx: Knex.Transaction,
+  tx: SqlRunner,
   names: MigrationNames,
   events: readonly EncodedEvent[],
   channel: string | null,
@@ -63,27 +63,27 @@ export async function insertAll(
   const missing = (inserted: ReadonlyMap<string, string>): string[] =>
     events.map((e) => e.messageId).filter((id) => !inserted.has(id));
   if (chunks.length === 1) {
-    const inserted = await insertEvents(trx, names, events, channel);
+    const inserted = await insertEvents(tx, names, events, channel);
     if (inserted.size === events.length) return;
-    await deleteInserted(trx, names, [...inserted.values()]);
+    await deleteInserted(tx, names, [...inserted.values()]);
     throw new DuplicateMessageIdError(missing(inserted));
   }
   const inserted = new Map<string, string>();
-  await trx.raw(`savepoint ${SAVEPOINT}`);
+  await runSql(tx, `savepoint ${SAVEPOINT}`, []);
   try {
     for (const [i, chunk] of chunks.entries()) {
-      const rows = await insertEvents(trx, names, chunk, i === 0 ? channel : null);
+      const rows = await insertEvents(tx, names, chunk, i === 0 ? channel : null);
       for (const [id, rowId] of rows) inserted.set(id, rowId);
     }
   } catch (error) {
-    await trx.raw(`rollback to savepoint ${SAVEPOINT}`).catch(() => undefined);
-    await trx.raw(`release savepoint ${SAVEPOINT}`).catch(() => undefined);
+    await runSql(tx, `rollback to savepoint ${SAVEPOINT}`, []).catch(() => undefined);
+    await runSql(tx, `release savepoint ${SAVEPOINT}`, []).catch(() => undefined);
     throw error;
   }
   if (inserted.size !== events.length) {
-    await trx.raw(`rollback to savepoint ${SAVEPOINT}`);
-    await trx.raw(`release savepoint ${SAVEPOINT}`);
+    await runSql(tx, `rollback to savepoint ${SAVEPOINT}`, []);
+    await runSql(tx, `release savepoint ${SAVEPOINT}`, []);
     throw new DuplicateMessageIdError(missing(inserted));
   }
-  await trx.raw(`release savepoint ${SAVEPOINT}`);
+  await runSql(tx, `release savepoint ${SAVEPOINT}`, []);
 }

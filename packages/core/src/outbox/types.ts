@@ -66,10 +66,12 @@ export interface MessageEventOptions {
 export interface AddMessageOptions extends MessageEventOptions, AddOptions {}
 
 /** Adds events inside a business transaction. */
-export interface Outbox {
+export interface Outbox<Tx = Knex.Transaction> {
   /**
-   * Adds events in `trx`, which must be a knex transaction (anything else is a typed error:
-   * nothing can bypass the transaction by accident). Resolves to the events' message ids.
+   * Adds events in `trx`, an open transaction of the outbox's `transactions` adapter (a knex
+   * transaction by default); anything else is an `InvalidTransactionError` before any
+   * SQL, so nothing can bypass the transaction by accident. Resolves to the events' message
+   * ids.
    *
    * One call is all-or-nothing: it writes every event or none. Every event is validated
    * before any SQL runs ({@link InvalidEventError}: a bad field, text PostgreSQL cannot store
@@ -80,7 +82,7 @@ export interface Outbox {
    * later one undoes the earlier ones.
    */
   add(
-    trx: Knex.Transaction,
+    trx: Tx,
     events: OutboxEvent | readonly OutboxEvent[],
     options?: AddOptions,
   ): Promise<string[]>;
@@ -95,7 +97,7 @@ export interface Outbox {
    * Otherwise as the event form: same limits, errors and all-or-nothing write.
    */
   add<M extends MessageType>(
-    trx: Knex.Transaction,
+    trx: Tx,
     message: M,
     payload: MessagePayload<M>,
     options?: AddMessageOptions,

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Store } from './store';
+import { runSql, type SqlRunner } from '../transactions/sql';
+import type { SqlResult } from '../transactions/types';
 
 /**
  * Statement names by text. The texts come from the statement caches (a handful per store),
@@ -77,5 +79,27 @@ export async function prepared(
     names.clear();
     if (trx.isTransaction === true) throw error;
     return trx.raw(sql, bindings as Knex.RawBinding[]).options({ name: statementName(sql) });
+  }
+}
+
+/**
+ * {@link prepared} on a {@link SqlRunner}: the store's pool or a caller's transaction, which
+ * prepares the statement when its driver can. @internal
+ */
+export async function preparedOn(
+  store: StatementStore,
+  runner: SqlRunner,
+  sql: string,
+  bindings: readonly unknown[],
+): Promise<SqlResult> {
+  if (!store.preparedStatements) return runSql(runner, sql, bindings);
+  try {
+    return await runSql(runner, sql, bindings, { name: statementName(sql) });
+  } catch (error) {
+    if (!isStaleStatement(error)) throw error;
+    generation += 1;
+    names.clear();
+    if (runner.pool !== true) throw error;
+    return runSql(runner, sql, bindings, { name: statementName(sql) });
   }
 }

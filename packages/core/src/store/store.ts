@@ -35,9 +35,11 @@ export interface StoreOptions {
   connectionString?: string;
   /**
    * Embedded PGlite. `dataDir` is a directory for a durable database, or omitted for an
-   * in-memory one. This is the default when nothing else is given.
+   * in-memory one. This is the default when nothing else is given. `instance` is a PGlite
+   * you own instead (the one your Drizzle runs on, so the inbox writes in its transactions);
+   * the store never closes it.
    */
-  pglite?: { dataDir?: string };
+  pglite?: { dataDir?: string; instance?: PGlite };
   /** Pool size for `connectionString`. Default `{ min: 0, max: 10 }`. */
   pool?: { min?: number; max?: number };
   /** Schema holding justonce's tables. Default `justonce`. Validated: `[a-z_][a-z0-9_]*`. */
@@ -79,6 +81,8 @@ export interface StoreOptions {
 export interface Store {
   /** The knex instance; pass `store.knex.transaction(...)` results to the APIs. */
   readonly knex: Knex;
+  /** The PGlite database, on PGlite opened by the store or given to it; else `undefined`. */
+  readonly pglite?: PGlite;
   readonly dialect: StoreDialect;
   /** The validated, unquoted schema name. */
   readonly schema: string;
@@ -129,6 +133,23 @@ function pgliteKnex(pglite: PGlite): Knex {
   } as unknown as Knex.Config);
 }
 
+/**
+ * `pglite` as knex's dialect sees it, minus `close`: knex closes its connections when it is
+ * destroyed, and a PGlite the caller gave belongs to the caller. Methods are bound to the
+ * instance itself, whose private fields a proxy as `this` could not reach.
+ */
+function unclosable(pglite: PGlite): PGlite {
+  return new Proxy(pglite, {
+    get(target, property) {
+      if (property === 'close') return async () => undefined;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function'
+        ? (value as (...args: unknown[]) => unknown).bind(target)
+        : value;
+    },
+  });
+}
+
 /** Every option {@link createStore} knows, and those of its nested objects. */
 const STORE_KEYS = optionKeys<StoreOptions>()([
   'knex',
@@ -142,7 +163,7 @@ const STORE_KEYS = optionKeys<StoreOptions>()([
   'keepAlive',
   'logger',
 ]);
-const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir']);
+const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir', 'instance']);
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
 
 /**
@@ -187,6 +208,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   let owned = true;
   /** The embedded database this store created, if it did. */
   let embedded: PGlite | undefined;
+  /** The caller's PGlite, when given: knex's pool must not close it. */
+  let shared: PGlite | undefined;
   if (options.knex) {
     knex = options.knex;
     owned = false;
@@ -209,6 +232,13 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
       },
     } as Knex.Config);
     guardKnex(knex, timeouts, logger);
+  } else if (options.pglite?.instance !== undefined) {
+    const { instance } = options.pglite;
+    if (!(instance instanceof PGlite) || options.pglite.dataDir !== undefined) {
+      throw new ConfigurationError('pglite.instance must be a PGlite, given without dataDir');
+    }
+    shared = instance;
+    knex = pgliteKnex(unclosable(instance));
   } else {
     embedded = new PGlite(options.pglite?.dataDir);
     knex = pgliteKnex(embedded);
@@ -217,6 +247,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
 
   return {
     knex,
+    pglite: embedded ?? shared,
     dialect,
     schema,
     tablePrefix,

@@ -2,7 +2,6 @@ import {
   isOperationConflictError,
   isOperationFailedError,
   isOperationInProgressError,
-  type Store,
 } from '@justonce/core';
 import { RollbackError } from '../errors/rollback-error';
 import { fingerprintOf, type RequestView } from './fingerprint';
@@ -71,8 +70,8 @@ export async function handleRequest<Req>(
   const parsed = parseIdempotencyKey(input.keyField, route.maxKeyLength);
   if (parsed.kind === 'invalid') return problem(keyMalformed(parsed.reason, route.maxKeyLength));
   if (parsed.kind === 'absent') {
-    if (route.required || route.store === undefined) return problem(keyMissing());
-    return runPlain(route, route.store, runHandler);
+    if (route.required) return problem(keyMissing());
+    return runPlain(route, runHandler);
   }
   let scope: string | undefined;
   if (route.scope !== 'shared') {
@@ -125,14 +124,10 @@ async function runKeyed<Req>(
 }
 
 /** A keyless request on a route where the key is optional: the same, with no record. */
-async function runPlain<Req>(
-  route: ResolvedRoute<Req>,
-  store: Store,
-  runHandler: RunHandler,
-): Promise<Outcome> {
+async function runPlain<Req>(route: ResolvedRoute<Req>, runHandler: RunHandler): Promise<Outcome> {
   const execution = new Execution(route, runHandler);
   try {
-    const response = await store.knex.transaction((trx) =>
+    const response = await route.operations.transactions.transaction((trx) =>
       execution.run({ trx, key: undefined }, new AbortController().signal),
     );
     return { kind: 'committed', response };

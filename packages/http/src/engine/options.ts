@@ -1,5 +1,4 @@
-import type { Operations, Store } from '@justonce/core';
-import type { Knex } from 'knex';
+import type { KnexTransaction, Operations, Store } from '@justonce/core';
 
 /** What counts in the default fingerprint besides the method, the path and the body. */
 export interface FingerprintOptions {
@@ -21,9 +20,12 @@ export interface FingerprintOptions {
  * is built: a bad value or an unknown key is a `ConfigurationError` then, not at the first
  * request.
  */
-export interface IdempotencyOptions<Req> {
-  /** The operations the records live in: `createOperations({ store })`. */
-  readonly operations: Operations;
+export interface IdempotencyOptions<Req, Tx = KnexTransaction> {
+  /**
+   * The operations the records live in: `createOperations({ store })`. Their `transactions`
+   * adapter opens the business transaction, so it decides what `trx` the handler gets.
+   */
+  readonly operations: Operations<Tx>;
   /**
    * The operation name, e.g. `create-order`: one per route. With the scope and the key it
    * names the record; 1–200 characters.
@@ -39,13 +41,15 @@ export interface IdempotencyOptions<Req> {
   readonly scope: ((request: Req) => string | undefined | Promise<string | undefined>) | 'shared';
   /**
    * Whether a request must carry an `Idempotency-Key`. Default `true`: a request without one
-   * gets 400. With `false`, a request without one runs the handler in a plain transaction on
-   * `store`, with no record and no replay.
+   * gets 400. With `false`, a request without one runs the handler in a plain transaction,
+   * opened as `operations` opens its own, with no record and no replay.
    */
   readonly required?: boolean;
   /**
-   * The store the plain transaction of a keyless request is opened on; required when
-   * `required` is `false` (use the store `operations` was created with).
+   * Not needed any more: a keyless request's transaction is opened by `operations`. Still
+   * accepted (and checked to be a store) so that code written for it keeps working.
+   *
+   * @deprecated Leave it out.
    */
   readonly store?: Store;
   /**
@@ -90,12 +94,12 @@ export interface IdempotencyOptions<Req> {
 }
 
 /** What a handler gets besides the request. */
-export interface IdempotencyContext {
+export interface IdempotencyContext<Tx = KnexTransaction> {
   /**
    * The business transaction. Write everything through it (and add outbox events in it):
    * it commits together with the stored response, or not at all.
    */
-  readonly trx: Knex.Transaction;
+  readonly trx: Tx;
   /** The request's idempotency key; `undefined` on a route where it is optional and absent. */
   readonly key: string | undefined;
 }

@@ -78,7 +78,7 @@ export function resolveRoute<Req>(
   const operation = operationName(options.operation, context);
   const scope = scopeOption(options.scope, context);
   const required = booleanOption(options.required, 'required', true, context);
-  const store = storeOption(options.store, required, context);
+  const store = storeOption(options.store, context);
   const storeStatuses = statusesOption(options.storeStatuses, context);
   const replayHeaders = headerNames(options.replayHeaders, 'replayHeaders', context);
   return {
@@ -128,13 +128,8 @@ function scopeOption<Req>(value: unknown, context: string): ResolvedRoute<Req>['
   return value as ResolvedRoute<Req>['scope'];
 }
 
-function storeOption(value: unknown, required: boolean, context: string): Store | undefined {
-  if (value === undefined) {
-    if (required) return undefined;
-    throw new ConfigurationError(
-      `${context}: a route whose key is optional (required: false) needs the store to open the transaction of a keyless request`,
-    );
-  }
+function storeOption(value: unknown, context: string): Store | undefined {
+  if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || typeof (value as Store).knex !== 'function') {
     throw new ConfigurationError(`${context}: store must be a store from createStore`, {
       store: value === null ? 'null' : typeof value,

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { KnexTransaction } from '@justonce/core';
 import { bodyFromBytes, type RequestBody, type RequestView } from '../engine/fingerprint';
 import { handleRequest, type Outcome } from '../engine/handle-request';
 import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
@@ -29,24 +30,28 @@ const contexts = new WeakMap<ServerResponse, IdempotencyContext>();
  * error handler as usual; the response it makes is held like any other (a 5xx rolls back
  * and leaves the key free for a retry). Options are validated here, at construction.
  */
-export function idempotency(options: IdempotencyOptions<Request>): RequestHandler {
-  const route = resolveRoute(options, 'idempotency');
+export function idempotency<Tx = KnexTransaction>(
+  options: IdempotencyOptions<Request, Tx>,
+): RequestHandler {
+  // The engine only passes the operations' own transactions through: of type Tx.
+  const route = resolveRoute(options as unknown as IdempotencyOptions<Request>, 'idempotency');
   return (req, res, next) => serve(route, req, res, next);
 }
 
 /**
  * The idempotency context of the request `res` answers: its business transaction and key.
  * Throws {@link IdempotencyContextError} when the `idempotency` middleware did not run
- * before the handler.
+ * before the handler. `Tx` is the transaction type of the route's operations (their
+ * `transactions` adapter): a knex transaction unless you gave another.
  */
-export function idempotencyContext(res: Response): IdempotencyContext {
+export function idempotencyContext<Tx = KnexTransaction>(res: Response): IdempotencyContext<Tx> {
   const context = contexts.get(res);
   if (context === undefined) {
     throw new IdempotencyContextError(
       'put the idempotency(...) middleware of @justonce/http/express before this handler',
     );
   }
-  return context;
+  return context as IdempotencyContext<Tx>;
 }
 
 async function serve(

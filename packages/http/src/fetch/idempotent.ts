@@ -1,4 +1,4 @@
-import { ConfigurationError } from '@justonce/core';
+import { ConfigurationError, type KnexTransaction } from '@justonce/core';
 import { bodyFromBytes, type RequestView } from '../engine/fingerprint';
 import { handleRequest } from '../engine/handle-request';
 import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
@@ -6,9 +6,9 @@ import { resolveRoute } from '../engine/resolve-options';
 import { IDEMPOTENCY_KEY_HEADER, type HeaderPair, type HeldResponse } from '../engine/response';
 
 /** A Fetch API handler made idempotent by {@link idempotent}. */
-export type IdempotentHandler = (
+export type IdempotentHandler<Tx = KnexTransaction> = (
   request: Request,
-  context: IdempotencyContext,
+  context: IdempotencyContext<Tx>,
 ) => Promise<Response>;
 
 /**
@@ -36,11 +36,12 @@ export type IdempotentHandler = (
  * );
  * ```
  */
-export function idempotent(
-  options: IdempotencyOptions<Request>,
-  handler: IdempotentHandler,
+export function idempotent<Tx = KnexTransaction>(
+  options: IdempotencyOptions<Request, Tx>,
+  handler: IdempotentHandler<Tx>,
 ): (request: Request) => Promise<Response> {
-  const route = resolveRoute(options, 'idempotent');
+  // The engine only passes the operations' own transactions through: of type Tx.
+  const route = resolveRoute(options as unknown as IdempotencyOptions<Request>, 'idempotent');
   if (typeof handler !== 'function') {
     throw new ConfigurationError('idempotent needs a handler function', {
       handler: typeof handler,
@@ -57,7 +58,8 @@ export function idempotent(
         view: requestView(copy),
         keyField: request.headers.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
       },
-      async (context) => holdResponse(await handler(request, context)),
+      async (context) =>
+        holdResponse(await handler(request, context as unknown as IdempotencyContext<Tx>)),
     );
     if (outcome.kind === 'threw') throw outcome.error;
     return toResponse(outcome.response);

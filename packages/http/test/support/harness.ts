@@ -55,7 +55,6 @@ export function openApps(kind: StoreKind = 'postgres'): Apps {
         app = adapter.start(orders, {
           ...route,
           operations,
-          ...(route.required === false ? { store: orders.store } : {}),
         });
         apps.set(id, app);
       }

@@ -1,4 +1,9 @@
-import { consumerLifecycle, type Consumer, type ConsumerStopOptions } from '@justonce/core';
+import {
+  consumerLifecycle,
+  type Consumer,
+  type ConsumerStopOptions,
+  type KnexTransaction,
+} from '@justonce/core';
 import { handleDelivery } from './deliver';
 import { resolveConsumerOptions, type RabbitConsumerOptions } from './options';
 import { connectionEvent, createRuntime, sleep, type ConsumerRuntime } from './runtime';
@@ -43,10 +48,11 @@ export interface RabbitConsumer extends Consumer {
  * channel is reopened with full-jitter backoff; unacknowledged deliveries come back from the
  * broker and the inbox answers the ones already committed as duplicates.
  */
-export function createRabbitConsumer<R = unknown>(
-  options: RabbitConsumerOptions<R>,
+export function createRabbitConsumer<R = unknown, Tx = KnexTransaction>(
+  options: RabbitConsumerOptions<R, Tx>,
 ): RabbitConsumer {
-  const resolved = resolveConsumerOptions(options);
+  // The consumer never touches the transaction: the inbox and the handler agree on Tx.
+  const resolved = resolveConsumerOptions(options as unknown as RabbitConsumerOptions<R>);
   const rt = createRuntime(resolved, handleDelivery);
   const lifecycle = consumerLifecycle(`createRabbitConsumer("${resolved.queue}")`, {
     start: () => startConsuming(rt),

@@ -6,6 +6,7 @@ import {
   silentLogger,
   type Handler,
   type Inbox,
+  type KnexTransaction,
   type InboxOptions,
   type Logger,
   type MessageIdOptions,
@@ -76,13 +77,16 @@ export interface RabbitDeadLetterOptions {
  * Options of {@link createRabbitConsumer}: `url` or `connect`, the `queue`, the `inbox` and
  * the `handler`; the rest has defaults.
  */
-export interface RabbitConsumerOptions<R = unknown> extends ConnectionOptions {
+export interface RabbitConsumerOptions<
+  R = unknown,
+  Tx = KnexTransaction,
+> extends ConnectionOptions {
   /** The queue to consume from. Required; at most 255 bytes; not `amq.*`. */
   readonly queue: string;
   /** The handler; its effects commit if and only if the dedup record commits. */
-  readonly handler: Handler<R>;
+  readonly handler: Handler<R, Tx>;
   /** The inbox (its store, consumer name, `maxAttempts`, `decode`, …). Required. */
-  readonly inbox: Inbox;
+  readonly inbox: Inbox<Tx>;
   /**
    * Where the message id is found: the `message-id` header (any case), then `extract`, then
    * (with `fallback`, the default) the AMQP `message-id` property. A message with none is

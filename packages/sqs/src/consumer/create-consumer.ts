@@ -1,4 +1,4 @@
-import { consumerLifecycle, type ConsumerStopOptions } from '@justonce/core';
+import { consumerLifecycle, type ConsumerStopOptions, type KnexTransaction } from '@justonce/core';
 import { resolveConsumerOptions } from './options';
 import { createRuntime } from './runtime';
 import { checkStopOptions, startConsumer, stopConsumer } from './start-stop';
@@ -47,9 +47,13 @@ import type { SqsConsumer, SqsConsumerOptions } from './types';
  * process.once('SIGTERM', () => void consumer.stop());
  * ```
  */
-export function createSqsConsumer<R = unknown>(options: SqsConsumerOptions<R>): SqsConsumer {
-  const resolved = resolveConsumerOptions(options);
-  const rt = createRuntime(resolved, options);
+export function createSqsConsumer<R = unknown, Tx = KnexTransaction>(
+  options: SqsConsumerOptions<R, Tx>,
+): SqsConsumer {
+  // The consumer never touches the transaction: the inbox and the handler agree on Tx.
+  const given = options as unknown as SqsConsumerOptions<R>;
+  const resolved = resolveConsumerOptions(given);
+  const rt = createRuntime(resolved, given);
   const lifecycle = consumerLifecycle(`SQS consumer of ${resolved.queueUrl}`, {
     start: () => startConsumer(rt),
     stop: (stopOptions) => stopConsumer(rt, stopOptions),

@@ -1,5 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import type {
+  KnexTransaction,
   BackoffOptions,
   Consumer,
   Handler,
@@ -46,7 +47,7 @@ export interface SqsDeadLetterOptions {
  * Options of {@link createSqsConsumer}. Give `client` or `clientConfig` (see
  * {@link SqsClientSource}).
  */
-export interface SqsConsumerOptions<R = unknown> extends SqsClientSource {
+export interface SqsConsumerOptions<R = unknown, Tx = KnexTransaction> extends SqsClientSource {
   /** URL of the queue to consume. */
   readonly queueUrl: string;
   /**
@@ -54,9 +55,9 @@ export interface SqsConsumerOptions<R = unknown> extends SqsClientSource {
    * `maxReceiveCount` (so the inbox records the dead letter before SQS's redrive moves the
    * message) and `redeliveryHorizonMs` of the queue's `MessageRetentionPeriod`.
    */
-  readonly inbox: Inbox;
+  readonly inbox: Inbox<Tx>;
   /** Runs once per message id; its effects commit with the dedup record. */
-  readonly handler: Handler<R>;
+  readonly handler: Handler<R, Tx>;
   /**
    * How messages reach the inbox:
    * - `message` (default) — one `inbox.process` transaction per message, up to

@@ -1,14 +1,15 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 
 /** The id and reason of the letter kept for one message and fingerprint, if any. @internal */
 export async function findDeadLetter(
-  db: Knex | Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   key: { scope: string; consumer: string; messageId: string; fingerprint: string },
 ): Promise<{ id: string; reason: string } | undefined> {
-  const result = await db.raw(
+  const result = await runSql(
+    db,
     `select id::text as id, reason from ${names.table('dead_letters')}
       where scope = ? and consumer = ? and message_id = ? and fingerprint = ? and dedupe`,
     [key.scope, key.consumer, key.messageId, key.fingerprint],

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { isStorableText, jsonOf, storableDiagnostic } from '../../store/text';
@@ -95,12 +95,13 @@ function storedText(letter: NewDeadLetter): StoredText {
 }
 
 export async function insertDeadLetter(
-  db: Knex | Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   letter: NewDeadLetter,
 ): Promise<string> {
   const text = storedText(letter);
-  const result = await db.raw(
+  const result = await runSql(
+    db,
     `insert into ${names.table('dead_letters')} as d
        (scope, consumer, message_id, dedupe, fingerprint, reason, error_code, error_message,
         attempts, partition_key, headers, body, body_is_text, delivery, first_attempt_at, raw)

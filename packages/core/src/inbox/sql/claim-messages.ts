@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
@@ -32,7 +32,7 @@ function claimedKeys(result: unknown): Set<string> {
  * removed by retention). Resolves to whether the record is new. @internal
  */
 export async function claimMessage(
-  trx: Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   retentionMs: number,
@@ -52,7 +52,8 @@ export async function claimMessage(
     retentionMs,
   ];
   const result = clearCounter
-    ? await trx.raw(
+    ? await runSql(
+        db,
         `with cleared as (
            delete from ${names.table('inbox_attempts')}
             where scope = ? and consumer = ? and message_id = ?
@@ -60,7 +61,7 @@ export async function claimMessage(
          ${insert}`,
         [message.scope, consumer, message.messageId, ...values],
       )
-    : await trx.raw(insert, values);
+    : await runSql(db, insert, values);
   return rowsOf(result).length > 0;
 }
 
@@ -70,13 +71,14 @@ export async function claimMessage(
  * deadlock). Resolves to the keys ({@link keyOf}) that were new. @internal
  */
 export async function claimMessages(
-  trx: Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   retentionMs: number,
   messages: readonly MessageToClaim[],
 ): Promise<Set<string>> {
-  const result = await trx.raw(
+  const result = await runSql(
+    db,
     `insert into ${names.table('idempotency')}
        (scope, operation, key, status, request_hash, attempts, expires_at)
      select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts, ${EXPIRES}

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { keyArrays, type MessageKey } from './message-key';
 
@@ -8,14 +8,15 @@ import { keyArrays, type MessageKey } from './message-key';
  * that are done (handled or duplicate). @internal
  */
 export async function finishBatch(
-  trx: Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   done: readonly MessageKey[],
   failed: readonly MessageKey[],
 ): Promise<void> {
   if (failed.length > 0) {
-    await trx.raw(
+    await runSql(
+      db,
       `delete from ${names.table('idempotency')} i
         using unnest(?::text[], ?::text[]) as m (scope, key)
         where i.operation = ? and i.status = 'SUCCEEDED' and i.scope = m.scope and i.key = m.key`,
@@ -23,7 +24,8 @@ export async function finishBatch(
     );
   }
   if (done.length > 0) {
-    await trx.raw(
+    await runSql(
+      db,
       `delete from ${names.table('inbox_attempts')} a
         using unnest(?::text[], ?::text[]) as m (scope, message_id)
         where a.consumer = ? and a.scope = m.scope and a.message_id = m.message_id`,

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import type { MessageKey } from './message-key';
@@ -10,13 +10,14 @@ import type { MessageKey } from './message-key';
  * payload under the same id). @internal
  */
 export async function markDead(
-  trx: Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   retentionMs: number,
   message: MessageKey & { fingerprint: string; attempt: number; reason: string; code: string },
 ): Promise<boolean> {
-  const result = await trx.raw(
+  const result = await runSql(
+    db,
     `insert into ${names.table('idempotency')}
        (scope, operation, key, status, request_hash, attempts, error, expires_at)
      values (?, ?, ?, 'FAILED_FINAL', ?, ?, ?::jsonb,

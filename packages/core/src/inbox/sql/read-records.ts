@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
@@ -11,7 +11,7 @@ export interface StoredRecord {
 
 /** Reads the dedup records of messages, by {@link keyOf}. @internal */
 export async function readRecords(
-  db: Knex | Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   keys: readonly MessageKey[],
@@ -19,12 +19,14 @@ export async function readRecords(
   const only = keys.length === 1 ? keys[0] : undefined;
   const result =
     only !== undefined
-      ? await db.raw(
+      ? await runSql(
+          db,
           `select scope, key, status, request_hash from ${names.table('idempotency')}
             where scope = ? and operation = ? and key = ?`,
           [only.scope, consumer, only.messageId],
         )
-      : await db.raw(
+      : await runSql(
+          db,
           `select i.scope, i.key, i.status, i.request_hash
              from ${names.table('idempotency')} i
              join unnest(?::text[], ?::text[]) as m (scope, key)

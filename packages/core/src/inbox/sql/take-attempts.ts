@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import type { MessageKey } from './message-key';
@@ -13,12 +13,13 @@ export interface TakenAttempts {
 
 /** Deletes a message's attempt counter and returns what it held, if anything. @internal */
 export async function takeAttempts(
-  trx: Knex.Transaction,
+  db: SqlRunner,
   names: MigrationNames,
   consumer: string,
   key: MessageKey,
 ): Promise<TakenAttempts | undefined> {
-  const result = await trx.raw(
+  const result = await runSql(
+    db,
     `delete from ${names.table('inbox_attempts')}
       where scope = ? and consumer = ? and message_id = ?
       returning attempts, first_attempt_at, last_error`,

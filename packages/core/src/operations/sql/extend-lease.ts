@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, toDate, type RecordKey } from './row';
@@ -11,13 +11,14 @@ import { MILLISECONDS, toDate, type RecordKey } from './row';
  * longer owns an IN_PROGRESS record.
  */
 export async function extendLeaseRow(
-  knex: Knex,
+  db: SqlRunner,
   names: MigrationNames,
   record: RecordKey,
   ownerId: string,
   leaseMs: number,
 ): Promise<{ leaseUntil: Date; dbNow: Date } | undefined> {
-  const result = await knex.raw(
+  const result = await runSql(
+    db,
     `update ${names.table('idempotency')}
         set lease_until = now() + ${MILLISECONDS},
             expires_at = greatest(expires_at, now() + ${MILLISECONDS}),

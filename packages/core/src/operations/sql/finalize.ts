@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
-import { prepared, type StatementStore } from '../../store/prepared';
+import { preparedOn, type StatementStore } from '../../store/prepared';
+import type { SqlRunner } from '../../transactions/sql';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, type RecordKey } from './row';
 
@@ -20,7 +20,7 @@ export type Final =
  * A fixed text, run as a prepared statement when the store allows.
  */
 export async function finalizeRow(
-  knex: Knex,
+  db: SqlRunner,
   store: StatementStore,
   record: RecordKey,
   ownerId: string,
@@ -29,9 +29,9 @@ export async function finalizeRow(
 ): Promise<boolean> {
   const response = final.status === 'SUCCEEDED' ? final.responseJson : null;
   const error = final.status === 'SUCCEEDED' ? null : final.errorJson;
-  const result = await prepared(
+  const result = await preparedOn(
     store,
-    knex,
+    db,
     `update ${store.names.table('idempotency')}
         set status = ?,
             response = ?::json,

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { RECORD_COLUMNS, type IdempotencyRow, type RecordKey } from './row';
@@ -14,11 +14,12 @@ export interface ReadRow {
 
 /** @internal Reads one record without locking it. */
 export async function readRow(
-  knex: Knex,
+  db: SqlRunner,
   names: MigrationNames,
   record: RecordKey,
 ): Promise<ReadRow | undefined> {
-  const result = await knex.raw(
+  const result = await runSql(
+    db,
     `select ${RECORD_COLUMNS},
             coalesce(expires_at <= now(), false) as expired,
             coalesce(lease_until > now(), false) as lease_live

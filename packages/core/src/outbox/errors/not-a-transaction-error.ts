@@ -1,11 +1,8 @@
-import { JustonceError } from '../../errors/justonce-error';
-
 /**
- * `outbox.add` was given something other than an open knex transaction. Events are only ever
- * written inside the caller's transaction, so nothing can bypass the outbox by accident.
+ * The error `outbox.add` threw for a value that is not an open transaction, before the
+ * transaction adapters: now {@link InvalidTransactionError}, the same class under its old
+ * name (code `NOT_A_TRANSACTION` as before).
+ *
+ * @deprecated Use {@link InvalidTransactionError}.
  */
-export class NotATransactionError extends JustonceError {
-  constructor(message: string, details: Record<string, unknown> = {}) {
-    super('NOT_A_TRANSACTION', message, { retriable: false, details });
-  }
-}
+export { InvalidTransactionError as NotATransactionError } from '../../transactions/invalid-transaction-error';

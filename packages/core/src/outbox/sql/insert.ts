@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { runSql, type SqlRunner } from '../../transactions/sql';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import type { EncodedEvent } from '../encode';
@@ -10,13 +10,13 @@ import type { EncodedEvent } from '../encode';
  * message id mapped to their row id, so the caller can undo exactly these rows.
  */
 export async function insertEvents(
-  trx: Knex.Transaction,
+  tx: SqlRunner,
   names: MigrationNames,
   events: readonly EncodedEvent[],
   channel: string | null,
 ): Promise<Map<string, string>> {
   const values: string[] = [];
-  const bindings: Knex.RawBinding[] = [];
+  const bindings: unknown[] = [];
   for (const e of events) {
     values.push('(?, ?, ?, ?::jsonb, ?)');
     bindings.push(e.destination, e.key, e.messageId, e.headersJson, e.payload);
@@ -32,7 +32,7 @@ export async function insertEvents(
       : `with ins as (${insert}), note as (select pg_notify(?, '') as sent)
          select ins.id, ins.message_id from note left join ins on true`;
   if (channel !== null) bindings.push(channel);
-  const result = await trx.raw(sql, bindings);
+  const result = await runSql(tx, sql, bindings);
   const inserted = new Map<string, string>();
   for (const row of rowsOf<{ id: unknown; message_id: string | null }>(result)) {
     if (row.message_id !== null) inserted.set(row.message_id, String(row.id));
@@ -46,12 +46,12 @@ export async function insertEvents(
  * touched.
  */
 export async function deleteInserted(
-  trx: Knex.Transaction,
+  tx: SqlRunner,
   names: MigrationNames,
   rowIds: readonly string[],
 ): Promise<void> {
   if (rowIds.length === 0) return;
-  await trx.raw(`delete from ${names.table('outbox')} where id = any(?::bigint[])`, [
+  await runSql(tx, `delete from ${names.table('outbox')} where id = any(?::bigint[])`, [
     `{${rowIds.join(',')}}`,
   ]);
 }
