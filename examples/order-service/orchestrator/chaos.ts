@@ -16,11 +16,18 @@ export interface PlannedKill {
   readonly pauseMs: number;
 }
 
-/** Kills spread evenly over 5%-75% of the run, the services in turn, pauses of 0.2-1 s. */
-export function planKills(killsPerService: number, random: () => number): PlannedKill[] {
-  const total = killsPerService * SERVICES.length;
+/**
+ * Kills spread evenly over 5%-75% of the run, the services (default all four) in turn,
+ * pauses of 0.2-1 s.
+ */
+export function planKills(
+  killsPerService: number,
+  random: () => number,
+  services: readonly ServiceName[] = SERVICES,
+): PlannedKill[] {
+  const total = killsPerService * services.length;
   return Array.from({ length: total }, (_, i) => ({
-    service: SERVICES[i % SERVICES.length] ?? 'orders',
+    service: services[i % services.length] ?? 'orders',
     at: 0.05 + (0.7 * (i + 0.5)) / total,
     pauseMs: 200 + Math.floor(random() * 800),
   }));

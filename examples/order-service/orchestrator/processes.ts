@@ -35,12 +35,23 @@ export interface ServiceProcesses {
   readonly logDir: string;
 }
 
-function entryOf(name: ServiceName): string {
-  return path.join(__dirname, '..', name, 'main.ts');
+/** Each service's process entry: its `main.ts`, unless `entries` names another file. */
+function entryOf(name: ServiceName, entries: ServiceEntries): string {
+  return entries[name] ?? path.join(__dirname, '..', name, 'main.ts');
 }
 
+/**
+ * Other process entries for some services, by absolute path: a file that runs
+ * `serviceMain(<service>, …)` with the same configuration, such as examples/nestjs-orders/main.ts.
+ */
+export type ServiceEntries = Partial<Record<ServiceName, string>>;
+
 /** Manages the services of one run. */
-export function serviceProcesses(env: Record<string, string>, logDir: string): ServiceProcesses {
+export function serviceProcesses(
+  env: Record<string, string>,
+  logDir: string,
+  entries: ServiceEntries = {},
+): ServiceProcesses {
   mkdirSync(logDir, { recursive: true });
   const running = new Map<ServiceName, Running>();
   const logs = new Map<ServiceName, WriteStream>();
@@ -64,7 +75,7 @@ export function serviceProcesses(env: Record<string, string>, logDir: string): S
   const start = (name: ServiceName): Promise<void> => {
     const log = logOf(name);
     log.write(`--- ${new Date().toISOString()} starting ${name}\n`);
-    const child = spawn(process.execPath, ['--import', 'tsx', entryOf(name)], {
+    const child = spawn(process.execPath, ['--import', 'tsx', entryOf(name, entries)], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seededRandom } from '@justonce/core/testing';
-import { LOCAL, runNames, envOf, SERVICES, type ServiceConfig } from '../config';
+import { LOCAL, runNames, envOf, SERVICES, type ServiceConfig, type ServiceName } from '../config';
 import { runLoad, type LoadResult } from '../load/run-load';
 import { flowChecks, type FlowReport } from '../report/checks';
 import { collectOutcome } from '../report/collect';
@@ -30,6 +30,14 @@ export interface OrderServiceOptions {
   readonly seed?: number;
   /** SIGKILLs of each service during the run. Default 2. */
   readonly killsPerService?: number;
+  /** The services the SIGKILLs hit. Default all four. */
+  readonly killed?: readonly ServiceName[];
+  /**
+   * The orders service's process entry (absolute path): a file that runs
+   * `serviceMain('orders', …)` as orders/main.ts does, such as examples/nestjs-orders/main.ts.
+   * Default orders/main.ts.
+   */
+  readonly ordersEntry?: string;
   /** Share of the published messages sent again, twice in the run. Default 0.03. */
   readonly republishRate?: number;
   /** Longest wait for the flow to settle after the load, in milliseconds. Default 180 000. */
@@ -137,7 +145,7 @@ async function drive(
     const republished: Republished = { kafka: 0, rabbit: 0 };
     const perRound = Math.max(1, Math.round(total * (options.republishRate ?? 0.03)));
     const started = Date.now();
-    const plan = planKills(options.killsPerService ?? 2, random);
+    const plan = planKills(options.killsPerService ?? 2, random, options.killed);
     const chaos = runChaos(
       plan,
       processes,
@@ -201,7 +209,8 @@ export async function runOrderService(
   const logDir = path.join(tmpdir(), `justonce-order-service-${names.run}`);
   const setupStarted = Date.now();
   const infra = await prepareInfrastructure(config);
-  const processes = serviceProcesses(envOf(config), logDir);
+  const entries = options.ordersEntry === undefined ? {} : { orders: options.ordersEntry };
+  const processes = serviceProcesses(envOf(config), logDir, entries);
   try {
     await Promise.all(SERVICES.map((service) => processes.start(service)));
     const setupMs = Date.now() - setupStarted;
@@ -215,6 +224,10 @@ export async function runOrderService(
     );
     const unexpected = processes.unexpectedExits();
     await processes.stopAll();
+    const ordersNote =
+      options.ordersEntry === undefined
+        ? ''
+        : `, orders: ${path.relative(process.cwd(), options.ordersEntry)}`;
     const checks = flowChecks(total, load, outcome, run.settled, [
       {
         name: `every planned SIGKILL was carried out (${run.planned})`,
@@ -223,7 +236,7 @@ export async function runOrderService(
       { name: 'no service exited unless killed', ok: SERVICES.every((s) => unexpected[s] === 0) },
     ]);
     return {
-      title: `order service: 4 processes on PostgreSQL, Kafka and RabbitMQ (run ${names.run})`,
+      title: `order service: 4 processes on PostgreSQL, Kafka and RabbitMQ (run ${names.run}${ordersNote})`,
       orders: total,
       load,
       outcome,

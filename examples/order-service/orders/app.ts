@@ -7,7 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { createOperations, type Operations, type Outbox, type Store } from '@justonce/core';
+import {
+  createOperations,
+  type MessagePayload,
+  type Operations,
+  type Outbox,
+  type Store,
+} from '@justonce/core';
 import { idempotency, idempotencyContext } from '@justonce/http/express';
 import { OrderCreated } from '../messages';
 import { NewOrder, type Order } from './contract';
@@ -49,25 +55,43 @@ export function createOrderKeys(store: Store): Operations {
   return createOperations({ store, leaseMs: 3_000 });
 }
 
+/** The 400 body of a `POST /orders` body that is no order. */
+export interface InvalidOrder {
+  readonly title: 'invalid order';
+  readonly issues: readonly unknown[];
+}
+
 /**
- * Reads a `POST /orders` body: the order it creates (a fresh id, `created`, now), or
- * `undefined` once it answered 400 with the body's issues.
+ * Reads a `POST /orders` body: the order it creates (a fresh id, `created`, now), or the 400
+ * body with the body's issues. Shared with the Nest version (examples/nestjs-orders).
+ */
+export function readOrder(body: unknown): { order: Order } | { invalid: InvalidOrder } {
+  const input = NewOrder.safeParse(body);
+  if (!input.success) return { invalid: { title: 'invalid order', issues: input.error.issues } };
+  return {
+    order: {
+      orderId: randomUUID(),
+      ...input.data,
+      status: 'created',
+      createdAt: new Date().toISOString(),
+    },
+  };
+}
+
+/**
+ * Reads a `POST /orders` body: the order it creates, or `undefined` once it answered 400
+ * with the body's issues.
  */
 export function acceptOrder(
   body: unknown,
   res: { status(code: number): { json(body: unknown): unknown } },
 ): Order | undefined {
-  const input = NewOrder.safeParse(body);
-  if (!input.success) {
-    res.status(400).json({ title: 'invalid order', issues: input.error.issues });
+  const read = readOrder(body);
+  if ('invalid' in read) {
+    res.status(400).json(read.invalid);
     return undefined;
   }
-  return {
-    orderId: randomUUID(),
-    ...input.data,
-    status: 'created',
-    createdAt: new Date().toISOString(),
-  };
+  return read.order;
 }
 
 /** The orders table's row of `order`, created under `idempotencyKey`. */
@@ -77,6 +101,16 @@ export function orderRow(order: Order, idempotencyKey: string): Record<string, s
     idempotency_key: idempotencyKey,
     customer_id: order.customerId,
     amount_cents: order.amountCents,
+    currency: order.currency,
+  };
+}
+
+/** The `order.created` event of `order`. */
+export function orderCreated(order: Order): MessagePayload<typeof OrderCreated> {
+  return {
+    orderId: order.orderId,
+    customerId: order.customerId,
+    amountCents: order.amountCents,
     currency: order.currency,
   };
 }
@@ -97,17 +131,7 @@ export function createOrdersApp(options: OrdersAppOptions): express.Express {
       // The route requires the header, so the middleware never runs this without a key.
       if (key === undefined) throw new Error('POST /orders ran without an Idempotency-Key');
       await trx.withSchema(store.schema).table('orders').insert(orderRow(order, key));
-      await outbox.add(
-        trx,
-        OrderCreated,
-        {
-          orderId: order.orderId,
-          customerId: order.customerId,
-          amountCents: order.amountCents,
-          currency: order.currency,
-        },
-        { destination: topic },
-      );
+      await outbox.add(trx, OrderCreated, orderCreated(order), { destination: topic });
       options.onWritten?.(order);
       res.status(201).json(order);
     },

@@ -12,3 +12,4 @@ export {
   type InvalidTransactionReason,
 } from './invalid-transaction-error';
 export { knexTransactions } from './knex-adapter';
+export { isTransactionAdapter } from './option';

@@ -23,18 +23,23 @@ export function transactionsOption(
     }
     return adapter as TransactionAdapter<unknown>;
   }
-  const adapter = value as Partial<TransactionAdapter<unknown>> | null;
-  if (
-    typeof adapter !== 'object' ||
-    adapter === null ||
-    typeof adapter.library !== 'string' ||
-    typeof adapter.transaction !== 'function' ||
-    typeof adapter.enter !== 'function'
-  ) {
+  if (!isTransactionAdapter(value)) {
     throw new ConfigurationError(
       `${factory}: transactions must be a transaction adapter (knexTransactions, pgTransactions, kyselyTransactions, drizzleTransactions or typeormTransactions)`,
       { type: value === null ? 'null' : typeof value },
     );
   }
-  return adapter as TransactionAdapter<unknown>;
+  return value;
+}
+
+/** True for a value with the shape of a {@link TransactionAdapter}, e.g. to check an option. */
+export function isTransactionAdapter(value: unknown): value is TransactionAdapter<unknown> {
+  const adapter = value as Partial<TransactionAdapter<unknown>> | null;
+  return (
+    typeof adapter === 'object' &&
+    adapter !== null &&
+    typeof adapter.library === 'string' &&
+    typeof adapter.transaction === 'function' &&
+    typeof adapter.enter === 'function'
+  );
 }

@@ -1,6 +1,7 @@
 import {
   ConfigurationError,
   integerOption,
+  isTransactionAdapter,
   optionKeys,
   rejectUnknownOptions,
   type Store,
@@ -142,20 +143,13 @@ function objectOption(value: unknown, name: string): Readonly<Record<string, unk
 
 function transactionsOption(value: unknown): ModuleConfig['seam'] {
   if (value === undefined) return {};
-  const adapter = value as Partial<TransactionAdapter<unknown>> | null;
-  if (
-    typeof adapter !== 'object' ||
-    adapter === null ||
-    typeof adapter.library !== 'string' ||
-    typeof adapter.transaction !== 'function' ||
-    typeof adapter.enter !== 'function'
-  ) {
+  if (!isTransactionAdapter(value)) {
     throw new ConfigurationError(
       `${CONTEXT}: transactions must be a transaction adapter, e.g. kyselyTransactions(db) from @justonce/core/kysely`,
       { transactions: value === null ? 'null' : typeof value },
     );
   }
-  return { transactions: adapter as TransactionAdapter<unknown> };
+  return { transactions: value };
 }
 
 function relaysOption(value: unknown): readonly RelaySettings[] {
