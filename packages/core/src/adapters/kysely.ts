@@ -55,13 +55,30 @@ function enterKysely<DB>(tx: Transaction<DB>): SqlTransaction {
   return {
     dialect: 'postgres',
     async query(text: string, values: readonly unknown[]): Promise<SqlResult> {
-      const result = await raw.executeQuery(CompiledQuery.raw(text, [...values]));
+      let result;
+      try {
+        result = await raw.executeQuery(CompiledQuery.raw(text, [...values]));
+      } catch (error) {
+        throw finishedOr(error);
+      }
       const rows = result.rows as Record<string, unknown>[];
       return { rows, rowCount: rowCountOf(result, rows) };
     },
     // Kysely exposes no public way to the connection's transaction status.
     state: () => (hasEnded(tx) ? 'idle' : undefined),
   };
+}
+
+/**
+ * Kysely refuses, before any SQL, a statement on a transaction of `db.transaction().execute()`
+ * that has ended, with a plain `Error`: the one way to learn that of a transaction the
+ * adapter did not open. Anything else passes unchanged.
+ */
+function finishedOr(error: unknown): unknown {
+  const message = error instanceof Error ? error.message : '';
+  return /^Transaction is already (committed|rolled back)/.test(message)
+    ? new InvalidTransactionError('kysely', 'finished', 'the transaction has already ended')
+    : error;
 }
 
 /**

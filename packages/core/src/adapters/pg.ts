@@ -65,11 +65,15 @@ function enterPg(client: PoolClient): SqlTransaction {
   return {
     dialect: 'postgres',
     async query(text: string, values: readonly unknown[], options?: SqlQueryOptions) {
-      const result = await client.query<Record<string, unknown>>({
-        text,
-        values: [...values],
-        ...(options?.name === undefined ? {} : { name: options.name }),
-      });
+      // The (text, values) form spares node-postgres a copy of a config object per statement.
+      const result =
+        options?.name === undefined
+          ? await client.query<Record<string, unknown>>(text, values as unknown[])
+          : await client.query<Record<string, unknown>>({
+              text,
+              values: [...values],
+              name: options.name,
+            });
       return {
         rows: result.rows,
         rowCount: result.rowCount ?? result.rows.length,

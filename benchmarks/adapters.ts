@@ -1,0 +1,467 @@
+/**
+ * `pnpm bench adapters`: the inbox through each transaction adapter (knex, pg, kysely,
+ * drizzle, typeorm) on real PostgreSQL, against the same statements written by hand through
+ * the same library, in the same process and the same run.
+ *
+ * Per library, 8 workers each take the next message from a shared list:
+ * - justonce: `inbox.process` with the library's adapter, a first delivery each; the handler
+ *   inserts one business row with the library's own API through `ctx.trx`.
+ * - by hand: a transaction opened the library's usual way, the claim the inbox issues for a
+ *   first delivery (benchmarks/_support.ts, handClaimOne), the same business insert, commit.
+ *
+ * A warm-up of each side, then BENCH_ROUNDS rounds (default 6) alternating which side goes
+ * first; tables are truncated before every side's run. `ratio` is the median of the rounds'
+ * ratios. After the rounds an untimed pass counts the statements each side sends per message
+ * (every library here runs on node-postgres: its `Client.prototype.query` is wrapped), which
+ * is where an adapter's extra cost shows. `BENCH_ADAPTERS_CASES` (comma-separated library
+ * names) runs only some; `BENCH_ADAPTERS_COUNT` sets the messages per run (default 2 000).
+ * `BENCH_ADAPTERS_PROFILE=<library>:<inbox|hand>` runs that one side alone, BENCH_ROUNDS
+ * times, and prints no comparison: for a CPU profile of one side (`node --cpu-prof`).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import createKnex from 'knex';
+import { Client, Pool } from 'pg';
+import {
+  createInbox,
+  createStore,
+  knexTransactions,
+  rowsOf,
+  type Envelope,
+  type Store,
+  type TransactionAdapter,
+} from '@justonce/core';
+import { drizzleTransactions } from '@justonce/core/drizzle';
+import { kyselyTransactions } from '@justonce/core/kysely';
+import { pgTransactions } from '@justonce/core/pg';
+import { typeormTransactions } from '@justonce/core/typeorm';
+import * as drizzleOrm from 'drizzle-orm';
+import * as drizzleNodePg from 'drizzle-orm/node-postgres';
+import * as drizzlePgCore from 'drizzle-orm/pg-core';
+import * as kysely from 'kysely';
+import * as typeorm from 'typeorm';
+import {
+  benchRounds,
+  handClaimOne,
+  INBOX_RETENTION_MS,
+  machineCpu,
+  measureCase,
+  wantedCases,
+  type CaseResult,
+  type Run,
+} from './_support';
+
+const WORKERS = 8;
+const COUNT = Number(process.env.BENCH_ADAPTERS_COUNT ?? 2_000);
+const TARGET = 0.95;
+const ROWS = 'bench_rows';
+
+interface Message {
+  readonly envelope: Envelope;
+  readonly id: string;
+  /** The SHA-256 hex of the body, as the inbox stores it, computed before timing. */
+  readonly hash: string;
+}
+
+/** The business row both sides insert for a message. */
+interface Row {
+  message_id: string;
+  body_length: number;
+}
+
+const rowOf = (m: Message): Row => ({ message_id: m.id, body_length: m.envelope.body.length });
+
+/** One library's two sides, each handling one message in its own transaction. */
+interface Sides {
+  readonly inbox: (m: Message) => Promise<void>;
+  readonly hand: (m: Message) => Promise<void>;
+  readonly close: () => Promise<void>;
+}
+
+/** What every library's sides are built from. */
+interface Context {
+  readonly url: string;
+  readonly store: Store;
+  /** Quoted names of the idempotency and business tables. */
+  readonly idempotency: string;
+  readonly rows: string;
+  readonly schema: string;
+}
+
+/** The claim of handClaimOne with `$n` placeholders, for the libraries that bind those. */
+const claimText = (idempotency: string): string =>
+  `insert into ${idempotency}
+     (scope, operation, key, status, request_hash, attempts, expires_at)
+   values ('default', $1, $2, 'SUCCEEDED', $3, 1,
+           now() + $4::double precision * interval '1 millisecond')
+   on conflict (scope, operation, key) do nothing returning scope, key`;
+const claimValues = (m: Message) => ['hand', m.id, m.hash, INBOX_RETENTION_MS];
+
+/** The inbox side on `adapter`: process one message with `insert` as the handler's write. */
+function inboxSide<Tx>(
+  ctx: Context,
+  adapter: TransactionAdapter<Tx>,
+  insert: (trx: Tx, row: Row) => Promise<unknown>,
+): (m: Message) => Promise<void> {
+  const inbox = createInbox({
+    store: ctx.store,
+    consumer: 'inbox',
+    transactions: adapter,
+    retentionMs: INBOX_RETENTION_MS,
+  });
+  return async (m) => {
+    const outcome = await inbox.process(m.envelope, async ({ trx }) => {
+      await insert(trx, rowOf(m));
+    });
+    if (outcome.status !== 'processed') throw new Error(`unexpected ${outcome.status}`);
+  };
+}
+
+const pool = (ctx: Context) => new Pool({ connectionString: ctx.url, max: WORKERS + 2 });
+
+const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
+  async knex(ctx) {
+    const knex = createKnex({
+      client: 'pg',
+      connection: ctx.url,
+      pool: { min: 0, max: WORKERS + 2 },
+    });
+    const table = () => knex.withSchema(ctx.schema).table(ROWS);
+    return {
+      inbox: inboxSide(ctx, knexTransactions(knex), (trx, row) =>
+        trx.withSchema(ctx.schema).table(ROWS).insert(row),
+      ),
+      hand: (m) =>
+        knex.transaction(async (trx) => {
+          if (await handClaimOne(trx, ctx.idempotency, 'hand', INBOX_RETENTION_MS, m)) {
+            await table().transacting(trx).insert(rowOf(m));
+          }
+        }),
+      close: () => knex.destroy(),
+    };
+  },
+
+  async pg(ctx) {
+    const clients = pool(ctx);
+    const insert = `insert into ${ctx.rows} (message_id, body_length) values ($1, $2)`;
+    return {
+      inbox: inboxSide(ctx, pgTransactions(clients), (client, row) =>
+        client.query(insert, [row.message_id, row.body_length]),
+      ),
+      async hand(m) {
+        const client = await clients.connect();
+        try {
+          await client.query('BEGIN');
+          const claimed = await client.query(claimText(ctx.idempotency), claimValues(m));
+          if (claimed.rows.length === 1) await client.query(insert, [m.id, m.envelope.body.length]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        } finally {
+          client.release();
+        }
+      },
+      close: () => clients.end(),
+    };
+  },
+
+  async kysely(ctx) {
+    const { Kysely, PostgresDialect, sql } = kysely;
+    const db = new Kysely<{ [ROWS]: Row }>({
+      dialect: new PostgresDialect({ pool: pool(ctx) }),
+    }).withSchema(ctx.schema);
+    const claim = (m: Message) =>
+      sql`insert into ${sql.raw(ctx.idempotency)}
+            (scope, operation, key, status, request_hash, attempts, expires_at)
+          values ('default', ${'hand'}, ${m.id}, 'SUCCEEDED', ${m.hash}, 1,
+                  now() + ${INBOX_RETENTION_MS}::double precision * interval '1 millisecond')
+          on conflict (scope, operation, key) do nothing returning scope, key`;
+    return {
+      inbox: inboxSide(ctx, kyselyTransactions(db), (trx, row) =>
+        trx.insertInto(ROWS).values(row).execute(),
+      ),
+      hand: (m) =>
+        db.transaction().execute(async (trx) => {
+          const claimed = await claim(m).execute(trx);
+          if (claimed.rows.length === 1) await trx.insertInto(ROWS).values(rowOf(m)).execute();
+        }),
+      close: () => db.destroy(),
+    };
+  },
+
+  async drizzle(ctx) {
+    const { sql } = drizzleOrm;
+    const { integer, pgSchema, text } = drizzlePgCore;
+    const clients = pool(ctx);
+    const db = drizzleNodePg.drizzle(clients);
+    const rows = pgSchema(ctx.schema).table(ROWS, {
+      message_id: text('message_id').notNull(),
+      body_length: integer('body_length').notNull(),
+    });
+    const claim = (m: Message) =>
+      sql`insert into ${sql.raw(ctx.idempotency)}
+            (scope, operation, key, status, request_hash, attempts, expires_at)
+          values ('default', ${'hand'}, ${m.id}, 'SUCCEEDED', ${m.hash}, 1,
+                  now() + ${INBOX_RETENTION_MS}::double precision * interval '1 millisecond')
+          on conflict (scope, operation, key) do nothing returning scope, key`;
+    return {
+      inbox: inboxSide(ctx, drizzleTransactions(db), (tx, row) => tx.insert(rows).values(row)),
+      hand: (m) =>
+        db.transaction(async (tx) => {
+          const claimed = await tx.execute(claim(m));
+          if (claimed.rows.length === 1) await tx.insert(rows).values(rowOf(m));
+        }),
+      close: () => clients.end(),
+    };
+  },
+
+  async typeorm(ctx) {
+    const { DataSource, EntitySchema } = typeorm;
+    const RowEntity = new EntitySchema<Row>({
+      name: 'BenchRow',
+      tableName: ROWS,
+      schema: ctx.schema,
+      columns: {
+        message_id: { type: 'text', primary: true },
+        body_length: { type: 'integer' },
+      },
+    });
+    const dataSource = await new DataSource({
+      type: 'postgres',
+      url: ctx.url,
+      entities: [RowEntity],
+      poolSize: WORKERS + 2,
+    }).initialize();
+    return {
+      inbox: inboxSide(ctx, typeormTransactions(dataSource), (manager, row) =>
+        manager.getRepository(RowEntity).insert(row),
+      ),
+      hand: (m) =>
+        dataSource.transaction(async (manager) => {
+          const claimed: unknown[] = await manager.query(
+            claimText(ctx.idempotency),
+            claimValues(m),
+          );
+          if (claimed.length === 1) await manager.getRepository(RowEntity).insert(rowOf(m));
+        }),
+      close: () => dataSource.destroy(),
+    };
+  },
+};
+
+function messages(count: number): Message[] {
+  return Array.from({ length: count }, (_, i) => {
+    const id = `adapters-${String(i).padStart(7, '0')}`;
+    const body = JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + (i % 9_900) });
+    return {
+      id,
+      hash: createHash('sha256').update(body).digest('hex'),
+      envelope: {
+        id,
+        headers: {},
+        body,
+        delivery: { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
+      },
+    };
+  });
+}
+
+/** Runs `work` on every message with {@link WORKERS} workers; resolves to the elapsed seconds. */
+async function timed(units: readonly Message[], work: (m: Message) => Promise<void>) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      while (next < units.length) {
+        const unit = units[next] as Message;
+        next += 1;
+        await work(unit);
+      }
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
+/** Statements node-postgres sent while counting, by kind. */
+const sent = new Map<string, number>();
+let counting = false;
+
+/** What a statement is, for the per-message breakdown. */
+function kindOf(text: string): string {
+  const t = text.trim().toLowerCase();
+  if (/^(begin|start transaction)/.test(t)) return 'begin';
+  if (t.startsWith('commit')) return 'commit';
+  if (t.startsWith('rollback')) return 'rollback';
+  if (t.includes('idempotency')) return 'claim';
+  if (t.includes(ROWS)) return 'business insert';
+  if (t === 'select 1') return 'probe (select 1)';
+  return t.replace(/\s+/g, ' ').slice(0, 40);
+}
+
+/** Wraps node-postgres's `Client.prototype.query`, which every library here sends through. */
+function watchStatements(): void {
+  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function query(this: unknown, ...args: unknown[]) {
+    if (counting) {
+      const first = args[0];
+      const text =
+        typeof first === 'string' ? first : String((first as { text?: unknown } | null)?.text);
+      const kind = kindOf(text);
+      sent.set(kind, (sent.get(kind) ?? 0) + 1);
+    }
+    return original.apply(this, args);
+  };
+}
+
+/** Statements per message of one side, by kind, over an untimed pass of `units`. */
+async function statementsPerMessage(
+  units: readonly Message[],
+  side: (m: Message) => Promise<void>,
+): Promise<Record<string, number>> {
+  sent.clear();
+  counting = true;
+  try {
+    await timed(units, side);
+  } finally {
+    counting = false;
+  }
+  const per: Record<string, number> = {};
+  let total = 0;
+  for (const [kind, n] of [...sent].sort()) {
+    per[kind] = Math.round((n / units.length) * 100) / 100;
+    total += n;
+  }
+  return { ...per, total: Math.round((total / units.length) * 100) / 100 };
+}
+
+interface AdapterResult extends CaseResult {
+  readonly target: number;
+  readonly statementsPerMessage: Record<string, number>;
+  readonly baselineStatementsPerMessage: Record<string, number>;
+}
+
+function printTable(results: readonly AdapterResult[]): void {
+  const head = ['adapter', 'inbox /s', 'by hand /s', 'ratio', 'statements/msg', 'node CPU µs/msg'];
+  const lines = results.map((r) => [
+    r.case,
+    String(r.perSec),
+    String(r.baselinePerSec),
+    `${r.ratio}${r.ratio >= r.target ? '' : ' (MISSED)'}`,
+    `${r.statementsPerMessage.total} vs ${r.baselineStatementsPerMessage.total}`,
+    r.processCpuUsPerEvent && r.baselineProcessCpuUsPerEvent
+      ? `${r.processCpuUsPerEvent.client} vs ${r.baselineProcessCpuUsPerEvent.client}`
+      : 'n/a',
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  for (const line of [head, ...lines]) {
+    console.log(line.map((cell, i) => cell.padEnd(widths[i]!)).join('  '));
+  }
+  for (const r of results) {
+    const extra = Object.entries(r.statementsPerMessage).filter(
+      ([kind, n]) => kind !== 'total' && n !== (r.baselineStatementsPerMessage[kind] ?? 0),
+    );
+    if (extra.length > 0) {
+      const list = extra.map(([kind, n]) => `${kind} ${n}`).join(', ');
+      console.log(`${r.case}: the inbox's statements that differ from the hand side: ${list}`);
+    }
+  }
+}
+
+/** Runs one side of one library alone, `rounds` times (see BENCH_ADAPTERS_PROFILE). */
+async function profileOne(
+  ctx: Context,
+  which: string,
+  rounds: number,
+  run: (side: (m: Message) => Promise<void>) => () => Promise<Run>,
+): Promise<void> {
+  const [name = '', side] = which.split(':');
+  const open = LIBRARIES[name];
+  if (open === undefined || (side !== 'inbox' && side !== 'hand')) {
+    throw new Error('BENCH_ADAPTERS_PROFILE must be <library>:<inbox|hand>');
+  }
+  const sides = await open(ctx);
+  try {
+    for (let round = 0; round < rounds; round += 1) {
+      const { perSec, processCpuUsPerEvent } = await run(sides[side])();
+      console.log(
+        `${which} run ${round + 1}: ${Math.round(perSec)}/s, node CPU ` +
+          `${processCpuUsPerEvent?.client ?? 'n/a'} µs/message`,
+      );
+    }
+  } finally {
+    await sides.close();
+  }
+}
+
+/** Runs the benchmark and prints its JSON line last. */
+export async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const rounds = benchRounds();
+  const schema = `bench_adapters_${randomBytes(4).toString('hex')}`;
+  const store = await createStore({ connectionString: url, schema, pool: { max: WORKERS + 2 } });
+  try {
+    await store.migrate();
+    const { names, knex } = store;
+    const ctx: Context = {
+      url,
+      store,
+      schema,
+      idempotency: names.table('idempotency'),
+      rows: names.table(ROWS),
+    };
+    await knex.raw(
+      `create table ${ctx.rows} (message_id text not null, body_length integer not null)`,
+    );
+    const reset = () =>
+      knex.raw(`truncate ${ctx.idempotency}, ${names.table('inbox_attempts')}, ${ctx.rows}`);
+    const all = messages(COUNT);
+    const run = (side: (m: Message) => Promise<void>) => async (): Promise<Run> => {
+      await reset();
+      const cpu = machineCpu();
+      const seconds = await timed(all, side);
+      const used = cpu(COUNT);
+      const [row] = rowsOf<{ n: string }>(await knex.raw(`select count(*) as n from ${ctx.rows}`));
+      if (Number(row?.n) !== COUNT) throw new Error(`${row?.n} rows, expected ${COUNT}`);
+      return { perSec: COUNT / seconds, ...used };
+    };
+
+    console.log(
+      `adapters benchmark on PostgreSQL, ${WORKERS} workers, ${rounds} rounds after a warm-up ` +
+        `(${COUNT} messages per run, one transaction each)`,
+    );
+    const profiled = process.env.BENCH_ADAPTERS_PROFILE;
+    if (profiled !== undefined) {
+      await profileOne(ctx, profiled, rounds, run);
+      return;
+    }
+    watchStatements();
+    const wanted = wantedCases('BENCH_ADAPTERS_CASES');
+    const results: AdapterResult[] = [];
+    for (const [name, open] of Object.entries(LIBRARIES)) {
+      if (!wanted(name)) continue;
+      const sides = await open(ctx);
+      try {
+        const result = await measureCase(name, rounds, run(sides.inbox), run(sides.hand));
+        const pass = all.slice(0, 200);
+        await reset();
+        const statements = await statementsPerMessage(pass, sides.inbox);
+        await reset();
+        const baselineStatements = await statementsPerMessage(pass, sides.hand);
+        results.push({
+          ...result,
+          target: TARGET,
+          statementsPerMessage: statements,
+          baselineStatementsPerMessage: baselineStatements,
+        });
+      } finally {
+        await sides.close();
+      }
+    }
+    printTable(results);
+    console.log(JSON.stringify({ bench: 'adapters', results }));
+  } finally {
+    await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+    await store.close();
+  }
+}
