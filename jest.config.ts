@@ -46,6 +46,9 @@ const config: Config = {
   globalSetup: '<rootDir>/test-support/global-setup.ts',
   globalTeardown: '<rootDir>/test-support/global-teardown.ts',
   testTimeout: 60_000,
+  // Two files at a time: most suites wait on brokers and child processes, not on the CPU, and
+  // each uses its own schemas, topics, queues and private servers, so they do not meet.
+  maxWorkers: 2,
   // No forceExit: each suite closes its clients, so Jest exits on its own. The global
   // teardown still bounds the wait, saying so, should a client ever stay open.
 };
