@@ -122,6 +122,29 @@ export async function fillOutbox(
 }
 
 /** The inbox's default retention of dedup records (7 days), as the hand-written claims set it. */
+/**
+ * Runs `work` on every unit with `workers` concurrent loops, each taking the next unit of a
+ * shared list; resolves to the elapsed seconds.
+ */
+export async function timedWorkers<T>(
+  units: readonly T[],
+  workers: number,
+  work: (unit: T) => Promise<void>,
+): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < units.length) {
+        const unit = units[next] as T;
+        next += 1;
+        await work(unit);
+      }
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
 export const INBOX_RETENTION_MS = 7 * 24 * 3_600_000;
 
 /**

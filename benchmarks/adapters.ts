@@ -41,6 +41,7 @@ import * as kysely from 'kysely';
 import * as typeorm from 'typeorm';
 import {
   benchRounds,
+  timedWorkers,
   handClaimOne,
   INBOX_RETENTION_MS,
   machineCpu,
@@ -266,20 +267,9 @@ function messages(count: number): Message[] {
   });
 }
 
-/** Runs `work` on every message with {@link WORKERS} workers; resolves to the elapsed seconds. */
-async function timed(units: readonly Message[], work: (m: Message) => Promise<void>) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: WORKERS }, async () => {
-      while (next < units.length) {
-        const unit = units[next] as Message;
-        next += 1;
-        await work(unit);
-      }
-    }),
-  );
-  return (performance.now() - started) / 1000;
+/** Runs `work` on every unit with {@link WORKERS} workers; resolves to the elapsed seconds. */
+function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promise<number> {
+  return timedWorkers(units, WORKERS, work);
 }
 
 /** Statements node-postgres sent while counting, by kind. */

@@ -27,7 +27,14 @@ import {
   type Handler,
   type Store,
 } from '@justonce/core';
-import { benchRounds, handClaim, handClaimOne, INBOX_RETENTION_MS, median } from './_support';
+import {
+  benchRounds,
+  handClaim,
+  handClaimOne,
+  INBOX_RETENTION_MS,
+  median,
+  timedWorkers,
+} from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
@@ -69,19 +76,8 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 }
 
 /** Runs `work` on every unit with {@link WORKERS} workers; resolves to the elapsed seconds. */
-async function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: WORKERS }, async () => {
-      while (next < units.length) {
-        const unit = units[next] as T;
-        next += 1;
-        await work(unit);
-      }
-    }),
-  );
-  return (performance.now() - started) / 1000;
+function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promise<number> {
+  return timedWorkers(units, WORKERS, work);
 }
 
 /** Runs the benchmark and prints its JSON line last. */

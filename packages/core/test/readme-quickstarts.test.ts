@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel, type Admin, type Consumer as KafkaReader } from 'kafkajs';
@@ -11,6 +10,13 @@ import * as rabbitmq from '@justonce/rabbitmq';
 import * as sqs from '@justonce/sqs';
 import { databaseUrl } from '../../../test-support/services';
 import { waitFor } from '../../../test-support/wait-for';
+import {
+  expectSuccess,
+  killPrograms,
+  runProgram,
+  writeLoader,
+  type ProgramRun,
+} from './fixtures/doc-programs';
 import { extractSnippets, type Snippet } from './fixtures/doc-snippets';
 
 /**
@@ -207,104 +213,25 @@ function publishingProgram(): string {
 // ---------------------------------------------------------------------------------------------
 // Running them.
 
-/**
- * Where the programs' `@justonce/*` imports go. tsx loads the workspace sources as CommonJS
- * (their packages have no `"type": "module"`), and Node cannot see the names behind their
- * `export * from` when an ES module such as a quick start imports them. So each package is
- * reached through a CommonJS module that assigns every name explicitly (which Node can see),
- * and a tsconfig extending the repository's maps the packages to these modules, for the
- * program and for the sources alike, so there is one instance of each package.
- */
-function writeLoader(dir: string): string {
-  const packages: Record<string, { source: string; names: readonly string[] }> = {
-    '@justonce/core': { source: 'packages/core/src/index.ts', names: Object.keys(core) },
-    '@justonce/kafka': { source: 'packages/kafka/src/index.ts', names: Object.keys(kafka) },
-    '@justonce/sqs': { source: 'packages/sqs/src/index.ts', names: Object.keys(sqs) },
-    '@justonce/rabbitmq': {
-      source: 'packages/rabbitmq/src/index.ts',
-      names: Object.keys(rabbitmq),
-    },
-  };
-  const paths: Record<string, string[]> = {};
-  for (const [name, { source, names }] of Object.entries(packages)) {
-    const file = `${name.replace('@justonce/', '')}.cjs`;
-    const exported = names.filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
-    writeFileSync(
-      join(dir, file),
-      [
-        `const source = require(${JSON.stringify(join(ROOT, source))});`,
-        ...exported.map((n) => `exports.${n} = source.${n};`),
-        '',
-      ].join('\n'),
-    );
-    paths[name] = [`./${file}`];
-  }
-  const tsconfig = join(dir, 'tsconfig.json');
-  writeFileSync(
-    tsconfig,
-    JSON.stringify({
-      extends: join(ROOT, 'tsconfig.json'),
-      compilerOptions: { baseUrl: dir, paths },
-    }),
-  );
-  return tsconfig;
-}
+/** The packages the programs import, as the test process sees them (see `writeLoader`). */
+const PACKAGES = {
+  '@justonce/core': { source: 'packages/core/src/index.ts', names: Object.keys(core) },
+  '@justonce/kafka': { source: 'packages/kafka/src/index.ts', names: Object.keys(kafka) },
+  '@justonce/sqs': { source: 'packages/sqs/src/index.ts', names: Object.keys(sqs) },
+  '@justonce/rabbitmq': { source: 'packages/rabbitmq/src/index.ts', names: Object.keys(rabbitmq) },
+};
 
-interface ProgramRun {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly ms: number;
-}
-
-const TSX_CLI = require.resolve('tsx/cli');
-const children = new Set<ChildProcess>();
-
-/** Runs `program` with tsx; resolves (never rejects) once it exited or was killed at the timeout. */
-function runProgram(
-  dir: string,
-  name: string,
-  program: string,
-  tsconfig: string,
-): Promise<ProgramRun> {
-  const file = join(dir, `${name}.mts`);
-  writeFileSync(file, program);
-  const started = Date.now();
-  const child = spawn(process.execPath, [TSX_CLI, '--tsconfig', tsconfig, file], {
+/** Runs one program from the repository's root, where its imports (zod) resolve. */
+function runReadmeProgram(dir: string, name: string, program: string, tsconfig: string) {
+  return runProgram({
     cwd: ROOT,
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    dir,
+    name,
+    program,
+    tsconfig,
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    timeoutMs: PROGRAM_TIMEOUT_MS,
   });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => {
-    stderr += `\n[killed: still running after ${PROGRAM_TIMEOUT_MS} ms]`;
-    child.kill('SIGKILL');
-  }, PROGRAM_TIMEOUT_MS);
-  return new Promise((resolve) => {
-    // `close`, not `exit`: only then is all its output read.
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - started });
-    });
-  });
-}
-
-/** Fails with the program's output unless it exited with 0 and printed `line`. */
-function expectSuccess(name: string, run: ProgramRun, line: RegExp): RegExpMatchArray {
-  const match = run.stdout.match(line);
-  if (run.code !== 0 || !match) {
-    throw new Error(
-      `${name}: exit ${run.signal ?? run.code} after ${run.ms} ms, expected 0 and ${line}\n` +
-        `stdout:\n${run.stdout.slice(-3000)}\nstderr:\n${run.stderr.slice(-6000)}`,
-    );
-  }
-  return match;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,22 +335,16 @@ describe('the README quick starts, run as written against the local services', (
     // so that the blocks' own imports (zod) resolve from its node_modules.
     mkdirSync(join(ROOT, '.test-output'), { recursive: true });
     dir = mkdtempSync(join(ROOT, '.test-output', 'readme-'));
-    const tsconfig = writeLoader(dir);
+    const tsconfig = writeLoader(ROOT, dir, PACKAGES);
     for (const broker of ['kafka', 'sqs', 'rabbitmq'] as const) {
       const program = consumerProgram(broker, orderIds[broker]);
-      runs.set(broker, runProgram(dir, `consumer-${broker}`, program, tsconfig));
+      runs.set(broker, runReadmeProgram(dir, `consumer-${broker}`, program, tsconfig));
     }
-    runs.set('publishing', runProgram(dir, 'publishing', publishingProgram(), tsconfig));
+    runs.set('publishing', runReadmeProgram(dir, 'publishing', publishingProgram(), tsconfig));
   });
 
   afterAll(async () => {
-    await Promise.all(
-      [...children].map(async (child) => {
-        const gone = new Promise((resolve) => child.once('close', resolve));
-        child.kill('SIGKILL');
-        await gone;
-      }),
-    );
+    await killPrograms();
     await reader?.disconnect();
     await admin?.disconnect();
     sqsClient?.destroy();

@@ -15,7 +15,7 @@ import {
   runProgram,
   writeLoader,
   type ProgramRun,
-} from './fixtures/transactions-quickstarts-run';
+} from './fixtures/doc-programs';
 
 /**
  * The quick starts of docs/transactions.md run, as written, against the local PostgreSQL

@@ -169,7 +169,9 @@ describe('createKnexMigrationSource', () => {
 
 describe('createInbox', () => {
   it('refuses a misspelt option, naming it and the closest known one', async () => {
-    const error = await refusal(() => createInbox(loose<InboxOptions>({ store, consumer: 'c', maxAttempt: 3 })));
+    const error = await refusal(() =>
+      createInbox(loose<InboxOptions>({ store, consumer: 'c', maxAttempt: 3 })),
+    );
     expect(error.message).toBe(`createInbox: ${named('maxAttempt', 'maxAttempts')}`);
     expect(error.details).toEqual({
       unknown: ['maxAttempt'],

@@ -16,6 +16,7 @@ import {
   type TransactionAdapter,
   type TransactionState,
 } from '../transactions';
+import { hasPgStatus, pgClientState } from './pg-status';
 
 /** The drivers the adapter supports: node-postgres (`drizzle-orm/node-postgres`) and PGlite. */
 type DrizzleQueryResultHKT = NodePgQueryResultHKT | PgliteQueryResultHKT;
@@ -69,16 +70,9 @@ function toSql(text: string, values: readonly unknown[]): SQL {
  */
 function connectionState(tx: PgTransaction<DrizzleQueryResultHKT>): TransactionState | undefined {
   try {
-    const client = (tx._.session as unknown as { client?: unknown }).client as
-      | { getTransactionStatus?: () => string | null; readyForQuery?: unknown; closed?: unknown }
-      | undefined;
-    if (typeof client?.getTransactionStatus !== 'function') {
-      return client?.closed === true ? 'idle' : undefined;
-    }
-    const status = client.getTransactionStatus();
-    if (status === null) return 'idle';
-    if (client.readyForQuery === false) return undefined;
-    return status === 'T' ? 'active' : status === 'E' ? 'failed' : 'idle';
+    const client = (tx._.session as unknown as { client?: unknown }).client;
+    if (hasPgStatus(client)) return pgClientState(client);
+    return (client as { closed?: unknown } | undefined)?.closed === true ? 'idle' : undefined;
   } catch {
     return undefined;
   }

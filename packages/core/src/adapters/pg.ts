@@ -5,8 +5,8 @@ import {
   type SqlResult,
   type SqlTransaction,
   type TransactionAdapter,
-  type TransactionState,
 } from '../transactions';
+import { pgClientState } from './pg-status';
 
 /**
  * Checkouts whose {@link withTransaction} has ended, by their `release` function: pg-pool
@@ -24,23 +24,6 @@ function isPgClient(value: unknown): value is PoolClient {
   );
 }
 
-/**
- * The server's transaction status as node-postgres last heard it, or `undefined` while a
- * reply is pending: a failed statement rejects on the server's error, before the status
- * that follows it arrives (often in a later packet), so until then the old status is stale.
- */
-function statusOf(client: PoolClient): TransactionState | undefined {
-  try {
-    const status = client.getTransactionStatus();
-    // Never connected: no transaction.
-    if (status === null) return 'idle';
-    if ((client as { readyForQuery?: unknown }).readyForQuery === false) return undefined;
-    return status === 'T' ? 'active' : status === 'E' ? 'failed' : 'idle';
-  } catch {
-    return undefined;
-  }
-}
-
 function enterPg(client: PoolClient): SqlTransaction {
   if (!isPgClient(client)) {
     throw new InvalidTransactionError(
@@ -50,7 +33,7 @@ function enterPg(client: PoolClient): SqlTransaction {
     );
   }
   // A pending reply (undefined) is let through: the statement then queues behind it.
-  const state = statusOf(client);
+  const state = pgClientState(client);
   if (state === 'failed') {
     throw new InvalidTransactionError('pg', 'failed', 'a statement failed in the transaction');
   }
@@ -79,7 +62,7 @@ function enterPg(client: PoolClient): SqlTransaction {
         rowCount: result.rowCount ?? result.rows.length,
       } satisfies SqlResult;
     },
-    state: () => statusOf(client),
+    state: () => pgClientState(client),
   };
 }
 
@@ -122,7 +105,7 @@ export async function withTransaction<T>(
     ENDED.add(checkout);
     // Not known to be idle (e.g. COMMIT failed and the status after it is still on its way):
     // never hand it out again.
-    if (broken === undefined && statusOf(client) !== 'idle') {
+    if (broken === undefined && pgClientState(client) !== 'idle') {
       broken = new Error('pg: the client is not known to be idle after COMMIT or ROLLBACK');
     }
     client.release(broken);

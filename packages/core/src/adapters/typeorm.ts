@@ -7,6 +7,7 @@ import {
   type TransactionAdapter,
   type TransactionState,
 } from '../transactions';
+import { hasPgStatus, pgClientState } from './pg-status';
 
 /** Entity managers of transactions this adapter opened, and whether each has ended. */
 const OPENED = new WeakMap<object, { ended: boolean }>();
@@ -30,14 +31,8 @@ function isEntityManager(value: unknown): value is EntityManager {
  */
 function connectionState(runner: QueryRunner): TransactionState | undefined {
   try {
-    const connection = (runner as unknown as { databaseConnection?: unknown })
-      .databaseConnection as
-      { getTransactionStatus?: () => string | null; readyForQuery?: unknown } | undefined;
-    if (typeof connection?.getTransactionStatus !== 'function') return undefined;
-    const status = connection.getTransactionStatus();
-    if (status === null) return 'idle';
-    if (connection.readyForQuery === false) return undefined;
-    return status === 'T' ? 'active' : status === 'E' ? 'failed' : 'idle';
+    const connection = (runner as unknown as { databaseConnection?: unknown }).databaseConnection;
+    return hasPgStatus(connection) ? pgClientState(connection) : undefined;
   } catch {
     return undefined;
   }
