@@ -42,7 +42,7 @@ function project(name: string): NonNullable<Config['projects']>[number] {
 }
 
 const config: Config = {
-  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http', 'nestjs'].map(project),
+  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http', 'nestjs', 'cli'].map(project),
   globalSetup: '<rootDir>/test-support/global-setup.ts',
   globalTeardown: '<rootDir>/test-support/global-teardown.ts',
   testTimeout: 60_000,

@@ -1,0 +1,27 @@
+import { CommanderError } from 'commander';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
+import { buildProgram } from './program';
+import { isUsageError } from './usage-error';
+
+/**
+ * Runs the CLI on `argv` (process.argv form) and resolves to the exit code: 0 ok, 1 the
+ * command failed or found what needs attention, 2 bad arguments.
+ */
+export async function run(argv: readonly string[]): Promise<number> {
+  process.exitCode = undefined;
+  try {
+    await buildProgram().parseAsync([...argv]);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; commander already printed its message for the rest.
+      return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    if (isUsageError(error)) {
+      console.error(`justonce: ${error.message}`);
+      return EXIT_USAGE;
+    }
+    console.error(`justonce: ${error instanceof Error ? error.message : String(error)}`);
+    return EXIT_FAILED;
+  }
+}
