@@ -2,12 +2,14 @@
  * Helpers shared by the benchmarks. The leading underscore keeps `pnpm bench` from listing
  * this file as a benchmark.
  */
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
 import {
   createOutbox,
   createRelay,
   rowsOf,
+  type Envelope,
   type RelayOptions,
   type OutboxEvent,
   type OutgoingMessage,
@@ -143,6 +145,32 @@ export async function timedWorkers<T>(
     }),
   );
   return (performance.now() - started) / 1000;
+}
+
+/** One inbox delivery of a benchmark, with what the hand-written side needs of it. */
+export interface BenchMessage {
+  readonly envelope: Envelope;
+  readonly id: string;
+  /** The SHA-256 hex of the body, as the inbox stores it, computed before timing. */
+  readonly hash: string;
+}
+
+/** `count` first deliveries with ids `<label>-0000000`… and small JSON bodies. */
+export function benchMessages(label: string, count: number): BenchMessage[] {
+  return Array.from({ length: count }, (_, i) => {
+    const id = `${label}-${String(i).padStart(7, '0')}`;
+    const body = JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + (i % 9_900) });
+    return {
+      id,
+      hash: createHash('sha256').update(body).digest('hex'),
+      envelope: {
+        id,
+        headers: {},
+        body,
+        delivery: { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
+      },
+    };
+  });
 }
 
 export const INBOX_RETENTION_MS = 7 * 24 * 3_600_000;

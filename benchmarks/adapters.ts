@@ -18,7 +18,7 @@
  * `BENCH_ADAPTERS_PROFILE=<library>:<inbox|hand>` runs that one side alone, BENCH_ROUNDS
  * times, and prints no comparison: for a CPU profile of one side (`node --cpu-prof`).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import createKnex from 'knex';
 import { Client, Pool } from 'pg';
 import {
@@ -26,7 +26,6 @@ import {
   createStore,
   knexTransactions,
   rowsOf,
-  type Envelope,
   type Store,
   type TransactionAdapter,
 } from '@justonce/core';
@@ -40,7 +39,9 @@ import * as drizzlePgCore from 'drizzle-orm/pg-core';
 import * as kysely from 'kysely';
 import * as typeorm from 'typeorm';
 import {
+  benchMessages,
   benchRounds,
+  type BenchMessage,
   timedWorkers,
   handClaimOne,
   INBOX_RETENTION_MS,
@@ -56,12 +57,7 @@ const COUNT = Number(process.env.BENCH_ADAPTERS_COUNT ?? 2_000);
 const TARGET = 0.95;
 const ROWS = 'bench_rows';
 
-interface Message {
-  readonly envelope: Envelope;
-  readonly id: string;
-  /** The SHA-256 hex of the body, as the inbox stores it, computed before timing. */
-  readonly hash: string;
-}
+type Message = BenchMessage;
 
 /** The business row both sides insert for a message. */
 interface Row {
@@ -250,23 +246,6 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
   },
 };
 
-function messages(count: number): Message[] {
-  return Array.from({ length: count }, (_, i) => {
-    const id = `adapters-${String(i).padStart(7, '0')}`;
-    const body = JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + (i % 9_900) });
-    return {
-      id,
-      hash: createHash('sha256').update(body).digest('hex'),
-      envelope: {
-        id,
-        headers: {},
-        body,
-        delivery: { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
-      },
-    };
-  });
-}
-
 /** Runs `work` on every unit with {@link WORKERS} workers; resolves to the elapsed seconds. */
 function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promise<number> {
   return timedWorkers(units, WORKERS, work);
@@ -405,7 +384,7 @@ export async function main(): Promise<void> {
     );
     const reset = () =>
       knex.raw(`truncate ${ctx.idempotency}, ${names.table('inbox_attempts')}, ${ctx.rows}`);
-    const all = messages(COUNT);
+    const all = benchMessages('adapters', COUNT);
     const run = (side: (m: Message) => Promise<void>) => async (): Promise<Run> => {
       await reset();
       const cpu = machineCpu();

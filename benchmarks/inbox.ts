@@ -17,18 +17,13 @@
  * this process's user + system time per message, which load on the machine affects less than
  * wall-clock time. The last line printed is the JSON result.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { createInbox, createStore, rowsOf, type Handler, type Store } from '@justonce/core';
 import {
-  createInbox,
-  createStore,
-  rowsOf,
-  type Envelope,
-  type Handler,
-  type Store,
-} from '@justonce/core';
-import {
+  benchMessages,
   benchRounds,
+  type BenchMessage,
   handClaim,
   handClaimOne,
   INBOX_RETENTION_MS,
@@ -41,32 +36,11 @@ const BATCH_SIZE = 100;
 const PER_MESSAGE_COUNT = 2_000;
 const BATCH_COUNT = 10_000;
 
-interface Message {
-  readonly envelope: Envelope;
-  readonly id: string;
-  /** A SHA-256 hex, as the inbox stores, computed before timing for the hand-written side. */
-  readonly hash: string;
-}
+type Message = BenchMessage;
 
 interface Sides {
   readonly framework: () => Promise<void>;
   readonly baseline: () => Promise<void>;
-}
-function messages(label: string, count: number): Message[] {
-  return Array.from({ length: count }, (_, i) => {
-    const id = `${label}-${String(i).padStart(7, '0')}`;
-    const body = JSON.stringify({ account: `acct-${i % 97}`, amountCents: 100 + (i % 9_900) });
-    return {
-      id,
-      hash: createHash('sha256').update(body).digest('hex'),
-      envelope: {
-        id,
-        headers: {},
-        body,
-        delivery: { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
-      },
-    };
-  });
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
@@ -183,13 +157,13 @@ export async function main(): Promise<void> {
       count: number,
       sides: (msgs: readonly Message[]) => Sides,
     ): Promise<{ framework: Sample[]; baseline: Sample[] }> => {
-      const warm = sides(messages(`${label}-warm`, Math.min(count, 1_000)));
+      const warm = sides(benchMessages(`${label}-warm`, Math.min(count, 1_000)));
       await reset();
       await warm.framework();
       await warm.baseline();
       const framework: Sample[] = [];
       const baseline: Sample[] = [];
-      const run = sides(messages(label, count));
+      const run = sides(benchMessages(label, count));
       for (let r = 0; r < rounds; r += 1) {
         const order =
           r % 2 === 0 ? (['framework', 'baseline'] as const) : (['baseline', 'framework'] as const);
