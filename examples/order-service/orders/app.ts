@@ -115,6 +115,19 @@ export function orderCreated(order: Order): MessagePayload<typeof OrderCreated> 
   };
 }
 
+/**
+ * The 4xx of an error `express.json()` raised for the request itself (a body that is not
+ * JSON, too large, a wrong charset), which it marks `expose`; `undefined` for anything else.
+ */
+function clientError(error: unknown): { status: number; title: string } | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  if (!('status' in error) || !('expose' in error) || error.expose !== true) return undefined;
+  const { status } = error;
+  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  const malformed = 'type' in error && error.type === 'entity.parse.failed';
+  return { status, title: malformed ? 'malformed JSON' : 'bad request' };
+}
+
 /** The orders API as an Express app. */
 export function createOrdersApp(options: OrdersAppOptions): express.Express {
   const { store, operations, outbox, topic } = options;
@@ -138,6 +151,11 @@ export function createOrdersApp(options: OrdersAppOptions): express.Express {
   );
   // A 5xx is not stored: the transaction rolls back and the key is free for the retry.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const client = clientError(error);
+    if (client !== undefined) {
+      res.status(client.status).json({ title: client.title });
+      return;
+    }
     options.onError?.(error);
     res.status(500).json({ title: 'internal error' });
   });
