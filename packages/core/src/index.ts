@@ -17,3 +17,4 @@ export * from './retention';
 export * from './inbox';
 export * from './dead-letters';
 export * from './transactions';
+export * from './admin';

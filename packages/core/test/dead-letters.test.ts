@@ -230,6 +230,36 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
     await expect(deadLetters.list({ after: 'abc' })).rejects.toBeInstanceOf(ConfigurationError);
   });
 
+  it('filters by time range and by ids; refuses bad filters before any SQL', async () => {
+    const inbox = inboxFor();
+    for (let i = 0; i < 4; i += 1) await inbox.process(envelope(undefined, `t${i}`), effect);
+    const deadLetters = createDeadLetters(store);
+    const all = await deadLetters.list({ consumer: inbox.consumer });
+    expect(all).toHaveLength(4);
+    const [first, second] = all;
+    const byIds = await deadLetters.list({ ids: [first!.id, second!.id, '999999999'] });
+    expect(byIds.map((l) => l.id)).toEqual([first!.id, second!.id]);
+
+    const after = new Date(all.at(-1)!.deadAt.getTime() + 1);
+    const before = new Date(first!.deadAt.getTime());
+    expect(await deadLetters.list({ consumer: inbox.consumer, since: after })).toEqual([]);
+    expect(await deadLetters.list({ consumer: inbox.consumer, until: before })).toEqual([]);
+    expect(
+      await deadLetters.list({ consumer: inbox.consumer, since: before, until: after }),
+    ).toHaveLength(4);
+
+    for (const bad of [
+      { since: new Date('nope') },
+      { until: '2024-01-01' },
+      { ids: ['1', 'x'] },
+      { ids: '1' },
+      { consumer: 'a\u0000b' },
+      { consumre: 'typo' },
+    ]) {
+      await expect(deadLetters.list(bad as never)).rejects.toBeInstanceOf(ConfigurationError);
+    }
+  });
+
   it('requeue clears the attempt counter too', async () => {
     const inbox = inboxFor({ maxAttempts: 1 });
     const id = freshId();

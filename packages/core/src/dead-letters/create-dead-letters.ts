@@ -1,29 +1,119 @@
 import type { Knex } from 'knex';
+import { dateOption, limitOption, rowId, stringOption } from '../config/arguments';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
 import { rowsOf } from '../store/migrate';
+import type { MigrationNames } from '../store/migration';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import { DeadLetterNotFoundError } from './errors/dead-letter-not-found-error';
 import { LETTER_COLUMNS, toDeadLetter, type LetterRow } from './sql/row';
 import type { DeadLetter, DeadLetters, ListDeadLettersOptions } from './types';
 
-const DEFAULT_LIMIT = 100;
-const MAX_LIMIT = 1000;
 /** Letter ids are positive bigints; anything else cannot name a letter. */
 const LETTER_ID = /^[1-9][0-9]{0,18}$/;
+/** Most ids one `list` call may name. */
+const MAX_IDS = 1000;
 
-function checkLimit(limit: number | undefined): number {
-  if (limit === undefined) return DEFAULT_LIMIT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw new ConfigurationError(`limit must be an integer from 1 to ${MAX_LIMIT}`, { limit });
+/**
+ * The `where` clauses of {@link DeadLetters.list}, every option checked first (a bad one is a
+ * {@link ConfigurationError}, before any SQL).
+ */
+function listFilter(options: ListDeadLettersOptions): {
+  where: string[];
+  bindings: Knex.RawBinding[];
+  limit: number;
+} {
+  rejectUnknownOptions(options, LIST_KEYS, 'deadLetters.list');
+  const limit = limitOption(options.limit);
+  const where: string[] = [];
+  const bindings: Knex.RawBinding[] = [];
+  const add = (clause: string, value: Knex.RawBinding | undefined): void => {
+    if (value === undefined) return;
+    where.push(clause);
+    bindings.push(value);
+  };
+  add('id > ?', options.after === undefined ? undefined : rowId(options.after, 'after'));
+  add('consumer = ?', stringOption(options.consumer, 'consumer'));
+  add('scope = ?', stringOption(options.scope, 'scope'));
+  add('reason = ?', stringOption(options.reason, 'reason'));
+  add('dead_at >= ?', dateOption(options.since, 'since'));
+  add('dead_at < ?', dateOption(options.until, 'until'));
+  if (options.ids !== undefined) {
+    if (!Array.isArray(options.ids) || options.ids.length > MAX_IDS) {
+      throw new ConfigurationError(`ids must be an array of at most ${MAX_IDS} letter ids`);
+    }
+    add(
+      'id = any(?::bigint[])',
+      options.ids.map((id: unknown) => rowId(id, 'ids')),
+    );
   }
-  return limit;
+  if (options.includeRequeued === false) where.push('requeued_at is null');
+  return { where, bindings, limit };
 }
 
-function checkOptionalString(value: unknown, name: string): void {
-  if (value !== undefined && typeof value !== 'string') {
-    throw new ConfigurationError(`${name} must be a string`, { [name]: typeof value });
+const LIST_KEYS = optionKeys<ListDeadLettersOptions>()([
+  'consumer',
+  'scope',
+  'reason',
+  'since',
+  'until',
+  'ids',
+  'includeRequeued',
+  'limit',
+  'after',
+]);
+
+/** What {@link requeueLetter} did: the letter as it was, and the envelope to deliver again. */
+export interface RequeuedLetter {
+  readonly letter: DeadLetter;
+  readonly envelope: Envelope;
+}
+
+/**
+ * The body of `DeadLetters.requeue`, inside the caller's transaction `trx`, so that other
+ * writes (the admin's outbox insert) commit with it or not at all: locks the letter, removes
+ * the dead-letter marker and the attempt count of its message, stamps `requeued_at`. Throws
+ * {@link DeadLetterNotFoundError} for an unknown id. @internal
+ */
+export async function requeueLetter(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  id: string,
+): Promise<RequeuedLetter> {
+  if (typeof id !== 'string' || !LETTER_ID.test(id)) throw new DeadLetterNotFoundError(String(id));
+  const letters = names.table('dead_letters');
+  const result = await trx.raw(`select ${LETTER_COLUMNS} from ${letters} where id = ? for update`, [
+    id,
+  ]);
+  const row = rowsOf<LetterRow>(result)[0];
+  if (row === undefined) throw new DeadLetterNotFoundError(id);
+  if (row.dedupe && row.message_id !== null) {
+    await trx.raw(
+      `delete from ${names.table('idempotency')}
+        where scope = ? and operation = ? and key = ? and status = 'FAILED_FINAL'
+          and request_hash = ?`,
+      [row.scope, row.consumer, row.message_id, row.fingerprint],
+    );
+    await trx.raw(
+      `delete from ${names.table('inbox_attempts')}
+        where scope = ? and consumer = ? and message_id = ?`,
+      [row.scope, row.consumer, row.message_id],
+    );
   }
+  await trx.raw(`update ${letters} set requeued_at = now() where id = ?`, [id]);
+  const letter = toDeadLetter(row);
+  return {
+    letter,
+    envelope: {
+      id: letter.messageId ?? undefined,
+      scope: letter.scope,
+      ...(letter.key === null ? {} : { key: letter.key }),
+      headers: letter.headers,
+      body: letter.body,
+      delivery: letter.delivery.source === undefined ? {} : { source: letter.delivery.source },
+    },
+  };
 }
 
 /**
@@ -55,32 +145,7 @@ export function createDeadLetters(store: Store): DeadLetters {
 
   return {
     async list(options: ListDeadLettersOptions = {}): Promise<DeadLetter[]> {
-      const limit = checkLimit(options.limit);
-      checkOptionalString(options.consumer, 'consumer');
-      checkOptionalString(options.scope, 'scope');
-      checkOptionalString(options.reason, 'reason');
-      const where: string[] = [];
-      const bindings: Knex.RawBinding[] = [];
-      if (options.after !== undefined) {
-        if (typeof options.after !== 'string' || !LETTER_ID.test(options.after)) {
-          throw new ConfigurationError('after must be a dead letter id', { after: options.after });
-        }
-        where.push('id > ?');
-        bindings.push(options.after);
-      }
-      if (options.consumer !== undefined) {
-        where.push('consumer = ?');
-        bindings.push(options.consumer);
-      }
-      if (options.scope !== undefined) {
-        where.push('scope = ?');
-        bindings.push(options.scope);
-      }
-      if (options.reason !== undefined) {
-        where.push('reason = ?');
-        bindings.push(options.reason);
-      }
-      if (options.includeRequeued === false) where.push('requeued_at is null');
+      const { where, bindings, limit } = listFilter(options);
       const result = await knex.raw(
         `select ${LETTER_COLUMNS} from ${letters}
           ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
@@ -95,37 +160,7 @@ export function createDeadLetters(store: Store): DeadLetters {
     async requeue(id: string): Promise<Envelope> {
       if (typeof id !== 'string' || !LETTER_ID.test(id))
         throw new DeadLetterNotFoundError(String(id));
-      return knex.transaction(async (trx) => {
-        const result = await trx.raw(
-          `select ${LETTER_COLUMNS} from ${letters} where id = ? for update`,
-          [id],
-        );
-        const row = rowsOf<LetterRow>(result)[0];
-        if (row === undefined) throw new DeadLetterNotFoundError(id);
-        if (row.dedupe && row.message_id !== null) {
-          await trx.raw(
-            `delete from ${names.table('idempotency')}
-              where scope = ? and operation = ? and key = ? and status = 'FAILED_FINAL'
-                and request_hash = ?`,
-            [row.scope, row.consumer, row.message_id, row.fingerprint],
-          );
-          await trx.raw(
-            `delete from ${names.table('inbox_attempts')}
-              where scope = ? and consumer = ? and message_id = ?`,
-            [row.scope, row.consumer, row.message_id],
-          );
-        }
-        await trx.raw(`update ${letters} set requeued_at = now() where id = ?`, [id]);
-        const letter = toDeadLetter(row);
-        return {
-          id: letter.messageId ?? undefined,
-          scope: letter.scope,
-          ...(letter.key === null ? {} : { key: letter.key }),
-          headers: letter.headers,
-          body: letter.body,
-          delivery: letter.delivery.source === undefined ? {} : { source: letter.delivery.source },
-        };
-      });
+      return knex.transaction(async (trx) => (await requeueLetter(trx, names, id)).envelope);
     },
 
     async delete(id: string): Promise<boolean> {

@@ -80,6 +80,12 @@ export interface ListDeadLettersOptions {
   readonly scope?: string;
   /** Only letters with this reason. */
   readonly reason?: DeadLetterReason;
+  /** Only letters dead-lettered at or after this time (`deadAt`). */
+  readonly since?: Date;
+  /** Only letters dead-lettered before this time. */
+  readonly until?: Date;
+  /** Only these letters (at most 1000 ids). */
+  readonly ids?: readonly string[];
   /** Include letters that were already requeued. Default `true`. */
   readonly includeRequeued?: boolean;
   /** Most letters to return, 1–1000. Default 100. */

@@ -2,6 +2,7 @@ import { ConfigurationError } from '../errors/configuration-error';
 import type { RelayRuntime } from './runtime';
 import { requeueDead, selectDead } from './sql/dead';
 import type { DeadEvent } from './types';
+import { storedHeaders } from '../outbox/sql/headers';
 
 /** A row id as the outbox table stores it: a bigint, as decimal text. */
 const ROW_ID = /^\d{1,19}$/;
@@ -29,10 +30,7 @@ export async function listDead(
     destination: row.destination,
     key: row.partition_key,
     messageId: row.message_id,
-    headers:
-      typeof row.headers === 'string'
-        ? (JSON.parse(row.headers) as Record<string, string>)
-        : row.headers,
+    headers: storedHeaders(row.headers),
     payload: row.payload,
     attempts: row.attempts,
     lastError: row.last_error,

@@ -4,6 +4,7 @@ import type { OutgoingMessage, PublishResult } from '../transport/publisher';
 import type { ResolvedRelayOptions } from './options';
 import type { ClaimedRow } from './sql/claim';
 import type { FailureMark } from './sql/mark';
+import { storedHeaders } from '../outbox/sql/headers';
 
 /** The longest error text kept in `last_error`. */
 const MAX_ERROR_LENGTH = 2_000;
@@ -21,10 +22,7 @@ export interface Decisions {
 
 /** The message a claimed row is published as. @internal */
 export function toMessage(row: ClaimedRow): OutgoingMessage {
-  const headers =
-    typeof row.headers === 'string'
-      ? (JSON.parse(row.headers) as Record<string, string>)
-      : row.headers;
+  const headers = storedHeaders(row.headers);
   return {
     messageId: row.message_id,
     destination: row.destination,

@@ -8,6 +8,7 @@ import { m006ExactText } from './006_exact_text';
 import { m007SharedAttempts } from './007_shared_attempts';
 import { m008OpenAttempts } from './008_open_attempts';
 import { m009OneSpelling } from './009_one_spelling';
+import { m010OperatorIndexes } from './010_operator_indexes';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   m007SharedAttempts,
   m008OpenAttempts,
   m009OneSpelling,
+  m010OperatorIndexes,
 ];

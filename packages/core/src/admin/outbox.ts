@@ -1,0 +1,146 @@
+import type { Knex } from 'knex';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
+import { ConfigurationError } from '../errors/configuration-error';
+import { outboxChannel } from '../outbox/channel';
+import { requeueDead } from '../relay/sql/dead';
+import { rowsOf } from '../store/migrate';
+import type { Store } from '../store/store';
+import type { AdminOutbox, ListOutboxOptions, OutboxEntry } from './types';
+import { choiceOption, dateOption, limitOption, rowId, stringOption } from '../config/arguments';
+import { storedHeaders } from '../outbox/sql/headers';
+
+const LIST_KEYS = optionKeys<ListOutboxOptions>()([
+  'status',
+  'stuckAfterMs',
+  'destination',
+  'since',
+  'until',
+  'ids',
+  'limit',
+  'after',
+]);
+
+const COLUMNS = `id, destination, partition_key, message_id, status, headers, payload, attempts,
+  last_error, created_at, available_at, published_at`;
+
+interface OutboxRow {
+  id: string | number;
+  destination: string;
+  partition_key: string | null;
+  message_id: string;
+  status: OutboxEntry['status'];
+  headers: Record<string, string> | string;
+  payload: Uint8Array;
+  attempts: number | string;
+  last_error: string | null;
+  created_at: Date | string;
+  available_at: Date | string;
+  published_at: Date | string | null;
+}
+
+function toEntry(row: OutboxRow): OutboxEntry {
+  return {
+    id: String(row.id),
+    destination: row.destination,
+    key: row.partition_key,
+    messageId: row.message_id,
+    status: row.status,
+    headers: storedHeaders(row.headers),
+    payload: new Uint8Array(row.payload),
+    attempts: Number(row.attempts),
+    lastError: row.last_error,
+    createdAt: new Date(row.created_at),
+    availableAt: new Date(row.available_at),
+    publishedAt: row.published_at === null ? null : new Date(row.published_at),
+  };
+}
+
+/** The `where` clause of a list call; every value is bound, never spliced. */
+function listFilter(options: ListOutboxOptions): { where: string[]; bindings: Knex.RawBinding[] } {
+  const status = choiceOption(options.status, 'status', ['dead', 'pending', 'stuck'], 'dead');
+  const stuckAfterMs = options.stuckAfterMs ?? 60_000;
+  if (typeof stuckAfterMs !== 'number' || !Number.isFinite(stuckAfterMs) || stuckAfterMs < 0) {
+    throw new ConfigurationError(
+      'stuckAfterMs must be a finite number of milliseconds, at least 0',
+      {
+        stuckAfterMs,
+      },
+    );
+  }
+  const where: string[] = [status === 'dead' ? `status = 'dead'` : `status = 'pending'`];
+  const bindings: Knex.RawBinding[] = [];
+  if (status === 'stuck') {
+    where.push(`(attempts > 0 or created_at < now() - ? * interval '1 millisecond')`);
+    bindings.push(stuckAfterMs);
+  }
+  const destination = stringOption(options.destination, 'destination');
+  if (destination !== undefined) {
+    where.push('destination = ?');
+    bindings.push(destination);
+  }
+  const since = dateOption(options.since, 'since');
+  if (since !== undefined) {
+    where.push('created_at >= ?');
+    bindings.push(since);
+  }
+  const until = dateOption(options.until, 'until');
+  if (until !== undefined) {
+    where.push('created_at < ?');
+    bindings.push(until);
+  }
+  if (options.ids !== undefined) {
+    if (!Array.isArray(options.ids) || options.ids.length > 1000) {
+      throw new ConfigurationError('ids must be an array of at most 1000 row ids', {
+        ids: Array.isArray(options.ids) ? options.ids.length : typeof options.ids,
+      });
+    }
+    const ids = options.ids.map((id) => rowId(id, 'ids[]'));
+    where.push('id = any(?::bigint[])');
+    bindings.push(`{${ids.join(',')}}`);
+  }
+  if (options.after !== undefined) {
+    where.push('id > ?::bigint');
+    bindings.push(rowId(options.after, 'after'));
+  }
+  return { where, bindings };
+}
+
+/** The outbox, for operators ({@link AdminOutbox}). @internal */
+export function adminOutbox(store: Store): AdminOutbox {
+  const { knex, names } = store;
+  const table = names.table('outbox');
+  const channel = outboxChannel(names);
+  return {
+    async list(options: ListOutboxOptions = {}): Promise<OutboxEntry[]> {
+      rejectUnknownOptions(options, LIST_KEYS, 'outbox.list');
+      const limit = limitOption(options.limit);
+      const { where, bindings } = listFilter(options);
+      const result = await knex.raw(
+        `select ${COLUMNS} from ${table} where ${where.join(' and ')} order by id limit ?`,
+        [...bindings, limit],
+      );
+      return rowsOf<OutboxRow>(result).map(toEntry);
+    },
+
+    async get(id: string): Promise<OutboxEntry | undefined> {
+      const result = await knex.raw(`select ${COLUMNS} from ${table} where id = ?::bigint`, [
+        rowId(id),
+      ]);
+      const row = rowsOf<OutboxRow>(result)[0];
+      return row === undefined ? undefined : toEntry(row);
+    },
+
+    async requeue(id: string): Promise<string | null> {
+      // The relay's own requeue, with its notification so that a running relay wakes.
+      return requeueDead(knex, names, rowId(id), channel);
+    },
+
+    async delete(id: string): Promise<boolean> {
+      const result = await knex.raw(
+        `delete from ${table} where id = ?::bigint and status in ('dead', 'pending') returning id`,
+        [rowId(id)],
+      );
+      return rowsOf(result).length > 0;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import type { DeadLetterReason } from '../dead-letters/types';
+import { rowsOf } from '../store/migrate';
+import type { MigrationNames } from '../store/migration';
+import type { Store } from '../store/store';
+import type {
+  ConsumerActivity,
+  DeadLetterCount,
+  DestinationStatus,
+  OperationStatus,
+  RetentionBacklog,
+  StoreStatus,
+} from './types';
+
+/** The statements {@link readStatus} runs, one round trip each. */
+export type StatusQueryName = 'outbox' | 'deadLetters' | 'consumers' | 'operations' | 'retention';
+
+/**
+ * The SQL of each status figure, for a store's table names. Exposed so that a test (or an
+ * operator) can `EXPLAIN` exactly what `status()` runs. None takes a binding. Each reads
+ * through a partial index that holds only the rows it counts:
+ *
+ * - `outbox`: `outbox_pending_idx` and `outbox_dead_idx` (pending and dead rows only, never
+ *   the published ones kept for cleanup);
+ * - `deadLetters`: `dead_letters_waiting_idx` (letters not requeued), index-only;
+ * - `consumers`: `idempotency_succeeded_created_idx`, the last hour's range, index-only;
+ * - `operations`: `idempotency_in_progress_idx`, index-only;
+ * - `retention`: `idempotency_expires_at_idx` and `outbox_published_idx`, index-only; it also
+ *   reads the database clock for `StoreStatus.at`.
+ */
+export function statusQueries(names: MigrationNames): Readonly<Record<StatusQueryName, string>> {
+  const outbox = names.table('outbox');
+  const idempotency = names.table('idempotency');
+  return {
+    outbox: `select destination,
+        count(*) filter (where status = 'pending')::bigint as pending,
+        extract(epoch from now() - min(created_at) filter (where status = 'pending'))::float8
+          as oldest_pending_seconds,
+        count(*) filter (where status = 'dead')::bigint as dead
+      from ${outbox}
+      where status = 'pending' or status = 'dead'
+      group by destination
+      order by destination`,
+    deadLetters: `select consumer, reason, count(*)::bigint as count, max(dead_at) as newest_at
+      from ${names.table('dead_letters')}
+      where requeued_at is null
+      group by consumer, reason
+      order by consumer, reason`,
+    consumers: `select operation, count(*)::bigint as handled
+      from ${idempotency}
+      where status = 'SUCCEEDED' and created_at > now() - interval '1 hour'
+      group by operation
+      order by operation`,
+    operations: `select operation,
+        count(*) filter (where lease_until is null or lease_until > now())::bigint as in_progress,
+        count(*) filter (where lease_until <= now())::bigint as past_lease
+      from ${idempotency}
+      where status = 'IN_PROGRESS'
+      group by operation
+      order by operation`,
+    retention: `select now() as at,
+        (select count(*) from ${idempotency}
+          where expires_at is not null and expires_at < now())::bigint as expired,
+        (select count(*) from ${outbox} where status = 'published')::bigint as published`,
+  };
+}
+
+type Count = string | number;
+
+async function rows<T>(store: Store, sql: string): Promise<T[]> {
+  return rowsOf<T>(await store.knex.raw(sql));
+}
+
+/**
+ * Reads every status figure: five statements, run at once (each on its own connection on
+ * PostgreSQL; PGlite runs them one after the other). @internal
+ */
+export async function readStatus(store: Store): Promise<StoreStatus> {
+  const sql = statusQueries(store.names);
+  const [outbox, deadLetters, consumers, operations, retention] = await Promise.all([
+    rows<{
+      destination: string;
+      pending: Count;
+      oldest_pending_seconds: number | string | null;
+      dead: Count;
+    }>(store, sql.outbox),
+    rows<{ consumer: string; reason: string; count: Count; newest_at: Date | string }>(
+      store,
+      sql.deadLetters,
+    ),
+    rows<{ operation: string; handled: Count }>(store, sql.consumers),
+    rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
+    rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
+  ]);
+  const backlog = retention[0];
+  return {
+    schema: store.schema,
+    at: new Date(backlog?.at ?? Date.now()),
+    outbox: outbox.map((r): DestinationStatus => ({
+      destination: r.destination,
+      pending: Number(r.pending),
+      oldestPendingSeconds:
+        r.oldest_pending_seconds === null ? null : Number(r.oldest_pending_seconds),
+      dead: Number(r.dead),
+    })),
+    deadLetters: deadLetters.map((r): DeadLetterCount => ({
+      consumer: r.consumer,
+      reason: r.reason as DeadLetterReason,
+      count: Number(r.count),
+      newestAt: new Date(r.newest_at),
+    })),
+    consumers: consumers.map((r): ConsumerActivity => ({
+      name: r.operation,
+      handledLastHour: Number(r.handled),
+    })),
+    operations: operations.map((r): OperationStatus => ({
+      operation: r.operation,
+      inProgress: Number(r.in_progress),
+      pastLease: Number(r.past_lease),
+    })),
+    retention: {
+      expiredDedupRecords: Number(backlog?.expired ?? 0),
+      publishedOutboxRows: Number(backlog?.published ?? 0),
+    } satisfies RetentionBacklog,
+  };
+}

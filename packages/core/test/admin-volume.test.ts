@@ -1,0 +1,126 @@
+/**
+ * `status()` at scale: a million outbox rows (nearly all published, as a relay that keeps
+ * them leaves them), half a million dedup records and two hundred thousand dead letters.
+ * Rows are inserted with one `generate_series` statement per table: the real APIs would take
+ * minutes to write this many. Every status statement must be read through an index (no
+ * sequential scan of any table), and the test prints each plan and how long status() took.
+ */
+import { createAdmin, rowsOf, statusQueries, type StatusQueryName } from '../src';
+import { openTestStore } from './db';
+
+type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+
+const OUTBOX_ROWS = 1_000_000;
+const DEDUP_ROWS = 500_000;
+const DEAD_LETTERS = 200_000;
+
+/** Fills the three tables; each statement is one `insert … select … generate_series`. */
+async function fill(store: TestStore): Promise<void> {
+  const { knex, names } = store;
+  // Every 1000th row pending, the next one dead, the rest published over the last day.
+  await knex.raw(
+    `insert into ${names.table('outbox')}
+       (destination, partition_key, message_id, headers, payload, created_at, available_at,
+        attempts, last_error, status, published_at)
+     select 'dest-' || ((i / 1000) % 20), 'key-' || (i % 5000), 'm-' || i, '{}'::jsonb,
+            convert_to('{"n":' || i || '}', 'UTF8'),
+            now() - ((${OUTBOX_ROWS} - i) * interval '80 milliseconds'),
+            now() - ((${OUTBOX_ROWS} - i) * interval '80 milliseconds'),
+            case when i % 1000 = 1 then 10 else 0 end,
+            case when i % 1000 = 1 then 'broker says no' end,
+            case i % 1000 when 0 then 'pending' when 1 then 'dead' else 'published' end,
+            case when i % 1000 > 1
+                 then now() - ((${OUTBOX_ROWS} - i) * interval '80 milliseconds') end
+       from generate_series(1, ${OUTBOX_ROWS}) as i`,
+  );
+  // Records over the last week across 50 operations; every 5000th in progress (half of them
+  // past their lease), every 100th past its expiry.
+  await knex.raw(
+    `insert into ${names.table('idempotency')}
+       (scope, operation, key, request_hash, status, owner_id, lease_until, attempts,
+        created_at, updated_at, expires_at)
+     select 'default', 'op-' || ((i / 7) % 50), 'k-' || i, md5(i::text),
+            case when i % 5000 = 0 then 'IN_PROGRESS' else 'SUCCEEDED' end,
+            case when i % 5000 = 0 then 'owner-' || i end,
+            case when i % 5000 = 0
+                 then now() + case when i % 10000 = 0 then interval '-1 minute'
+                                   else interval '10 minutes' end end,
+            1, now() - (i * interval '1.2 seconds'), now() - (i * interval '1.2 seconds'),
+            now() - (i * interval '1.2 seconds')
+              + case when i % 100 = 0 then interval '1 second' else interval '7 days' end
+       from generate_series(1, ${DEDUP_ROWS}) as i`,
+  );
+  // Dead letters of 10 consumers; all but every 100th already requeued.
+  await knex.raw(
+    `insert into ${names.table('dead_letters')}
+       (scope, consumer, message_id, dedupe, fingerprint, reason, error_code, error_message,
+        attempts, partition_key, headers, body, body_is_text, delivery, dead_at, requeued_at)
+     select 'default', 'consumer-' || (i % 10), 'dl-' || i, true, md5(i::text),
+            case when i % 3 = 0 then 'NON_RETRIABLE' else 'MAX_ATTEMPTS' end, 'E', 'failed', 3,
+            null, '{}'::jsonb, '\\x00'::bytea, false, '{}'::jsonb,
+            now() - (i * interval '3 seconds'),
+            case when i % 100 <> 0 then now() - (i * interval '2 seconds') end
+       from generate_series(1, ${DEAD_LETTERS}) as i`,
+  );
+  // What autovacuum does in production: statistics, and the visibility map for index-only scans.
+  for (const table of ['outbox', 'idempotency', 'dead_letters']) {
+    await knex.raw(`vacuum analyze ${names.table(table)}`);
+  }
+}
+
+describe('status() at a million outbox rows (PostgreSQL)', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    const started = performance.now();
+    await fill(store);
+    process.stdout.write(
+      `admin-volume: filled ${OUTBOX_ROWS} outbox rows, ${DEDUP_ROWS} dedup records and ` +
+        `${DEAD_LETTERS} dead letters in ${Math.round(performance.now() - started)} ms\n`,
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  it('reads every status figure through indexes, fast', async () => {
+    const admin = createAdmin(store);
+    await admin.status(); // warm the connections and the cache, as a running CLI would
+    const started = performance.now();
+    const status = await admin.status();
+    const ms = performance.now() - started;
+
+    expect(status.outbox).toHaveLength(20);
+    expect(status.outbox.reduce((n, d) => n + d.pending, 0)).toBe(OUTBOX_ROWS / 1000);
+    expect(status.outbox.reduce((n, d) => n + d.dead, 0)).toBe(OUTBOX_ROWS / 1000);
+    expect(status.retention.publishedOutboxRows).toBe(OUTBOX_ROWS - (2 * OUTBOX_ROWS) / 1000);
+    expect(status.deadLetters.reduce((n, d) => n + d.count, 0)).toBe(DEAD_LETTERS / 100);
+    expect(status.operations.reduce((n, o) => n + o.inProgress + o.pastLease, 0)).toBe(
+      DEDUP_ROWS / 5000,
+    );
+    expect(status.operations.reduce((n, o) => n + o.pastLease, 0)).toBe(DEDUP_ROWS / 10000);
+    // One record every 1.2 s: about 3000 in the last hour.
+    const lastHour = status.consumers.reduce((n, c) => n + c.handledLastHour, 0);
+    expect(lastHour).toBeGreaterThan(2900);
+    expect(lastHour).toBeLessThan(3000);
+    expect(status.retention.expiredDedupRecords).toBeGreaterThan(0);
+
+    const report: string[] = [`admin-volume: status() took ${ms.toFixed(1)} ms`];
+    const queries = statusQueries(store.names);
+    for (const name of Object.keys(queries) as StatusQueryName[]) {
+      const result = await store.knex.raw(`explain (analyze, costs off) ${queries[name]}`);
+      const plan = rowsOf<{ 'QUERY PLAN': string }>(result)
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      report.push(`--- ${name}\n${plan}`);
+      expect({ name, seqScan: /Seq Scan/.test(plan) }).toEqual({ name, seqScan: false });
+      expect({ name, indexScan: /Index (Only )?Scan|Bitmap Index Scan/.test(plan) }).toEqual({
+        name,
+        indexScan: true,
+      });
+    }
+    process.stdout.write(`${report.join('\n')}\n`);
+    expect(ms).toBeLessThan(5_000);
+  });
+});
