@@ -12,6 +12,7 @@ const moduleNameMapper = {
   '^@justonce/http$': '<rootDir>/../http/src/index.ts',
   '^@justonce/http/express$': '<rootDir>/../http/src/express.ts',
   '^@justonce/http/fastify$': '<rootDir>/../http/src/fastify.ts',
+  '^@justonce/dashboard$': '<rootDir>/../dashboard/src/index.ts',
 };
 
 const transform: Config['transform'] = {
@@ -42,7 +43,7 @@ function project(name: string): NonNullable<Config['projects']>[number] {
 }
 
 const config: Config = {
-  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http', 'nestjs', 'cli'].map(project),
+  projects: ['core', 'kafka', 'sqs', 'rabbitmq', 'http', 'nestjs', 'cli', 'dashboard'].map(project),
   globalSetup: '<rootDir>/test-support/global-setup.ts',
   globalTeardown: '<rootDir>/test-support/global-teardown.ts',
   testTimeout: 60_000,

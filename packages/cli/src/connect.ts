@@ -1,26 +1,43 @@
-import { createStore, validateIdentifier, type Store } from '@justonce/core';
+import { existsSync, statSync } from 'node:fs';
+import {
+  createAdmin,
+  createStore,
+  validateIdentifier,
+  type Admin,
+  type Store,
+} from '@justonce/core';
+import { appliedVersions } from './applied-migrations';
 import { UsageError } from './usage-error';
 
 /** The global options every command receives. */
 export interface GlobalOptions {
   /** PostgreSQL connection string; defaults to `DATABASE_URL`. */
   readonly databaseUrl?: string;
+  /** A PGlite data directory, instead of a PostgreSQL database. */
+  readonly pglite?: string;
   /** Schema holding justonce's tables. Default `justonce`. */
   readonly schema: string;
+}
+
+/** Where the store is, once the global options were checked. */
+export type StoreTarget =
+  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string }
+  | { readonly kind: 'pglite'; readonly dataDir: string; readonly schema: string };
+
+/** How a command opens the store. */
+export interface OpenOptions {
+  /**
+   * Whether a PGlite data directory that does not exist yet may be created (only `migrate`):
+   * any other command on a mistyped directory would create an empty database there.
+   */
+  readonly createPglite?: boolean;
 }
 
 /**
  * Checks the global options without touching the database, so a bad command line changes
  * nothing; throws {@link UsageError}.
  */
-export function checkGlobalOptions(options: GlobalOptions): { url: string; schema: string } {
-  const url = options.databaseUrl ?? process.env['DATABASE_URL'];
-  if (url === undefined || url === '') {
-    throw new UsageError('no database: pass --database-url or set DATABASE_URL');
-  }
-  if (!/^postgres(ql)?:\/\//.test(url)) {
-    throw new UsageError('--database-url must be a postgres:// or postgresql:// URL');
-  }
+export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {}): StoreTarget {
   try {
     validateIdentifier(options.schema, 'schema');
   } catch {
@@ -28,19 +45,66 @@ export function checkGlobalOptions(options: GlobalOptions): { url: string; schem
       `--schema must match [a-z_][a-z0-9_]*, got ${JSON.stringify(options.schema)}`,
     );
   }
-  return { url, schema: options.schema };
+  if (options.pglite !== undefined) {
+    if (options.databaseUrl !== undefined) {
+      throw new UsageError('give either --database-url or --pglite, not both');
+    }
+    const dataDir = options.pglite;
+    if (dataDir.trim() === '') throw new UsageError('--pglite needs a data directory');
+    if (existsSync(dataDir) ? !statSync(dataDir).isDirectory() : !open.createPglite) {
+      throw new UsageError(
+        `--pglite ${JSON.stringify(dataDir)} is not a directory (justonce migrate creates one)`,
+      );
+    }
+    return { kind: 'pglite', dataDir, schema: options.schema };
+  }
+  const url = options.databaseUrl ?? process.env['DATABASE_URL'];
+  if (url === undefined || url === '') {
+    throw new UsageError('no database: pass --database-url or --pglite, or set DATABASE_URL');
+  }
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    throw new UsageError('--database-url must be a postgres:// or postgresql:// URL');
+  }
+  return { kind: 'postgres', url, schema: options.schema };
 }
 
 /** Opens the store for one command, runs `use`, and always closes it. */
 export async function withStore<T>(
   options: GlobalOptions,
   use: (store: Store) => Promise<T>,
+  open: OpenOptions = {},
 ): Promise<T> {
-  const { url, schema } = checkGlobalOptions(options);
-  const store = await createStore({ connectionString: url, schema, pool: { min: 0, max: 2 } });
+  const target = checkGlobalOptions(options, open);
+  const store = await createStore(
+    target.kind === 'pglite'
+      ? { pglite: { dataDir: target.dataDir }, schema: target.schema }
+      : { connectionString: target.url, schema: target.schema, pool: { min: 0, max: 2 } },
+  );
   try {
     return await use(store);
   } finally {
     await store.close();
   }
+}
+
+/** Thrown when the schema has no justonce tables: exit 1 with the hint to migrate. */
+export class NotMigratedError extends Error {
+  override readonly name = 'NotMigratedError';
+  constructor(schema: string) {
+    super(`schema ${schema} has no justonce tables; run: justonce migrate`);
+  }
+}
+
+/**
+ * Opens the store, checks that it is migrated (else {@link NotMigratedError}, rather than a
+ * driver's "relation does not exist"), and runs `use` with its operator API.
+ */
+export async function withAdmin<T>(
+  options: GlobalOptions,
+  use: (admin: Admin, store: Store) => Promise<T>,
+): Promise<T> {
+  return withStore(options, async (store) => {
+    if ((await appliedVersions(store)).size === 0) throw new NotMigratedError(store.schema);
+    return use(createAdmin(store), store);
+  });
 }

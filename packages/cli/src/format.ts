@@ -20,9 +20,60 @@ export function age(seconds: number | null): string {
   return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
 }
 
+function bytesAsHex(_key: string, value: unknown): unknown {
+  return value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value;
+}
+
 /** Writes `value` as indented JSON (Uint8Array as hex) with a final newline. */
 export function printJson(value: unknown): void {
-  process.stdout.write(
-    `${JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v), 2)}\n`,
-  );
+  process.stdout.write(`${JSON.stringify(value, bytesAsHex, 2)}\n`);
+}
+
+/** Writes `value` as JSON on one line (for `--watch --json`: one line per refresh). */
+export function printJsonLine(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, bytesAsHex)}\n`);
+}
+
+/** A date or `-`. */
+export function time(date: Date | null | undefined): string {
+  return date ? date.toISOString() : '-';
+}
+
+/** Pretty JSON when the body parses as JSON, the text when it is valid UTF-8 text, hex otherwise. */
+export function renderBody(body: Uint8Array | string): string {
+  const text = typeof body === 'string' ? body : decodeUtf8(body);
+  if (text !== undefined) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      if (typeof body === 'string' || isPrintable(text)) return text;
+    }
+  }
+  const hex = Buffer.from(body as Uint8Array).toString('hex');
+  return (hex.match(/.{1,64}/g) ?? ['']).join('\n');
+}
+
+/** `text (12 bytes)` or `bytes (3)`: what {@link renderBody} shows. */
+export function bodyLabel(body: Uint8Array | string): string {
+  return typeof body === 'string' ? 'text' : `${body.byteLength} bytes`;
+}
+
+function decodeUtf8(bytes: Uint8Array): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** No control characters but tab and newlines: safe to print on a terminal as it is. */
+function isPrintable(text: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text);
+}
+
+/** `{ "a": 1 }` when it is JSON, else its string form; for stored responses and errors. */
+export function renderValue(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 }

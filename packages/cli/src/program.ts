@@ -1,8 +1,18 @@
 import { Command } from 'commander';
+import { cleanupCommand } from './commands/cleanup';
+import { dashboardCommand } from './commands/dashboard';
 import { deadLettersCommand } from './commands/dead-letters';
 import { migrateCommand } from './commands/migrate';
+import { operationsCommand } from './commands/operations';
+import { outboxCommand } from './commands/outbox';
 import { statusCommand } from './commands/status';
 import type { GlobalOptions } from './connect';
+
+/** Sets exitOverride on `command` and every command below it. */
+function throwInsteadOfExit(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) throwInsteadOfExit(sub);
+}
 
 /**
  * Builds the `justonce` program. Commander's own errors (unknown command or option, missing
@@ -10,18 +20,24 @@ import type { GlobalOptions } from './connect';
  */
 export function buildProgram(): Command {
   const program = new Command('justonce')
-    .description('operate a justonce store: migrations, status and dead letters')
+    .description(
+      'operate a justonce store: migrations, status, dead letters, outbox, operations, cleanup and the dashboard',
+    )
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option(
+      '--pglite <dir>',
+      'a PGlite data directory instead of PostgreSQL (stop the app using it first)',
+    )
     .option('--schema <name>', "schema holding justonce's tables", 'justonce')
-    .showHelpAfterError()
-    .exitOverride();
+    .showHelpAfterError();
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   migrateCommand(program, globals);
   statusCommand(program, globals);
   deadLettersCommand(program, globals);
-  for (const command of program.commands) {
-    command.exitOverride();
-    for (const sub of command.commands) sub.exitOverride();
-  }
+  outboxCommand(program, globals);
+  operationsCommand(program, globals);
+  cleanupCommand(program, globals);
+  dashboardCommand(program, globals);
+  throwInsteadOfExit(program);
   return program;
 }

@@ -1,3 +1,4 @@
+import { hasErrorCode } from '@justonce/core';
 import { CommanderError } from 'commander';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { buildProgram } from './program';
@@ -5,7 +6,7 @@ import { isUsageError } from './usage-error';
 
 /**
  * Runs the CLI on `argv` (process.argv form) and resolves to the exit code: 0 ok, 1 the
- * command failed or found what needs attention, 2 bad arguments.
+ * command failed or found what needs attention, 2 bad arguments (nothing changed).
  */
 export async function run(argv: readonly string[]): Promise<number> {
   process.exitCode = undefined;
@@ -17,7 +18,8 @@ export async function run(argv: readonly string[]): Promise<number> {
       // Help and version exit 0; commander already printed its message for the rest.
       return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
     }
-    if (isUsageError(error)) {
+    // A ConfigurationError from core: a value the command passed on was refused.
+    if (isUsageError(error) || hasErrorCode(error, 'INVALID_CONFIG')) {
       console.error(`justonce: ${error.message}`);
       return EXIT_USAGE;
     }

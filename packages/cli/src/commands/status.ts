@@ -1,73 +1,143 @@
+import type { Admin, StoreStatus } from '@justonce/core';
 import type { Command } from 'commander';
-import { withStore, type GlobalOptions } from '../connect';
-import { age, printJson, table } from '../format';
-import { deadLetterStatus } from '../queries/dead-letter-status';
-import { appliedVersions } from '../queries/migration-versions';
-import { operationStatus } from '../queries/operation-status';
-import { outboxStatus } from '../queries/outbox-status';
-import { retentionStatus } from '../queries/retention-status';
+import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
+import { age, printJson, printJsonLine, table } from '../format';
+import { UsageError } from '../usage-error';
 
-/** `justonce status [--json]`; exit 1 when the schema is not migrated. */
+/** `status`'s one screen. */
+export function renderStatus(status: StoreStatus): string {
+  const section = (title: string, empty: string, body: string | undefined) =>
+    `${title}\n${body ?? `  ${empty}`}`;
+  return [
+    `justonce status, schema ${status.schema}, at ${status.at.toISOString()}`,
+    section(
+      'Outbox',
+      'nothing pending or dead',
+      status.outbox.length === 0
+        ? undefined
+        : table(
+            ['destination', 'pending', 'oldest pending', 'dead'],
+            status.outbox.map((d) => [
+              d.destination,
+              d.pending,
+              age(d.oldestPendingSeconds),
+              d.dead,
+            ]),
+          ),
+    ),
+    section(
+      'Consumers and operations, handled (last hour)',
+      'none',
+      status.consumers.length === 0
+        ? undefined
+        : table(
+            ['consumer / operation', 'handled'],
+            status.consumers.map((c) => [c.name, c.handledLastHour]),
+          ),
+    ),
+    section(
+      'Dead letters waiting (not requeued)',
+      'none',
+      status.deadLetters.length === 0
+        ? undefined
+        : table(
+            ['consumer', 'reason', 'count', 'newest'],
+            status.deadLetters.map((d) => [
+              d.consumer,
+              d.reason,
+              d.count,
+              d.newestAt.toISOString(),
+            ]),
+          ),
+    ),
+    section(
+      'Operations in progress',
+      'none',
+      status.operations.length === 0
+        ? undefined
+        : table(
+            ['operation', 'in progress', 'past lease'],
+            status.operations.map((o) => [o.operation, o.inProgress, o.pastLease]),
+          ),
+    ),
+    [
+      'Retention backlog',
+      `  expired dedup records:  ${status.retention.expiredDedupRecords}`,
+      `  published outbox rows:  ${status.retention.publishedOutboxRows}`,
+    ].join('\n'),
+  ].join('\n\n');
+}
+
+/** Seconds between two refreshes of `--watch`, checked. */
+function parseInterval(value: string | undefined, watch: boolean): number {
+  if (value === undefined) return 2;
+  if (!watch) throw new UsageError('--interval goes with --watch');
+  const seconds = Number(value);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(value.trim()) || seconds < 0.1 || seconds > 3600) {
+    throw new UsageError(
+      `--interval must be a number of seconds from 0.1 to 3600, got ${JSON.stringify(value)}`,
+    );
+  }
+  return seconds;
+}
+
+/**
+ * Refreshes until SIGINT or SIGTERM (Ctrl-C ends it with exit 0): clears the terminal each
+ * time, or prints one JSON line each with --json. The signal handlers stay installed for the
+ * whole loop, so a Ctrl-C during a read also ends it cleanly, after that read.
+ */
+async function watch(admin: Admin, intervalSeconds: number, json: boolean): Promise<void> {
+  let stopped = false;
+  let wake: () => void = () => undefined;
+  const onSignal = () => {
+    stopped = true;
+    wake();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const clear = process.stdout.isTTY ? '\x1b[2J\x1b[H' : '';
+  try {
+    while (!stopped) {
+      const status = await admin.status();
+      if (json) printJsonLine(status);
+      else
+        process.stdout.write(
+          `${clear}${renderStatus(status)}\n\nevery ${intervalSeconds}s; Ctrl-C to stop\n${clear ? '' : '\n'}`,
+        );
+      if (stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, intervalSeconds * 1000);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** `justonce status [--json] [--watch [--interval s]]`; exit 1 when the schema is not migrated. */
 export function statusCommand(program: Command, globals: () => GlobalOptions): void {
   program
     .command('status')
-    .description('outbox backlog, dead letters, operations past their lease and retention backlog')
+    .description(
+      'outbox backlog per destination, handled per consumer in the last hour, dead letters, ' +
+        'operations past their lease and retention backlog',
+    )
+    .option('--watch', 'refresh until Ctrl-C (with --json: one JSON line per refresh)')
+    .option('--interval <seconds>', 'seconds between refreshes with --watch (default 2)')
     .option('--json', 'print JSON')
-    .action(async (options: { json?: boolean }) => {
-      await withStore(globals(), async (store) => {
-        if ((await appliedVersions(store)).size === 0) {
-          console.error(`schema ${store.schema} has no justonce tables; run: justonce migrate`);
-          process.exitCode = 1;
-          return;
-        }
-        const [outbox, deadLetters, operations, retention] = await Promise.all([
-          outboxStatus(store),
-          deadLetterStatus(store),
-          operationStatus(store),
-          retentionStatus(store),
-        ]);
-        if (options.json) {
-          printJson({
-            schema: store.schema,
-            at: new Date(),
-            outbox,
-            deadLetters,
-            operations,
-            retention,
-          });
-          return;
-        }
-        console.log(`justonce status, schema ${store.schema}\n`);
-        console.log('Outbox');
-        console.log(
-          outbox.length === 0
-            ? '  nothing pending or dead'
-            : table(
-                ['destination', 'pending', 'oldest pending', 'dead'],
-                outbox.map((d) => [d.destination, d.pending, age(d.oldestPendingSeconds), d.dead]),
-              ),
-        );
-        console.log('\nDead letters waiting (not requeued)');
-        console.log(
-          deadLetters.length === 0
-            ? '  none'
-            : table(
-                ['consumer', 'reason', 'count', 'newest'],
-                deadLetters.map((d) => [d.consumer, d.reason, d.count, d.newestAt.toISOString()]),
-              ),
-        );
-        console.log('\nOperations in progress');
-        console.log(
-          operations.length === 0
-            ? '  none'
-            : table(
-                ['operation', 'in progress', 'past lease'],
-                operations.map((o) => [o.operation, o.inProgress, o.pastLease]),
-              ),
-        );
-        console.log('\nRetention backlog');
-        console.log(`  expired dedup records:  ${retention.expiredDedupRecords}`);
-        console.log(`  published outbox rows:  ${retention.publishedOutboxRows}`);
+    .action(async (options: { json?: boolean; watch?: boolean; interval?: string }) => {
+      checkGlobalOptions(globals());
+      const interval = parseInterval(options.interval, options.watch === true);
+      await withAdmin(globals(), async (admin) => {
+        if (options.watch) return watch(admin, interval, options.json === true);
+        const status = await admin.status();
+        if (options.json) printJson(status);
+        else console.log(renderStatus(status));
       });
     });
 }

@@ -1,0 +1,130 @@
+import { createInterface } from 'node:readline/promises';
+import { SingleBar } from 'cli-progress';
+import { EXIT_FAILED } from './exit-codes';
+import { printJson, table } from './format';
+import { UsageError } from './usage-error';
+
+/** The options every bulk action takes. */
+export interface BulkFlags {
+  readonly dryRun?: boolean;
+  readonly yes?: boolean;
+  readonly json?: boolean;
+}
+
+/** Above this many items a progress bar is drawn (on a terminal). */
+const PROGRESS_FROM = 20;
+
+/** One bulk action (requeue or delete) over rows already selected and checked. */
+export interface BulkAction<T> {
+  /** `requeue`, `delete`: the verb in prompts and summaries. */
+  readonly verb: string;
+  /** `requeued`, `deleted`. */
+  readonly done: string;
+  /** `dead letter`, `outbox event`: singular; an `s` makes the plural. */
+  readonly noun: string;
+  readonly items: readonly T[];
+  readonly id: (item: T) => string;
+  /** The table `--dry-run` prints: its head, and one row per item. */
+  readonly head: readonly string[];
+  readonly row: (item: T) => readonly (string | number)[];
+  /**
+   * Does it to one item: resolves to what the summary shows for it (e.g. the new outbox row
+   * id) or `undefined`; throws, or resolves to `false`, when it could not be done.
+   */
+  readonly act: (item: T) => Promise<string | boolean | undefined>;
+  /** What a result of `act` is, for the summary: `outbox event` prints `5 → outbox event 12`. */
+  readonly result?: string;
+}
+
+/** `37 dead letters`, `1 dead letter`. */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Asks on the terminal. Only when both stdin and stderr are terminals: a script or a pipe
+ * must say `--yes`, so that it never blocks on a prompt nobody sees.
+ */
+async function confirm(question: string): Promise<boolean | undefined> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * Runs `action`: lists the items with `--dry-run`; asks before more than one item (or
+ * needs `--yes` off a terminal, else {@link UsageError}: nothing changed); draws a progress
+ * bar on stderr for many items; prints what was done and what failed. Exit 1 when any
+ * failed, or when the operator declined.
+ */
+export async function runBulk<T>(action: BulkAction<T>, flags: BulkFlags): Promise<void> {
+  const { items, noun } = action;
+  if (flags.dryRun) {
+    if (flags.json) printJson({ dryRun: true, [action.verb]: items.map(action.id) });
+    else if (items.length === 0) console.log(`no ${noun}s match; nothing would change`);
+    else {
+      console.log(`would ${action.verb} ${count(items.length, noun)} (dry run, nothing changed):`);
+      console.log(table(action.head, items.map(action.row)));
+    }
+    return;
+  }
+  if (items.length === 0) {
+    if (flags.json) printJson({ [action.done]: [], failed: [] });
+    else console.log(`no ${noun}s match; nothing changed`);
+    return;
+  }
+  if (items.length > 1 && !flags.yes) {
+    const question = `${action.verb} ${count(items.length, noun)}?`;
+    const answer = await confirm(question);
+    if (answer === undefined) {
+      throw new UsageError(
+        `${question.slice(0, -1)}: a bulk action needs --yes when not run on a terminal; nothing changed`,
+      );
+    }
+    if (!answer) {
+      console.error('nothing changed');
+      process.exitCode = EXIT_FAILED;
+      return;
+    }
+  }
+  const bar =
+    items.length > PROGRESS_FROM && process.stderr.isTTY
+      ? new SingleBar({
+          stream: process.stderr,
+          format: `${action.verb} [{bar}] {value}/{total}`,
+          hideCursor: true,
+          clearOnComplete: true,
+        })
+      : undefined;
+  bar?.start(items.length, 0);
+  const done: { id: string; result?: string }[] = [];
+  const failed: { id: string; error: string }[] = [];
+  try {
+    for (const item of items) {
+      const id = action.id(item);
+      try {
+        const result = await action.act(item);
+        if (result === false) failed.push({ id, error: `no such ${noun} any more` });
+        else done.push(typeof result === 'string' ? { id, result } : { id });
+      } catch (error) {
+        failed.push({ id, error: error instanceof Error ? error.message : String(error) });
+      }
+      bar?.increment();
+    }
+  } finally {
+    bar?.stop();
+  }
+  if (flags.json) printJson({ [action.done]: done, failed });
+  else {
+    console.log(`${action.done} ${count(done.length, noun)}`);
+    if (action.result !== undefined && done.length <= PROGRESS_FROM) {
+      for (const d of done) console.log(`  ${noun} ${d.id} → ${action.result} ${d.result ?? '-'}`);
+    }
+    for (const f of failed) console.error(`could not ${action.verb} ${noun} ${f.id}: ${f.error}`);
+  }
+  if (failed.length > 0) process.exitCode = EXIT_FAILED;
+}

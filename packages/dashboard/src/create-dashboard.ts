@@ -1,0 +1,174 @@
+import { isJustonceError } from '@justonce/core';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie } from 'hono/cookie';
+import { csrf } from 'hono/csrf';
+import { HTTPException } from 'hono/http-exception';
+import { formOf, type App, type AppEnv, type Ctx, type Deps } from './context';
+import { errorPage } from './error-page';
+import { resolveDashboardOptions } from './options';
+import { registerDeadLetterPages } from './pages/dead-letters';
+import { registerLoginPages } from './pages/login';
+import { registerOperationsPages } from './pages/operations';
+import { registerOutboxPages } from './pages/outbox';
+import { registerOverviewPage } from './pages/overview';
+import { BadInputError } from './parse';
+import { StatusSampler } from './sampler';
+import {
+  csrfToken,
+  newNonce,
+  secretsEqual,
+  securityHeaders,
+  SESSION_COOKIE,
+  validSession,
+} from './security';
+import type { Dashboard, DashboardOptions } from './types';
+
+const MAX_BODY_BYTES = 256 * 1024;
+
+/** Sets `access` (and the CSRF token of a session) from the Authorization header or the cookie. */
+function identify(deps: Deps) {
+  return async (c: Ctx, next: () => Promise<void>): Promise<Response | void> => {
+    c.set('csrf', undefined);
+    const { token } = deps.options;
+    if (token === undefined) {
+      c.set('access', 'read-only');
+      return next();
+    }
+    // Only the Bearer scheme is ours: a proxy's Basic credentials must not break reading.
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
+    if (bearer !== null) {
+      if (!secretsEqual(token, bearer[1]!)) {
+        return errorPage(
+          c,
+          deps,
+          401,
+          'The Authorization header does not carry the operator token.',
+        );
+      }
+      c.set('access', 'bearer');
+      return next();
+    }
+    const session = getCookie(c, SESSION_COOKIE);
+    if (session !== undefined && validSession(token, session, Date.now())) {
+      c.set('access', 'session');
+      c.set('csrf', csrfToken(token, session));
+    } else {
+      c.set('access', 'anonymous');
+    }
+    return next();
+  };
+}
+
+/**
+ * Guards every POST: a bearer token passes (browsers never add one on their own); otherwise
+ * the request must come from this origin (hono/csrf: Origin or Sec-Fetch-Site), carry a
+ * session, and echo the session's CSRF token. Login only needs the origin check.
+ */
+function guardActions(deps: Deps) {
+  const sameOrigin = csrf();
+  return async (c: Ctx, next: () => Promise<void>): Promise<Response | void> => {
+    if (/^(GET|HEAD|OPTIONS)$/.test(c.req.method)) return next();
+    const access = c.get('access');
+    if (access === 'bearer') return next();
+    await sameOrigin(c, async () => {});
+    if (access === 'read-only') {
+      return errorPage(
+        c,
+        deps,
+        403,
+        'This dashboard is read-only: no operator token is configured.',
+      );
+    }
+    if (c.req.path === `${deps.options.basePath}/login`) return next();
+    if (access !== 'session') {
+      return errorPage(c, deps, 403, 'Log in with the operator token first.');
+    }
+    const given = (await formOf(c))['_csrf'];
+    if (typeof given !== 'string' || !secretsEqual(c.get('csrf') ?? '', given)) {
+      return errorPage(
+        c,
+        deps,
+        403,
+        'The form is stale or came from elsewhere: reload the page and try again.',
+      );
+    }
+    return next();
+  };
+}
+
+function onError(deps: Deps) {
+  return (error: Error, c: Ctx): Response | Promise<Response> => {
+    if (error instanceof HTTPException) {
+      if (error.status === 403) {
+        return errorPage(
+          c,
+          deps,
+          403,
+          'Refused: the request did not come from this dashboard’s own pages.',
+        );
+      }
+      return error.getResponse();
+    }
+    if (error instanceof BadInputError) return errorPage(c, deps, 400, error.message);
+    if (isJustonceError(error)) {
+      const status =
+        error.code === 'DEAD_LETTER_NOT_FOUND' ? 404 : error.code === 'INVALID_CONFIG' ? 400 : 503;
+      return errorPage(c, deps, status, `${error.code}: ${error.message}`);
+    }
+    // Reads need no token: an unexpected error's text (SQL, hosts) is not shown to anyone.
+    return errorPage(c, deps, 500, `Internal error (${error.name}).`);
+  };
+}
+
+/**
+ * Creates the dashboard: overview, dead letters, outbox and operations pages over
+ * `options.admin`, as a Fetch API handler. Serve it with {@link serveDashboard}, mount it
+ * with {@link dashboardListener} (node:http, Express), {@link fastifyDashboard}, or hand
+ * `dashboard.fetch` to any Fetch server. Starts sampling the status for the overview's chart;
+ * `close()` stops it.
+ *
+ * @throws ConfigurationError for unknown options, a token shorter than 16 characters, a bad
+ * base path or sampling interval.
+ */
+export function createDashboard(options: DashboardOptions): Dashboard {
+  const resolved = resolveDashboardOptions(options);
+  const sampler = new StatusSampler(resolved.admin, resolved.sampleEveryMs);
+  const deps: Deps = { options: resolved, sampler };
+  const root = new Hono<AppEnv>({ strict: false });
+  const app: App = resolved.basePath === '' ? root : root.basePath(resolved.basePath);
+  app.use('*', async (c, next) => {
+    const nonce = newNonce();
+    c.set('nonce', nonce);
+    await next();
+    for (const [name, value] of Object.entries(securityHeaders(nonce)))
+      c.res.headers.set(name, value);
+  });
+  app.use('*', identify(deps));
+  // Forms are small (a bulk form of 1000 ids is ~20 KB); the login form is read unauthenticated.
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => errorPage(c, deps, 413, 'The form is too large.'),
+    }),
+  );
+  app.use('*', guardActions(deps));
+  registerOverviewPage(app, deps);
+  registerLoginPages(app, deps);
+  registerDeadLetterPages(app, deps);
+  registerOutboxPages(app, deps);
+  registerOperationsPages(app, deps);
+  // On the root: `basePath()` gives a copy whose handlers `root.fetch` would not use.
+  root.notFound((c) =>
+    c.get('nonce') === undefined
+      ? c.text('Not found', 404)
+      : errorPage(c, deps, 404, 'No such page.'),
+  );
+  root.onError(onError(deps));
+  return {
+    basePath: resolved.basePath,
+    fetch: async (request) => root.fetch(request),
+    close: () => sampler.stop(),
+  };
+}

@@ -1,0 +1,35 @@
+import type { Admin } from '@justonce/core';
+
+/** Options of {@link createDashboard}. */
+export interface DashboardOptions {
+  /** The operator's view of the store, from `createAdmin(store)`; the dashboard never closes it. */
+  readonly admin: Admin;
+  /**
+   * The operator's token (at least 16 characters). Every action (requeue, delete, release)
+   * needs it, through the login form's cookie or an `Authorization: Bearer` header. Without
+   * it the dashboard is read-only.
+   */
+  readonly token?: string;
+  /**
+   * The path prefix the dashboard is mounted under, e.g. `'/ops'`; it must match the mount
+   * point in Express, Fastify or your Fetch server. Default `''` (the root).
+   */
+  readonly basePath?: string;
+  /**
+   * How often the overview's chart samples `admin.status()`, in milliseconds (100 – 3 600 000).
+   * Default 30 000.
+   */
+  readonly sampleEveryMs?: number;
+  /** Shown in the page title and header. Default `'justonce'`. */
+  readonly title?: string;
+}
+
+/** A running dashboard: a Fetch API handler. */
+export interface Dashboard {
+  /** Answers one request; mount it in any Fetch server, or through {@link dashboardListener}. */
+  fetch(request: Request): Promise<Response>;
+  /** The path prefix it serves (`''` for the root). */
+  readonly basePath: string;
+  /** Stops the status sampling behind the overview's chart. Idempotent. */
+  close(): void;
+}
