@@ -5,7 +5,7 @@ export function table(
   head: readonly string[],
   rows: readonly (readonly (string | number)[])[],
 ): string {
-  const t = new Table({ head: [...head], style: { head: [], border: [] } });
+  const t = new Table({ head: [...head], style: { head: [], border: [], compact: true } });
   for (const row of rows) t.push(row.map(String));
   return t.toString();
 }
