@@ -16,9 +16,11 @@ beforeAll(async () => {
   store = await openStore('cli_status');
   await pendingEvents(store, 'orders', 2);
   const inbox = createInbox({ store, consumer: 'shipping' });
-  for (const id of ['s-1', 's-2', 's-3']) {
+  // s-1 is delivered twice: the second delivery is a duplicate.
+  for (const id of ['s-1', 's-2', 's-3', 's-1']) {
     await inbox.process({ id, headers: {}, body: '{}', delivery: {} }, async () => 'ok');
   }
+  await inbox.flushActivity();
   await deadLetters(store, 'billing', ['b-1'], 'payments');
   await operationRecords(store, 'charge-card');
 });
@@ -26,14 +28,16 @@ beforeAll(async () => {
 afterAll(() => dropStore(store));
 
 describe('status', () => {
-  it('--json has the handled count per consumer over the last hour', async () => {
+  it('--json has the handled and duplicate counts per consumer over the last hour', async () => {
     const run = await inSchema('status', '--json');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const status = JSON.parse(run.stdout);
     expect(status.schema).toBe(store.schema);
     expect(status.consumers).toEqual(
-      expect.arrayContaining([{ name: 'shipping', handledLastHour: 3 }]),
+      expect.arrayContaining([
+        { name: 'shipping', handledLastHour: 3, duplicatesLastHour: 1, deadLetteredLastHour: 0 },
+      ]),
     );
     expect(status.outbox).toEqual([
       { destination: 'orders', pending: 2, oldestPendingSeconds: expect.any(Number), dead: 0 },
@@ -48,7 +52,8 @@ describe('status', () => {
     const run = await inSchema('status');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/Consumers and operations, handled \(last hour\)/);
-    expect(run.stdout).toMatch(/shipping\s*│\s*3\s*│/);
+    expect(run.stdout).toMatch(/duplicates\s*│\s*dead-lettered/);
+    expect(run.stdout).toMatch(/shipping\s*│\s*3\s*│\s*1\s*│\s*0\s*│/);
     expect(run.stdout).toMatch(/orders\s*│\s*2/);
     expect(run.stdout).toMatch(/billing\s*│\s*MAX_ATTEMPTS\s*│\s*1/);
     expect(run.stdout).toMatch(/charge-card\s*│\s*1\s*│\s*1/);

@@ -1,6 +1,7 @@
 /**
  * `status()` at scale: a million outbox rows (nearly all published, as a relay that keeps
- * them leaves them), half a million dedup records and two hundred thousand dead letters.
+ * them leaves them), half a million dedup records, two hundred thousand dead letters and a
+ * week of per-minute activity of fifty consumers (half a million rows).
  * Rows are inserted with one `generate_series` statement per table: the real APIs would take
  * minutes to write this many. Every status statement must be read through an index (no
  * sequential scan of any table), and the test prints each plan and how long status() took.
@@ -13,6 +14,8 @@ type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 const OUTBOX_ROWS = 1_000_000;
 const DEDUP_ROWS = 500_000;
 const DEAD_LETTERS = 200_000;
+const ACTIVITY_CONSUMERS = 50;
+const ACTIVITY_MINUTES = 7 * 24 * 60;
 
 /** Fills the three tables; each statement is one `insert … select … generate_series`. */
 async function fill(store: TestStore): Promise<void> {
@@ -62,8 +65,18 @@ async function fill(store: TestStore): Promise<void> {
             case when i % 100 <> 0 then now() - (i * interval '2 seconds') end
        from generate_series(1, ${DEAD_LETTERS}) as i`,
   );
+  // A week of minutes of 50 consumers, each minute with 2 handled, 1 duplicate and, every
+  // tenth minute, 1 dead letter (minute 0 is the current one).
+  await knex.raw(
+    `insert into ${names.table('consumer_activity')}
+       (consumer, minute, handled, duplicates, dead_lettered)
+     select 'consumer-' || c, date_trunc('minute', now()) - m * interval '1 minute', 2, 1,
+            case when m % 10 = 0 then 1 else 0 end
+       from generate_series(0, ${ACTIVITY_CONSUMERS - 1}) as c,
+            generate_series(0, ${ACTIVITY_MINUTES - 1}) as m`,
+  );
   // What autovacuum does in production: statistics, and the visibility map for index-only scans.
-  for (const table of ['outbox', 'idempotency', 'dead_letters']) {
+  for (const table of ['outbox', 'idempotency', 'dead_letters', 'consumer_activity']) {
     await knex.raw(`vacuum analyze ${names.table(table)}`);
   }
 }
@@ -76,8 +89,9 @@ describe('status() at a million outbox rows (PostgreSQL)', () => {
     const started = performance.now();
     await fill(store);
     process.stdout.write(
-      `admin-volume: filled ${OUTBOX_ROWS} outbox rows, ${DEDUP_ROWS} dedup records and ` +
-        `${DEAD_LETTERS} dead letters in ${Math.round(performance.now() - started)} ms\n`,
+      `admin-volume: filled ${OUTBOX_ROWS} outbox rows, ${DEDUP_ROWS} dedup records, ` +
+        `${DEAD_LETTERS} dead letters and ${ACTIVITY_CONSUMERS * ACTIVITY_MINUTES} activity ` +
+        `rows in ${Math.round(performance.now() - started)} ms\n`,
     );
   }, 120_000);
   afterAll(async () => {
@@ -105,6 +119,16 @@ describe('status() at a million outbox rows (PostgreSQL)', () => {
     expect(lastHour).toBeGreaterThan(2900);
     expect(lastHour).toBeLessThan(3000);
     expect(status.retention.expiredDedupRecords).toBeGreaterThan(0);
+    // Minutes 0 to 60 (the current one is partial) of each consumer: 61 duplicates, 7 dead.
+    const active = status.consumers.filter((c) => c.name.startsWith('consumer-'));
+    expect(active).toHaveLength(ACTIVITY_CONSUMERS);
+    for (const c of active) {
+      expect(c.duplicatesLastHour).toBeGreaterThanOrEqual(60);
+      expect(c.duplicatesLastHour).toBeLessThanOrEqual(61);
+      expect(c.deadLetteredLastHour).toBeGreaterThanOrEqual(6);
+      expect(c.deadLetteredLastHour).toBeLessThanOrEqual(7);
+      expect(c.handledLastHour).toBe(0);
+    }
 
     const report: string[] = [`admin-volume: status() took ${ms.toFixed(1)} ms`];
     const queries = statusQueries(store.names);

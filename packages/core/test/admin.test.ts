@@ -74,10 +74,13 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
       { destination: 'emails', payload: 'b' },
     ]);
 
-    // Inbox: three handled by `billing`, one dead-lettered NON_RETRIABLE and two MAX_ATTEMPTS
-    // by `shipping`.
+    // Inbox: three handled by `billing` (one delivered twice), one dead-lettered
+    // NON_RETRIABLE and two MAX_ATTEMPTS by `shipping`.
     const billing = createInbox({ store, consumer: 'billing' });
-    for (let i = 0; i < 3; i += 1) await billing.process(envelope(freshId()), handled);
+    const twice = freshId();
+    await billing.process(envelope(twice), handled);
+    for (let i = 0; i < 2; i += 1) await billing.process(envelope(freshId()), handled);
+    expect((await billing.process(envelope(twice), handled)).status).toBe('duplicate');
     const shipping = createInbox({ store, consumer: 'shipping', maxAttempts: 1 });
     await shipping.process(envelope(freshId()), () => {
       throw new FinalError('no such order');
@@ -85,6 +88,7 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
     for (let i = 0; i < 2; i += 1) {
       await shipping.process(envelope(freshId()), () => Promise.reject(new Error('down')));
     }
+    await Promise.all([billing.flushActivity(), shipping.flushActivity()]);
 
     // Operations: one completed with a 1 ms retention (so expired), one held past a short
     // lease by an owner that never finishes, one held within a long lease.
@@ -107,8 +111,9 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
       { consumer: 'shipping', reason: 'NON_RETRIABLE', count: 1, newestAt: expect.any(Date) },
     ]);
     expect(status.consumers).toEqual([
-      { name: 'billing', handledLastHour: 3 },
-      { name: 'charge', handledLastHour: 1 },
+      { name: 'billing', handledLastHour: 3, duplicatesLastHour: 1, deadLetteredLastHour: 0 },
+      { name: 'charge', handledLastHour: 1, duplicatesLastHour: 0, deadLetteredLastHour: 0 },
+      { name: 'shipping', handledLastHour: 0, duplicatesLastHour: 0, deadLetteredLastHour: 3 },
     ]);
     expect(status.operations).toEqual([
       { operation: 'charge', inProgress: 0, pastLease: 1 },
@@ -231,7 +236,8 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
       result.outboxDeleted +
         result.tables.idempotency.deleted +
         result.tables.inbox_attempts.deleted +
-        result.tables.dead_letters.deleted,
+        result.tables.dead_letters.deleted +
+        result.tables.consumer_activity.deleted,
     );
     expect(result.tables.dead_letters.skipped).toBe('disabled');
     expect(batches.filter((b) => b.table === 'outbox').reduce((n, b) => n + b.deleted, 0)).toBe(

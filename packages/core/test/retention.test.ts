@@ -1,4 +1,5 @@
 import {
+  createInbox,
   createOperations,
   createRetention,
   isRetentionTooShortError,
@@ -77,7 +78,7 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     await store.dispose();
   });
   beforeEach(async () => {
-    for (const table of ['idempotency', 'inbox_attempts', 'dead_letters']) {
+    for (const table of ['idempotency', 'inbox_attempts', 'dead_letters', 'consumer_activity']) {
       await store.knex.raw(`delete from ${store.names.table(table)}`);
     }
   });
@@ -186,6 +187,27 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
       await store.knex.raw(`select message_id from ${letters}`),
     );
     expect(left).toEqual([{ message_id: 'm2' }]);
+  });
+
+  it('cleans consumer activity older than the retention window, by minute', async () => {
+    const inbox = createInbox({ store, consumer: 'activity' });
+    for (const id of ['a1', 'a2']) {
+      await inbox.process({ id, headers: {}, delivery: {}, body: '{}' }, async () => 'ok');
+    }
+    await inbox.flushActivity();
+    const activity = store.names.table('consumer_activity');
+    // Age the written minute by two hours, as time would.
+    await store.knex.raw(`update ${activity} set minute = minute - interval '2 hours'`);
+    await inbox.process({ id: 'a3', headers: {}, delivery: {}, body: '{}' }, async () => 'ok');
+    await inbox.flushActivity();
+    expect(await countRows(store, 'consumer_activity')).toBe(2);
+
+    const result = await retention({ retentionMs: HOUR }).runOnce();
+    expect(result.tables.consumer_activity).toEqual({ deleted: 1, batches: 1, complete: true });
+    const left = rowsOf<{ handled: string | number }>(
+      await store.knex.raw(`select handled from ${activity}`),
+    );
+    expect(left.map((r) => Number(r.handled))).toEqual([1]);
   });
 
   it('does not hold up writers: each batch is its own short statement', async () => {

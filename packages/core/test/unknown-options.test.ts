@@ -95,6 +95,7 @@ function allInboxOptions(): Required<InboxOptions> {
     alwaysCountAttempts: true,
     backoff: { baseMs: 10, capMs: 100, random: () => 0.5 },
     classify: () => undefined,
+    activityFlushMs: 5_000,
   };
 }
 

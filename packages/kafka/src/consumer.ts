@@ -26,6 +26,7 @@ export function createKafkaConsumer<R = unknown, Tx = KnexTransaction>(
   const lifecycle = consumerLifecycle(`kafka consumer of group ${resolved.groupId}`, {
     start: () => startConsumer(runtime),
     stop: (stopOptions) => stopConsumer(runtime, stopOptions),
+    inbox: resolved.inbox,
   });
   return {
     groupId: resolved.groupId,

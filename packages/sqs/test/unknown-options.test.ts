@@ -130,6 +130,7 @@ describe('createSqsConsumer', () => {
       consumer: 'c',
       process: async () => ({ status: 'duplicate', messageId: 'm', scope: 'default' }),
       processBatch: async () => [],
+      flushActivity: async () => undefined,
     };
     expect(
       createSqsConsumer({ ...rest, clientConfig: CLIENT_CONFIG, inbox: readyInbox }).running,

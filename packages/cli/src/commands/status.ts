@@ -31,8 +31,13 @@ export function renderStatus(status: StoreStatus): string {
       status.consumers.length === 0
         ? undefined
         : table(
-            ['consumer / operation', 'handled'],
-            status.consumers.map((c) => [c.name, c.handledLastHour]),
+            ['consumer / operation', 'handled', 'duplicates', 'dead-lettered'],
+            status.consumers.map((c) => [
+              c.name,
+              c.handledLastHour,
+              c.duplicatesLastHour,
+              c.deadLetteredLastHour,
+            ]),
           ),
     ),
     section(

@@ -12,7 +12,8 @@ import type {
 } from './types';
 
 /** The statements {@link readStatus} runs, one round trip each. */
-export type StatusQueryName = 'outbox' | 'deadLetters' | 'consumers' | 'operations' | 'retention';
+export type StatusQueryName =
+  'outbox' | 'deadLetters' | 'consumers' | 'activity' | 'operations' | 'retention';
 
 /**
  * The SQL of each status figure, for a store's table names. Exposed so that a test (or an
@@ -23,6 +24,9 @@ export type StatusQueryName = 'outbox' | 'deadLetters' | 'consumers' | 'operatio
  *   the published ones kept for cleanup);
  * - `deadLetters`: `dead_letters_waiting_idx` (letters not requeued), index-only;
  * - `consumers`: `idempotency_succeeded_created_idx`, the last hour's range, index-only;
+ * - `activity`: the primary key of `consumer_activity`: the distinct consumers found by
+ *   skipping through the key (a recursive query, one probe per consumer), then each
+ *   consumer's last hour as a range of the key;
  * - `operations`: `idempotency_in_progress_idx`, index-only;
  * - `retention`: `idempotency_expires_at_idx` and `outbox_published_idx`, index-only; it also
  *   reads the database clock for `StoreStatus.at`.
@@ -30,6 +34,7 @@ export type StatusQueryName = 'outbox' | 'deadLetters' | 'consumers' | 'operatio
 export function statusQueries(names: MigrationNames): Readonly<Record<StatusQueryName, string>> {
   const outbox = names.table('outbox');
   const idempotency = names.table('idempotency');
+  const activity = names.table('consumer_activity');
   return {
     outbox: `select destination,
         count(*) filter (where status = 'pending')::bigint as pending,
@@ -50,6 +55,25 @@ export function statusQueries(names: MigrationNames): Readonly<Record<StatusQuer
       where status = 'SUCCEEDED' and created_at > now() - interval '1 hour'
       group by operation
       order by operation`,
+    // PostgreSQL before 18 has no skip scan: a recursive query walks the distinct consumers
+    // through the key, so the read never scans the minutes older than the hour.
+    activity: `with recursive consumers as (
+        (select consumer from ${activity} order by consumer limit 1)
+        union all
+        select (select a.consumer from ${activity} a
+                 where a.consumer > c.consumer order by a.consumer limit 1)
+          from consumers c
+         where c.consumer is not null)
+      select c.consumer, h.handled, h.duplicates, h.dead_lettered
+        from consumers c
+        cross join lateral (
+          select sum(a.handled)::bigint as handled,
+                 sum(a.duplicates)::bigint as duplicates,
+                 sum(a.dead_lettered)::bigint as dead_lettered
+            from ${activity} a
+           where a.consumer = c.consumer and a.minute >= now() - interval '1 hour') h
+       where c.consumer is not null and h.handled is not null
+       order by c.consumer`,
     operations: `select operation,
         count(*) filter (where lease_until is null or lease_until > now())::bigint as in_progress,
         count(*) filter (where lease_until <= now())::bigint as past_lease
@@ -66,17 +90,53 @@ export function statusQueries(names: MigrationNames): Readonly<Record<StatusQuer
 
 type Count = string | number;
 
+interface ActivityRow {
+  consumer: string;
+  handled: Count;
+  duplicates: Count;
+  dead_lettered: Count;
+}
+
+/**
+ * One entry per name: `handledLastHour` from the dedup records (inbox consumers and
+ * operations alike), duplicates and dead letters from the inboxes' activity counts
+ * (operations have none). Sorted by name.
+ */
+function mergeActivity(
+  handled: ReadonlyArray<{ operation: string; handled: Count }>,
+  activity: readonly ActivityRow[],
+): ConsumerActivity[] {
+  const byName = new Map<string, ConsumerActivity>();
+  for (const r of handled) {
+    byName.set(r.operation, {
+      name: r.operation,
+      handledLastHour: Number(r.handled),
+      duplicatesLastHour: 0,
+      deadLetteredLastHour: 0,
+    });
+  }
+  for (const r of activity) {
+    byName.set(r.consumer, {
+      name: r.consumer,
+      handledLastHour: byName.get(r.consumer)?.handledLastHour ?? 0,
+      duplicatesLastHour: Number(r.duplicates),
+      deadLetteredLastHour: Number(r.dead_lettered),
+    });
+  }
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
 async function rows<T>(store: Store, sql: string): Promise<T[]> {
   return rowsOf<T>(await store.knex.raw(sql));
 }
 
 /**
- * Reads every status figure: five statements, run at once (each on its own connection on
+ * Reads every status figure: six statements, run at once (each on its own connection on
  * PostgreSQL; PGlite runs them one after the other). @internal
  */
 export async function readStatus(store: Store): Promise<StoreStatus> {
   const sql = statusQueries(store.names);
-  const [outbox, deadLetters, consumers, operations, retention] = await Promise.all([
+  const [outbox, deadLetters, consumers, activity, operations, retention] = await Promise.all([
     rows<{
       destination: string;
       pending: Count;
@@ -88,6 +148,7 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       sql.deadLetters,
     ),
     rows<{ operation: string; handled: Count }>(store, sql.consumers),
+    rows<ActivityRow>(store, sql.activity),
     rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
     rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
   ]);
@@ -108,10 +169,7 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       count: Number(r.count),
       newestAt: new Date(r.newest_at),
     })),
-    consumers: consumers.map((r): ConsumerActivity => ({
-      name: r.operation,
-      handledLastHour: Number(r.handled),
-    })),
+    consumers: mergeActivity(consumers, activity),
     operations: operations.map((r): OperationStatus => ({
       operation: r.operation,
       inProgress: Number(r.in_progress),

@@ -29,6 +29,13 @@ export interface ConsumerActivity {
   readonly name: string;
   /** Records completed (`SUCCEEDED`) that were created within the last hour. */
   readonly handledLastHour: number;
+  /**
+   * Duplicate deliveries the inbox acknowledged without handling, within the last hour, as
+   * the inboxes recorded them (see `activityFlushMs`); 0 for operations.
+   */
+  readonly duplicatesLastHour: number;
+  /** Deliveries the inbox dead-lettered (payload conflicts included) within the last hour. */
+  readonly deadLetteredLastHour: number;
 }
 
 /** Records held `IN_PROGRESS` for one operation (inbox consumers claim through it too). */

@@ -1,3 +1,4 @@
+import { createActivityRecorder } from './activity';
 import { createInstruments } from './instruments';
 import { resolveInboxOptions } from './options';
 import { processBatch } from './process-batch';
@@ -84,6 +85,12 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
   const runtime: InboxRuntime = {
     options: resolved,
     instruments: createInstruments(resolved),
+    activity: createActivityRecorder({
+      store: resolved.store,
+      consumer: resolved.consumer,
+      logger: resolved.logger,
+      flushMs: resolved.activityFlushMs,
+    }),
     step:
       onStep === undefined
         ? () => NO_STEP
@@ -127,5 +134,6 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
         signalOf(processOptions),
       ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
+    flushActivity: () => runtime.activity.flush(),
   };
 }

@@ -26,6 +26,8 @@ export const MAX_SCOPE_BYTES = 255;
 /** Upper bound for `maxIdLength`, so (scope, consumer, id) always fits a btree index entry. */
 export const MAX_ID_LENGTH_LIMIT = 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Upper bound of `activityFlushMs`: the status figures cover one hour. */
+const MAX_ACTIVITY_FLUSH_MS = 60 * 60 * 1000;
 
 /** Every key of {@link InboxOptions}. @internal */
 export const INBOX_OPTION_KEYS = optionKeys<InboxOptions<unknown>>()([
@@ -47,6 +49,7 @@ export const INBOX_OPTION_KEYS = optionKeys<InboxOptions<unknown>>()([
   'alwaysCountAttempts',
   'backoff',
   'classify',
+  'activityFlushMs',
 ]);
 /** Every key of the inbox's `backoff`. @internal */
 export const INBOX_BACKOFF_KEYS = optionKeys<BackoffOptions>()(['baseMs', 'capMs', 'random']);
@@ -70,6 +73,8 @@ export interface ResolvedInboxOptions {
   readonly alwaysCountAttempts: boolean;
   readonly backoff: BackoffOptions;
   readonly classify: InboxErrorClassifier | undefined;
+  /** `0`: activity is not recorded. */
+  readonly activityFlushMs: number;
 }
 
 function isLogger(value: unknown): value is Logger {
@@ -187,5 +192,12 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     alwaysCountAttempts: optionalBoolean(options.alwaysCountAttempts, false, 'alwaysCountAttempts'),
     backoff,
     classify: optionalFunction(options.classify, 'classify'),
+    activityFlushMs: integerOption(
+      options.activityFlushMs,
+      10_000,
+      'activityFlushMs',
+      0,
+      MAX_ACTIVITY_FLUSH_MS,
+    ),
   };
 }

@@ -144,5 +144,6 @@ export async function report<R>(
     await rt.step('committed', outcome.messageId);
   }
   rt.instruments.outcome(outcome, body);
+  rt.activity.record(outcome);
   return outcome;
 }

@@ -1,4 +1,5 @@
 import { storableDiagnostic, textOf } from '../store/text';
+import type { ActivityRecorder } from './activity';
 import type { Instruments } from './instruments';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxStep } from './types';
@@ -7,6 +8,8 @@ import type { InboxStep } from './types';
 export interface InboxRuntime {
   readonly options: ResolvedInboxOptions;
   readonly instruments: Instruments;
+  /** Per-minute counts for `consumer_activity`, flushed off the hot path. */
+  readonly activity: ActivityRecorder;
   /** Runs the `onStep` hook, if any; a throw propagates like a crash at that point. */
   step(step: InboxStep, messageId: string): Promise<void>;
 }

@@ -157,6 +157,14 @@ export interface InboxOptions<Tx = Knex.Transaction> {
    * rules only.
    */
   readonly classify?: InboxErrorClassifier;
+  /**
+   * How often, at most, the inbox adds its per-minute counts (handled, duplicates,
+   * dead-lettered) to the store's `consumer_activity` table, in milliseconds, for the
+   * operator's status. One upsert per flush, outside any handler's transaction; counts not
+   * yet flushed are lost if the process crashes (call {@link Inbox.flushActivity} on a
+   * graceful shutdown). `0` records nothing. Default 10 000; at most 3 600 000.
+   */
+  readonly activityFlushMs?: number;
 }
 
 /** Per-call options of {@link Inbox.process} and {@link Inbox.processBatch}. */
@@ -187,4 +195,10 @@ export interface Inbox<Tx = Knex.Transaction> {
     handler: Handler<R, Tx>,
     options?: InboxProcessOptions,
   ): Promise<InboxOutcome<R>[]>;
+  /**
+   * Writes the activity counts not yet flushed (see `activityFlushMs`) now. Call it after
+   * the consumer stopped, on a graceful shutdown. Never rejects: a failed write is logged at
+   * warn and the counts are kept for the next flush.
+   */
+  flushActivity(): Promise<void>;
 }

@@ -53,4 +53,13 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
         ? undefined
         : { sql: `dead_at < now() - ${MILLISECONDS}`, bindings: [deadLetterRetentionMs] },
   },
+  {
+    // Per-minute activity counts: only the last hour is shown, nothing needs them past the
+    // retention window.
+    table: 'consumer_activity',
+    condition: ({ retentionMs }) => ({
+      sql: `minute < now() - ${MILLISECONDS}`,
+      bindings: [retentionMs],
+    }),
+  },
 ];

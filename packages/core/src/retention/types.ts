@@ -3,7 +3,8 @@ import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 
 /** The tables the retention job cleans. */
-export type RetentionTable = 'idempotency' | 'inbox_attempts' | 'dead_letters';
+export type RetentionTable =
+  'idempotency' | 'inbox_attempts' | 'dead_letters' | 'consumer_activity';
 
 /** Options of {@link createRetention}. Every value is validated at construction. */
 export interface RetentionOptions {

@@ -268,6 +268,7 @@ export async function createTestHarness<R>(options: TestHarnessOptions<R>): Prom
         if (closed) return;
         closed = true;
         await consumerHandle.stop();
+        await inbox.flushActivity();
         await broker.close();
         if (ownsStore) await store.close();
       },

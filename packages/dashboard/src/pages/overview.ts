@@ -54,15 +54,17 @@ function deadLetterTable(view: View, status: StoreStatus): Html {
 function activityTables(view: View, status: StoreStatus): Html {
   const consumers = dataTable({
     id: 'consumer-status',
-    heads: ['Consumer or operation', 'Completed'],
+    heads: ['Consumer or operation', 'Completed', 'Duplicates', 'Dead-lettered'],
     rows: status.consumers.map(
       (a) =>
         html`<tr>
           <td>${a.name}</td>
           <td class="n">${a.handledLastHour}</td>
+          <td class="n">${a.duplicatesLastHour}</td>
+          <td class="n">${a.deadLetteredLastHour}</td>
         </tr>`,
     ),
-    empty: 'Nothing completed in the last hour.',
+    empty: 'No activity in the last hour.',
   });
   const operations = dataTable({
     id: 'operation-status',

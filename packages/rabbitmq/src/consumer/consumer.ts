@@ -57,6 +57,7 @@ export function createRabbitConsumer<R = unknown, Tx = KnexTransaction>(
   const lifecycle = consumerLifecycle(`createRabbitConsumer("${resolved.queue}")`, {
     start: () => startConsuming(rt),
     stop: (settings) => stopConsuming(rt, settings),
+    inbox: resolved.inbox,
   });
   return {
     start: () => lifecycle.start(),

@@ -57,6 +57,7 @@ export function createSqsConsumer<R = unknown, Tx = KnexTransaction>(
   const lifecycle = consumerLifecycle(`SQS consumer of ${resolved.queueUrl}`, {
     start: () => startConsumer(rt),
     stop: (stopOptions) => stopConsumer(rt, stopOptions),
+    inbox: resolved.inbox,
   });
   let stopped = false;
   return {

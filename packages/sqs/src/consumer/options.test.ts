@@ -6,6 +6,7 @@ const inbox: Inbox = {
   consumer: 'c',
   process: async () => ({ status: 'duplicate', messageId: 'm', scope: 'default' }),
   processBatch: async () => [],
+  flushActivity: async () => undefined,
 };
 const base: SqsConsumerOptions = {
   queueUrl: 'http://localhost:9324/000000000000/jobs',

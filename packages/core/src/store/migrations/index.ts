@@ -9,6 +9,7 @@ import { m007SharedAttempts } from './007_shared_attempts';
 import { m008OpenAttempts } from './008_open_attempts';
 import { m009OneSpelling } from './009_one_spelling';
 import { m010OperatorIndexes } from './010_operator_indexes';
+import { m011ConsumerActivity } from './011_consumer_activity';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -25,4 +26,5 @@ export const migrations: readonly Migration[] = [
   m008OpenAttempts,
   m009OneSpelling,
   m010OperatorIndexes,
+  m011ConsumerActivity,
 ];

@@ -36,6 +36,24 @@ describe('consumerLifecycle', () => {
     expect(calls).toEqual(['start', 'stop drain=true']);
   });
 
+  it("writes the inbox's activity counts once the broker stopped, also when stopping failed", async () => {
+    const { calls, hooks } = recordingHooks();
+    const inbox = { flushActivity: async () => void calls.push('flush') };
+    const consumer = consumerLifecycle('c', { ...hooks, inbox });
+    await consumer.start();
+    await consumer.stop();
+    expect(calls).toEqual(['start', 'stop drain=true', 'flush']);
+
+    const failing = consumerLifecycle('c', {
+      ...hooks,
+      stop: () => Promise.reject(new Error('channel gone')),
+      inbox,
+    });
+    await failing.start();
+    await expect(failing.stop()).rejects.toThrow('channel gone');
+    expect(calls.filter((c) => c === 'flush')).toHaveLength(2);
+  });
+
   it('stop twice is one stop; stop before start stops without calling the broker', async () => {
     const { calls, hooks } = recordingHooks();
     const consumer = consumerLifecycle('c', hooks);

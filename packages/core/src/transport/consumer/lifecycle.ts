@@ -52,6 +52,11 @@ export interface LifecycleHooks {
   start(): Promise<void>;
   /** Stops taking deliveries, ends the work in flight as `options` say, closes connections. */
   stop(options: Required<ConsumerStopOptions>): Promise<void>;
+  /**
+   * The consumer's inbox: once the work in flight has ended, its activity counts (handled,
+   * duplicates, dead-lettered) are written, so a stopped consumer leaves none unrecorded.
+   */
+  readonly inbox?: { flushActivity(): Promise<void> };
 }
 
 const DEFAULT_STOP: Required<ConsumerStopOptions> = { drain: true, timeoutMs: 30_000 };
@@ -83,6 +88,8 @@ export function consumerLifecycle(name: string, hooks: LifecycleHooks): Consumer
         await hooks.stop(settings);
       } finally {
         state = 'stopped';
+        // Never rejects: a failed write is logged by the inbox.
+        await hooks.inbox?.flushActivity();
       }
     })();
     return stopping;
