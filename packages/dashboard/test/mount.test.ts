@@ -6,6 +6,7 @@
  * origin.
  */
 import { ConfigurationError, createInbox, createOutbox } from '@justonce/core';
+import { connect } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import {
@@ -39,6 +40,12 @@ async function pendingEvents(count: number): Promise<string[]> {
 beforeAll(async () => {
   t = await freshStore('dash_mount');
   dashboard = createDashboard({ admin: t.admin, token: TOKEN, basePath: BASE });
+  // `s-1` delivered twice through a real inbox: one handled, one duplicate.
+  const inbox = createInbox({ store: t.store, consumer: 'shipping' });
+  for (const id of ['s-1', 's-1']) {
+    await inbox.process({ id, headers: {}, body: '{}', delivery: {} }, async () => 'ok');
+  }
+  await inbox.flushActivity();
 });
 
 afterAll(async () => {
@@ -84,6 +91,25 @@ function post(
 }
 
 /** The same checks against any server the dashboard is mounted in. */
+/**
+ * A POST written on a raw socket, so that its framing is exactly `headers` (fetch and
+ * node:http's client always add a length or chunk the body); resolves to the status code.
+ */
+function rawPost(origin: string, path: string, headers: string[], body = ''): Promise<number> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      const head = [`POST ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, 'Connection: close'];
+      socket.write(`${[...head, ...headers].join('\r\n')}\r\n\r\n${body}`);
+    });
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
+    socket.on('error', reject);
+  });
+}
+
 function behavesMounted(
   name: string,
   start: () => Promise<{ origin: string; close(): Promise<void> }>,
@@ -103,6 +129,10 @@ function behavesMounted(
       const page = await response.text();
       expect(page).toContain('<h1>Overview</h1>');
       expect(page).toContain(`href="${BASE}/dead-letters"`);
+      // Completed, duplicates and dead-lettered in the last hour.
+      expect(page).toMatch(
+        /<td>shipping<\/td>\s*<td class="n">1<\/td>\s*<td class="n">1<\/td>\s*<td class="n">0<\/td>/,
+      );
       expect((await fetch(`${server.origin}${BASE}`)).status).toBe(200);
     });
 
@@ -165,6 +195,25 @@ function behavesMounted(
       );
       expect(await t.admin.outbox.get(second!)).toBeUndefined();
       expect(await t.admin.outbox.get(third!)).toBeUndefined();
+    });
+
+    it('answers a body it will not read with 403, 411 or 413, and a POST without one as usual', async () => {
+      const bearer = `Authorization: Bearer ${TOKEN}`;
+      const path = `${BASE}/dead-letters/999999/delete`;
+      // No body and no length: a POST as curl -X POST sends it.
+      expect(await rawPost(server.origin, path, [])).toBe(403);
+      expect(await rawPost(server.origin, path, [bearer])).toBe(303);
+      const chunked = [
+        'Transfer-Encoding: chunked',
+        'Content-Type: application/x-www-form-urlencoded',
+      ];
+      expect(
+        await rawPost(server.origin, path, [bearer, ...chunked], '5\r\nids=1\r\n0\r\n\r\n'),
+      ).toBe(411);
+      const big = 'a'.repeat(300 * 1024);
+      expect(
+        await rawPost(server.origin, path, [bearer, `Content-Length: ${big.length}`], big),
+      ).toBe(413);
     });
 
     it('takes the token as a bearer header, without cookie or CSRF token', async () => {
