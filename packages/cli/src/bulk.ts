@@ -14,8 +14,13 @@ export interface BulkFlags {
 /** Above this many items a progress bar is drawn (on a terminal). */
 const PROGRESS_FROM = 20;
 
+/** What a bulk action acts on: a row with an id (a dead letter, an outbox event). */
+export interface BulkItem {
+  readonly id: string;
+}
+
 /** One bulk action (requeue or delete) over rows already selected and checked. */
-export interface BulkAction<T> {
+export interface BulkAction<T extends BulkItem> {
   /** `requeue`, `delete`: the verb in prompts and summaries. */
   readonly verb: string;
   /** `requeued`, `deleted`. */
@@ -23,7 +28,6 @@ export interface BulkAction<T> {
   /** `dead letter`, `outbox event`: singular; an `s` makes the plural. */
   readonly noun: string;
   readonly items: readonly T[];
-  readonly id: (item: T) => string;
   /** The table `--dry-run` prints: its head, and one row per item. */
   readonly head: readonly string[];
   readonly row: (item: T) => readonly (string | number)[];
@@ -61,10 +65,13 @@ async function confirm(question: string): Promise<boolean | undefined> {
  * bar on stderr for many items; prints what was done and what failed. Exit 1 when any
  * failed, or when the operator declined.
  */
-export async function runBulk<T>(action: BulkAction<T>, flags: BulkFlags): Promise<void> {
+export async function runBulk<T extends BulkItem>(
+  action: BulkAction<T>,
+  flags: BulkFlags,
+): Promise<void> {
   const { items, noun } = action;
   if (flags.dryRun) {
-    if (flags.json) printJson({ dryRun: true, [action.verb]: items.map(action.id) });
+    if (flags.json) printJson({ dryRun: true, [action.verb]: items.map((item) => item.id) });
     else if (items.length === 0) console.log(`no ${noun}s match; nothing would change`);
     else {
       console.log(`would ${action.verb} ${count(items.length, noun)} (dry run, nothing changed):`);
@@ -105,7 +112,7 @@ export async function runBulk<T>(action: BulkAction<T>, flags: BulkFlags): Promi
   const failed: { id: string; error: string }[] = [];
   try {
     for (const item of items) {
-      const id = action.id(item);
+      const { id } = item;
       try {
         const result = await action.act(item);
         if (result === false) failed.push({ id, error: `no such ${noun} any more` });

@@ -156,3 +156,56 @@ export async function snapshot(store: Store): Promise<unknown> {
   }
   return out;
 }
+
+/**
+ * Runs `justonce args…` in `store`'s schema and expects it refused: `message` on stderr, exit
+ * `code` (2, bad arguments, unless told), and not one row changed.
+ */
+export async function expectRefused(
+  store: Store,
+  args: readonly string[],
+  message: RegExp,
+  code = 2,
+): Promise<Run> {
+  const before = await snapshot(store);
+  const run = await cli(['--schema', store.schema, ...args]);
+  expect(run.stderr).toMatch(message);
+  expect(run.code).toBe(code);
+  expect(await snapshot(store)).toEqual(before);
+  return run;
+}
+
+/** A test file's fresh schema: open from its `beforeAll` to its `afterAll`. */
+export interface SchemaFixture {
+  /** The store on the schema; read it inside tests and hooks only. */
+  readonly store: Store;
+  /** Runs `justonce --schema <the schema> args…`. */
+  readonly inSchema: (...args: string[]) => Promise<Run>;
+}
+
+/**
+ * Opens a store in a fresh schema before the file's tests (migrated unless `migrated` is
+ * false, then filled by `seed`) and drops it after them.
+ */
+export function useSchema(
+  prefix: string,
+  seed: (store: Store) => Promise<void> = async () => undefined,
+  migrated = true,
+): SchemaFixture {
+  let store: Store | undefined;
+  const opened = (): Store => {
+    if (store === undefined) throw new Error(`the ${prefix} schema is open only during tests`);
+    return store;
+  };
+  beforeAll(async () => {
+    store = await openStore(prefix, migrated);
+    await seed(store);
+  });
+  afterAll(() => (store === undefined ? undefined : dropStore(store)));
+  return {
+    get store() {
+      return opened();
+    },
+    inSchema: (...args) => cli(['--schema', opened().schema, ...args]),
+  };
+}

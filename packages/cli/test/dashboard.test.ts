@@ -3,22 +3,18 @@
  * SIGINT or SIGTERM (exit 0); bad options refused with exit 2.
  */
 import type { Store } from '@justonce/core';
-import { cli, dropStore, openStore, startCli, type Run } from './cli-process';
+import { startCli, useSchema } from './cli-process';
 import { deadLetters, pendingEvents } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
-
-beforeAll(async () => {
-  store = await openStore('cli_dash');
+const db = useSchema('cli_dash', async (store: Store) => {
   await pendingEvents(store, 'orders', 2);
   await deadLetters(store, 'billing', ['b-1'], 'payments');
 });
-afterAll(() => dropStore(store));
+const { inSchema } = db;
 
 /** Starts the dashboard on a free port and resolves with its URL. */
 async function serve(args: readonly string[], env: Record<string, string> = {}) {
-  const running = startCli(['--schema', store.schema, 'dashboard', '--port', '0', ...args], env);
+  const running = startCli(['--schema', db.store.schema, 'dashboard', '--port', '0', ...args], env);
   const out = await running.stdoutMatching(/justonce dashboard on (http:\/\/\S+)/);
   const url = /justonce dashboard on (http:\/\/\S+)/.exec(out)![1]!;
   return { running, url };

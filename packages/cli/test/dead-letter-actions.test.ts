@@ -3,29 +3,24 @@
  * for bulk actions off a terminal, bad arguments. The terminal's prompt and progress bar, and
  * the handling of a requeued letter by a running consumer: dead-letter-redelivery.test.ts.
  */
-import { createAdmin, type Store } from '@justonce/core';
-import { cli, countRows, dropStore, openStore, snapshot, type Run } from './cli-process';
+import { createAdmin } from '@justonce/core';
+import { countRows, expectRefused, snapshot, useSchema } from './cli-process';
 import { deadLetters } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
+const db = useSchema('cli_dl');
+const { inSchema } = db;
 const waiting = (consumer: string) =>
-  countRows(store, 'dead_letters', `consumer = '${consumer}' and requeued_at is null`);
+  countRows(db.store, 'dead_letters', `consumer = '${consumer}' and requeued_at is null`);
 const idsOf = async (consumer: string) =>
-  (await createAdmin(store).deadLetters.list({ consumer, includeRequeued: false })).map(
+  (await createAdmin(db.store).deadLetters.list({ consumer, includeRequeued: false })).map(
     (l) => l.id,
   );
 
-beforeAll(async () => {
-  store = await openStore('cli_dl');
-});
-afterAll(() => dropStore(store));
-
 describe('requeue', () => {
-  beforeAll(() => deadLetters(store, 'billing', ['b-1', 'b-2', 'b-3'], 'payments'));
+  beforeAll(() => deadLetters(db.store, 'billing', ['b-1', 'b-2', 'b-3'], 'payments'));
 
   it('--dry-run lists what would be requeued and changes nothing', async () => {
-    const before = await snapshot(store);
+    const before = await snapshot(db.store);
     const run = await inSchema('dead-letters', 'requeue', '--consumer', 'billing', '--dry-run');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/would requeue 3 dead letters \(dry run, nothing changed\)/);
@@ -39,17 +34,15 @@ describe('requeue', () => {
       '--json',
     );
     expect(JSON.parse(json.stdout)).toEqual({ dryRun: true, requeue: await idsOf('billing') });
-    expect(await snapshot(store)).toEqual(before);
+    expect(await snapshot(db.store)).toEqual(before);
   });
 
   it('a bulk action off a terminal without --yes: exit 2, nothing changed', async () => {
-    const before = await snapshot(store);
-    const run = await inSchema('dead-letters', 'requeue', '--consumer', 'billing');
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(
+    await expectRefused(
+      db.store,
+      ['dead-letters', 'requeue', '--consumer', 'billing'],
       /requeue 3 dead letters: a bulk action needs --yes when not run on a terminal; nothing changed/,
     );
-    expect(await snapshot(store)).toEqual(before);
   });
 
   it('one letter by id needs no --yes; it goes to the outbox for its source', async () => {
@@ -61,7 +54,7 @@ describe('requeue', () => {
       new RegExp(`requeued 1 dead letter\\n  dead letter ${first} → outbox event \\d+`),
     );
     expect(
-      await countRows(store, 'outbox', `destination = 'payments' and message_id = 'b-1'`),
+      await countRows(db.store, 'outbox', `destination = 'payments' and message_id = 'b-1'`),
     ).toBe(1);
     expect(await waiting('billing')).toBe(2);
   });
@@ -81,28 +74,26 @@ describe('requeue', () => {
     const result = JSON.parse(run.stdout);
     expect(result.requeued).toHaveLength(2);
     expect(result.failed).toEqual([]);
-    expect(await countRows(store, 'outbox', `destination = 'payments-retry'`)).toBe(2);
+    expect(await countRows(db.store, 'outbox', `destination = 'payments-retry'`)).toBe(2);
     expect(await waiting('billing')).toBe(0);
   });
 
   it('a letter without a source needs --to: exit 2, nothing changed', async () => {
-    await deadLetters(store, 'nosource', ['n-1']);
+    await deadLetters(db.store, 'nosource', ['n-1']);
     const [id] = await idsOf('nosource');
-    const before = await snapshot(store);
-    const run = await inSchema('dead-letters', 'requeue', id!);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(
+    await expectRefused(
+      db.store,
+      ['dead-letters', 'requeue', id!],
       new RegExp(`dead letter ${id} has no source to publish to; pass --to`),
     );
-    expect(await snapshot(store)).toEqual(before);
     const to = await inSchema('dead-letters', 'requeue', id!, '--to', 'somewhere');
     expect(to.code).toBe(0);
-    expect(await countRows(store, 'outbox', `destination = 'somewhere'`)).toBe(1);
+    expect(await countRows(db.store, 'outbox', `destination = 'somewhere'`)).toBe(1);
   });
 });
 
 describe('delete', () => {
-  beforeAll(() => deadLetters(store, 'mailer', ['m-1', 'm-2', 'm-3'], 'emails'));
+  beforeAll(() => deadLetters(db.store, 'mailer', ['m-1', 'm-2', 'm-3'], 'emails'));
 
   it('by id, then by filter with --yes', async () => {
     const [one, ...rest] = await idsOf('mailer');
@@ -121,7 +112,7 @@ describe('delete', () => {
     );
     expect(bulk.code).toBe(0);
     expect(bulk.stdout).toMatch(/deleted 2 dead letters/);
-    expect(await countRows(store, 'dead_letters', `consumer = 'mailer'`)).toBe(0);
+    expect(await countRows(db.store, 'dead_letters', `consumer = 'mailer'`)).toBe(0);
   });
 
   it('nothing matching: exit 0, nothing changed', async () => {
@@ -145,20 +136,17 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
       /--since is after --until/,
     ],
   ])('%j', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.stderr).toMatch(message);
-    expect(run.code).toBe(2);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 
   it('an id that does not exist: exit 1, nothing changed (not even the ids that do)', async () => {
-    await deadLetters(store, 'exists', ['e-1']);
+    await deadLetters(db.store, 'exists', ['e-1']);
     const [id] = await idsOf('exists');
-    const before = await snapshot(store);
-    const run = await inSchema('dead-letters', 'delete', id!, '999999', '--yes');
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/no dead letter 999999; nothing changed/);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(
+      db.store,
+      ['dead-letters', 'delete', id!, '999999', '--yes'],
+      /no dead letter 999999; nothing changed/,
+      1,
+    );
   });
 });

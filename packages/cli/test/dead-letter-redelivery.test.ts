@@ -4,34 +4,21 @@
  * letter handled exactly once by a running consumer (consumer and relay in this process, the
  * CLI as a child process).
  */
-import { createAdmin, createInbox, createRelay, type Relay, type Store } from '@justonce/core';
+import { createAdmin, createInbox, createRelay, type Relay } from '@justonce/core';
 import { createMemoryBroker, type MemoryBroker } from '@justonce/core/testing';
 import { waitFor } from '../../../test-support/wait-for';
-import {
-  cli,
-  cliOnTerminal,
-  countRows,
-  dropStore,
-  openStore,
-  snapshot,
-  type Run,
-} from './cli-process';
+import { cliOnTerminal, countRows, snapshot, useSchema } from './cli-process';
 import { deadLetters } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
+const db = useSchema('cli_redeliver');
+const { inSchema } = db;
 const waiting = (consumer: string) =>
-  countRows(store, 'dead_letters', `consumer = '${consumer}' and requeued_at is null`);
-
-beforeAll(async () => {
-  store = await openStore('cli_redeliver');
-});
-afterAll(() => dropStore(store));
+  countRows(db.store, 'dead_letters', `consumer = '${consumer}' and requeued_at is null`);
 
 describe('on a terminal', () => {
   beforeAll(() =>
     deadLetters(
-      store,
+      db.store,
       'bulk',
       Array.from({ length: 25 }, (_, i) => `x-${i}`),
       'bulk-q',
@@ -39,20 +26,20 @@ describe('on a terminal', () => {
   );
 
   it('asks before a bulk action; "n" changes nothing, exit 1', async () => {
-    const before = await snapshot(store);
+    const before = await snapshot(db.store);
     const run = await cliOnTerminal(
-      ['--schema', store.schema, 'dead-letters', 'delete', '--consumer', 'bulk'],
+      ['--schema', db.store.schema, 'dead-letters', 'delete', '--consumer', 'bulk'],
       'n\n',
     );
     expect(run.stdout).toMatch(/delete 25 dead letters\? \[y\/N\]/);
     expect(run.stdout).toMatch(/nothing changed/);
     expect(run.code).toBe(1);
-    expect(await snapshot(store)).toEqual(before);
+    expect(await snapshot(db.store)).toEqual(before);
   });
 
   it('"y" requeues them all, with a progress bar on stderr', async () => {
     const run = await cliOnTerminal(
-      ['--schema', store.schema, 'dead-letters', 'requeue', '--consumer', 'bulk'],
+      ['--schema', db.store.schema, 'dead-letters', 'requeue', '--consumer', 'bulk'],
       'y\n',
     );
     expect(run.stdout).toMatch(/requeue 25 dead letters\? \[y\/N\]/);
@@ -60,7 +47,7 @@ describe('on a terminal', () => {
     expect(run.stdout).toMatch(/requeued 25 dead letters/);
     expect(run.code).toBe(0);
     expect(await waiting('bulk')).toBe(0);
-    expect(await countRows(store, 'outbox', `destination = 'bulk-q'`)).toBe(25);
+    expect(await countRows(db.store, 'outbox', `destination = 'bulk-q'`)).toBe(25);
   });
 });
 
@@ -76,7 +63,7 @@ describe('a requeued dead letter is handled exactly once by a running consumer',
     broker = createMemoryBroker({ maxRetryDelayMs: 10 });
     const handled: string[] = [];
     let broken = true;
-    const inbox = createInbox({ store, consumer: 'fulfilment', maxAttempts: 1 });
+    const inbox = createInbox({ store: db.store, consumer: 'fulfilment', maxAttempts: 1 });
     await broker
       .consume('fulfilment-q', {
         inbox,
@@ -88,12 +75,12 @@ describe('a requeued dead letter is handled exactly once by a running consumer',
       .start();
     broker.send('fulfilment-q', [{ id: 'order-7', body: '{"order":7}' }]);
     await broker.whenIdle();
-    const [letter] = await createAdmin(store).deadLetters.list({ consumer: 'fulfilment' });
+    const [letter] = await createAdmin(db.store).deadLetters.list({ consumer: 'fulfilment' });
     expect(letter).toMatchObject({ messageId: 'order-7', reason: 'MAX_ATTEMPTS' });
     expect(letter!.delivery.source).toBe('fulfilment-q');
 
     broken = false; // the cause is fixed
-    relay = createRelay({ store, publisher: broker.publisher(), pollIntervalMs: 50 });
+    relay = createRelay({ store: db.store, publisher: broker.publisher(), pollIntervalMs: 50 });
     await relay.start();
     const run = await inSchema('dead-letters', 'requeue', letter!.id);
     expect(run.code).toBe(0);
@@ -107,7 +94,7 @@ describe('a requeued dead letter is handled exactly once by a running consumer',
     );
     await broker.whenIdle();
     // Both copies published (the relay deletes what it published).
-    expect(await countRows(store, 'outbox', `message_id = 'order-7'`)).toBe(0);
+    expect(await countRows(db.store, 'outbox', `message_id = 'order-7'`)).toBe(0);
     expect(handled).toEqual(['order-7']);
     expect(broker.stats('fulfilment-q')).toMatchObject({ processed: 1, duplicates: 1 });
     expect(await waiting('fulfilment')).toBe(0);

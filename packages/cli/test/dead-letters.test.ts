@@ -2,23 +2,15 @@
  * `justonce dead-letters list | show` on letters written by the real inbox: filters, the
  * letter's headers, body (pretty JSON or hex) and error, and bad arguments.
  */
-import { createInbox, type Store } from '@justonce/core';
-import { cli, dropStore, openStore, snapshot, type Run } from './cli-process';
+import { createInbox } from '@justonce/core';
+import { expectRefused, useSchema } from './cli-process';
 
-let store: Store;
-let SCHEMA: string;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', SCHEMA, ...args]);
-
-beforeAll(async () => {
-  store = await openStore('cli_dl_list');
-  SCHEMA = store.schema;
-});
-
-afterAll(() => dropStore(store));
+const db = useSchema('cli_dl_list');
+const { inSchema } = db;
 
 describe('with letters from the real inbox', () => {
   beforeAll(async () => {
-    const inbox = createInbox({ store, consumer: 'billing', maxAttempts: 1 });
+    const inbox = createInbox({ store: db.store, consumer: 'billing', maxAttempts: 1 });
     // No id: dead-lettered as MISSING_MESSAGE_ID without reaching the handler.
     await inbox.process(
       { scope: 'default', headers: { type: 'x' }, body: '{"a":1}', delivery: {} } as never,
@@ -112,10 +104,6 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
     [['dead-letters', 'show', '-3'], /unknown option|positive integer/],
     [['dead-letters', 'show'], /missing required argument/],
   ])('%j', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(message);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 });

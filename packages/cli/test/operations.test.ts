@@ -2,18 +2,12 @@
  * `justonce operations list | show | release` on records reserved by the real operations API:
  * one in progress with a live lease, one whose lease ran out.
  */
-import { createOperations, type Store } from '@justonce/core';
-import { cli, dropStore, openStore, snapshot, type Run } from './cli-process';
+import { createOperations } from '@justonce/core';
+import { expectRefused, useSchema } from './cli-process';
 import { operationRecords } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
-
-beforeAll(async () => {
-  store = await openStore('cli_ops');
-  await operationRecords(store, 'charge-card');
-});
-afterAll(() => dropStore(store));
+const db = useSchema('cli_ops', (store) => operationRecords(store, 'charge-card'));
+const { inSchema } = db;
 
 describe('list and show', () => {
   it('lists records in progress; exit 1 because one is past its lease', async () => {
@@ -63,7 +57,7 @@ describe('release', () => {
       error: expect.objectContaining({ code: 'RELEASED' }),
     });
     const again = await createOperations({
-      store,
+      store: db.store,
       operation: 'charge-card',
       leaseMs: 1000,
     }).reserve('k-stuck', { a: 2 });
@@ -71,11 +65,12 @@ describe('release', () => {
   });
 
   it('refuses a record whose lease still runs unless --force; exit 1, nothing changed', async () => {
-    const before = await snapshot(store);
-    const run = await inSchema('operations', 'release', 'charge-card', 'k-live');
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/nothing released: its lease still runs \(pass --force/);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(
+      db.store,
+      ['operations', 'release', 'charge-card', 'k-live'],
+      /nothing released: its lease still runs \(pass --force/,
+      1,
+    );
     const forced = await inSchema(
       'operations',
       'release',
@@ -112,10 +107,6 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
     [['operations', 'release', '', 'k'], /must not be empty/],
     [['operations', 'release', 'charge-card', 'k-live', '--forse'], /unknown option '--forse'/],
   ])('%j', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.stderr).toMatch(message);
-    expect(run.code).toBe(2);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 });

@@ -2,46 +2,35 @@
  * `justonce outbox requeue | delete` on events made dead by a real relay whose broker refused
  * them, and pending ones from the real outbox: by id and by filter, --dry-run, --yes.
  */
-import { createAdmin, type Store } from '@justonce/core';
-import { cli, countRows, dropStore, openStore, snapshot, type Run } from './cli-process';
-import { deadEvents, pendingEvents } from './seed';
+import { countRows, expectRefused, snapshot } from './cli-process';
+import { useOutboxSchema } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
-const idsOf = async (status: 'dead' | 'pending', destination: string) =>
-  (await createAdmin(store).outbox.list({ status, destination })).map((e) => e.id);
-
-beforeAll(async () => {
-  store = await openStore('cli_outbox_act');
-  await deadEvents(store, 'orders', 3);
-  await deadEvents(store, 'emails', 1);
-  await pendingEvents(store, 'invoices', 2);
-});
-afterAll(() => dropStore(store));
+const db = useOutboxSchema('cli_outbox_act');
+const { inSchema, idsOf } = db;
 
 describe('requeue and delete', () => {
   it('requeue --dry-run, then by id: dead becomes pending with a new id', async () => {
     const [first] = await idsOf('dead', 'orders');
-    const before = await snapshot(store);
+    const before = await snapshot(db.store);
     const dry = await inSchema('outbox', 'requeue', '--destination', 'orders', '--dry-run');
     expect(dry.code).toBe(0);
     expect(dry.stdout).toMatch(/would requeue 3 outbox events/);
-    expect(await snapshot(store)).toEqual(before);
+    expect(await snapshot(db.store)).toEqual(before);
     const run = await inSchema('outbox', 'requeue', first!);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`outbox event ${first} → new outbox event \\d+`));
     expect(await idsOf('dead', 'orders')).toHaveLength(2);
-    expect(await countRows(store, 'outbox', `destination = 'orders' and status = 'pending'`)).toBe(
-      1,
-    );
+    expect(
+      await countRows(db.store, 'outbox', `destination = 'orders' and status = 'pending'`),
+    ).toBe(1);
   });
 
   it('a bulk requeue off a terminal needs --yes: exit 2, nothing changed', async () => {
-    const before = await snapshot(store);
-    const run = await inSchema('outbox', 'requeue', '--destination', 'orders');
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/requeue 2 outbox events: a bulk action needs --yes/);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(
+      db.store,
+      ['outbox', 'requeue', '--destination', 'orders'],
+      /requeue 2 outbox events: a bulk action needs --yes/,
+    );
     const yes = await inSchema('outbox', 'requeue', '--destination', 'orders', '--yes', '--json');
     expect(yes.code).toBe(0);
     expect(JSON.parse(yes.stdout).requeued).toHaveLength(2);
@@ -50,11 +39,12 @@ describe('requeue and delete', () => {
 
   it('requeue refuses an event that is not dead: exit 1, nothing changed', async () => {
     const [pending] = await idsOf('pending', 'invoices');
-    const before = await snapshot(store);
-    const run = await inSchema('outbox', 'requeue', pending!);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/is pending: only dead events are requeued\nnothing changed/);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(
+      db.store,
+      ['outbox', 'requeue', pending!],
+      /is pending: only dead events are requeued\nnothing changed/,
+      1,
+    );
   });
 
   it('delete: a dead event by id, pending ones by --status with --yes', async () => {
@@ -73,7 +63,7 @@ describe('requeue and delete', () => {
     );
     expect(bulk.code).toBe(0);
     expect(bulk.stdout).toMatch(/deleted 2 outbox events/);
-    expect(await countRows(store, 'outbox', `destination in ('emails', 'invoices')`)).toBe(0);
+    expect(await countRows(db.store, 'outbox', `destination in ('emails', 'invoices')`)).toBe(0);
   });
 });
 
@@ -84,10 +74,6 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
     [['outbox', 'delete', '0'], /outbox event ids are positive integers/],
     [['outbox', 'delete', '--destination', ''], /--destination must not be empty/],
   ])('%j', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.stderr).toMatch(message);
-    expect(run.code).toBe(2);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 });

@@ -2,22 +2,11 @@
  * `justonce outbox list | show` on events made dead by a real relay whose broker refused
  * them, and pending ones from the real outbox. Requeue and delete: outbox-actions.test.ts.
  */
-import { createAdmin, type Store } from '@justonce/core';
-import { cli, dropStore, openStore, snapshot, type Run } from './cli-process';
-import { deadEvents, pendingEvents } from './seed';
+import { expectRefused } from './cli-process';
+import { useOutboxSchema } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
-const idsOf = async (status: 'dead' | 'pending', destination: string) =>
-  (await createAdmin(store).outbox.list({ status, destination })).map((e) => e.id);
-
-beforeAll(async () => {
-  store = await openStore('cli_outbox');
-  await deadEvents(store, 'orders', 3);
-  await deadEvents(store, 'emails', 1);
-  await pendingEvents(store, 'invoices', 2);
-});
-afterAll(() => dropStore(store));
+const db = useOutboxSchema('cli_outbox');
+const { inSchema, idsOf } = db;
 
 describe('list and show', () => {
   it('lists dead events by default, exit 1 when any', async () => {
@@ -74,10 +63,6 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
     [['outbox', 'list', '--until', 'never'], /--until must be an ISO 8601/],
     [['outbox', 'show', 'x1'], /an outbox event id is a positive integer/],
   ])('%j', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.stderr).toMatch(message);
-    expect(run.code).toBe(2);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 });

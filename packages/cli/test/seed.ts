@@ -3,6 +3,7 @@
  * @justonce/core (never hand-inserted rows).
  */
 import {
+  createAdmin,
   createInbox,
   createOperations,
   createOutbox,
@@ -10,6 +11,7 @@ import {
   type Publisher,
   type Store,
 } from '@justonce/core';
+import { useSchema, type SchemaFixture } from './cli-process';
 
 /**
  * Dead letters of `consumer`: one message per id in `ids` whose handler fails on its only
@@ -77,6 +79,35 @@ export async function deadEvents(store: Store, destination: string, count: numbe
   while ((await relay.runOnce()).claimed > 0) {
     // Until every pending event was tried.
   }
+}
+
+/**
+ * The outbox the outbox commands' tests start from: 3 dead events for `orders`, 1 for `emails`
+ * and 2 pending for `invoices`.
+ */
+export async function outboxBacklog(store: Store): Promise<void> {
+  await deadEvents(store, 'orders', 3);
+  await deadEvents(store, 'emails', 1);
+  await pendingEvents(store, 'invoices', 2);
+}
+
+/** A test file's schema holding {@link outboxBacklog}. */
+export interface OutboxSchema extends SchemaFixture {
+  /** The ids of the outbox events of `destination` in `status`, oldest first. */
+  readonly idsOf: (status: 'dead' | 'pending', destination: string) => Promise<string[]>;
+}
+
+/** The schema of the outbox commands' tests: {@link useSchema} filled by {@link outboxBacklog}. */
+export function useOutboxSchema(prefix: string): OutboxSchema {
+  const db = useSchema(prefix, outboxBacklog);
+  return {
+    get store() {
+      return db.store;
+    },
+    inSchema: db.inSchema,
+    idsOf: async (status, destination) =>
+      (await createAdmin(db.store).outbox.list({ status, destination })).map((e) => e.id),
+  };
 }
 
 /**

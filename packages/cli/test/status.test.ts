@@ -6,14 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInbox, createStore, type Store } from '@justonce/core';
-import { cli, dropStore, openStore, snapshot, startCli, type Run } from './cli-process';
+import { cli, expectRefused, startCli, useSchema } from './cli-process';
 import { deadLetters, operationRecords, pendingEvents } from './seed';
 
-let store: Store;
-const inSchema = (...args: string[]): Promise<Run> => cli(['--schema', store.schema, ...args]);
-
-beforeAll(async () => {
-  store = await openStore('cli_status');
+/** Something for each section of the screen, and a duplicate delivery. */
+async function seed(store: Store): Promise<void> {
   await pendingEvents(store, 'orders', 2);
   const inbox = createInbox({ store, consumer: 'shipping' });
   // s-1 is delivered twice: the second delivery is a duplicate.
@@ -23,9 +20,10 @@ beforeAll(async () => {
   await inbox.flushActivity();
   await deadLetters(store, 'billing', ['b-1'], 'payments');
   await operationRecords(store, 'charge-card');
-});
+}
 
-afterAll(() => dropStore(store));
+const db = useSchema('cli_status', seed);
+const { inSchema } = db;
 
 describe('status', () => {
   it('--json has the handled and duplicate counts per consumer over the last hour', async () => {
@@ -33,7 +31,7 @@ describe('status', () => {
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const status = JSON.parse(run.stdout);
-    expect(status.schema).toBe(store.schema);
+    expect(status.schema).toBe(db.store.schema);
     expect(status.consumers).toEqual(
       expect.arrayContaining([
         { name: 'shipping', handledLastHour: 3, duplicatesLastHour: 1, deadLetteredLastHour: 0 },
@@ -63,7 +61,7 @@ describe('status', () => {
   it('--watch --json prints one JSON line per refresh; SIGINT (Ctrl-C) exits 0', async () => {
     const watch = startCli([
       '--schema',
-      store.schema,
+      db.store.schema,
       'status',
       '--watch',
       '--json',
@@ -79,7 +77,7 @@ describe('status', () => {
   });
 
   it('--watch refreshes the screen until SIGTERM, exit 0', async () => {
-    const watch = startCli(['--schema', store.schema, 'status', '--watch', '--interval', '0.2']);
+    const watch = startCli(['--schema', db.store.schema, 'status', '--watch', '--interval', '0.2']);
     await watch.stdoutMatching(/(Retention backlog[^]*){2}/);
     const run = await watch.stop('SIGTERM');
     expect(run.code).toBe(0);
@@ -91,11 +89,7 @@ describe('status', () => {
     [['status', '--watch', '--interval', '0'], /--interval must be a number of seconds/],
     [['status', '--watch', '--interval', 'soon'], /--interval must be a number of seconds/],
   ])('bad arguments %j: exit 2, nothing changed', async (args, message) => {
-    const before = await snapshot(store);
-    const run = await inSchema(...args);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(message);
-    expect(await snapshot(store)).toEqual(before);
+    await expectRefused(db.store, args, message);
   });
 });
 

@@ -1,8 +1,9 @@
 import type { Admin, DeadLetter } from '@justonce/core';
 import type { Command } from 'commander';
 import { parseName } from '../arguments';
-import { runBulk, type BulkFlags } from '../bulk';
-import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
+import type { BulkFlags } from '../bulk';
+import { bulkCommand } from '../bulk-command';
+import type { GlobalOptions } from '../connect';
 import { EXIT_FAILED } from '../exit-codes';
 import { UsageError } from '../usage-error';
 import {
@@ -63,81 +64,55 @@ const row = (l: DeadLetter) => [
   l.deadAt.toISOString(),
 ];
 
+/** What `requeue` and `delete` share: what they act on, how they select and show it. */
+const LETTERS = {
+  noun: 'dead letter',
+  unit: 'letter',
+  all: 'every waiting letter',
+  filters: letterFilterOptions,
+  head: HEAD,
+  row,
+} as const;
+
 /** `justonce dead-letters requeue | delete`. */
 export function deadLetterActions(group: Command, globals: () => GlobalOptions): void {
-  const action = (name: string, description: string): Command =>
-    letterFilterOptions(
-      group
-        .command(name)
-        .description(description)
-        .argument('[ids...]', 'dead letter ids (or select with the filters)'),
-    )
-      .option('--all', 'every waiting letter (when no id or filter is given)')
-      .option('--limit <n>', 'act on at most this many letters')
-      .option('--dry-run', 'list what would change, and change nothing')
-      .option('-y, --yes', 'do not ask before acting on more than one letter')
-      .option('--json', 'print JSON');
-
-  action(
-    'requeue',
-    'publish dead letters again: each goes into the outbox in one transaction, the relay ' +
+  bulkCommand(group, globals, {
+    ...LETTERS,
+    name: 'requeue',
+    description:
+      'publish dead letters again: each goes into the outbox in one transaction, the relay ' +
       'publishes it to where it came from (or --to), and the running consumer handles it once',
-  )
-    .option('--to <destination>', 'publish to this topic, queue or exchange instead')
-    .action(async (ids: string[], flags: ActionFlags) => {
-      checkGlobalOptions(globals());
-      const filters = parseSelection(ids, flags);
-      const to = parseName(flags.to, '--to');
-      await withAdmin(globals(), async (admin) => {
-        const letters = await select(admin, filters);
-        if (letters === undefined) return;
-        const nowhere = letters.filter((l) => to === undefined && l.delivery.source === undefined);
-        if (nowhere.length > 0) {
-          throw new UsageError(
-            `dead letter ${nowhere.map((l) => l.id).join(', ')} has no source to publish to; pass --to <destination> (nothing changed)`,
-          );
-        }
-        await runBulk(
-          {
-            verb: 'requeue',
-            done: 'requeued',
-            noun: 'dead letter',
-            items: letters,
-            id: (l) => l.id,
-            head: [...HEAD, 'to'],
-            row: (l) => [...row(l), to ?? l.delivery.source ?? '-'],
-            act: (l) =>
-              admin.redeliverDeadLetter(l.id, to === undefined ? {} : { destination: to }),
-            result: 'outbox event',
-          },
-          flags,
-        );
-      });
-    });
-
-  action(
-    'delete',
-    'delete dead letters for good; their messages stay marked as handled, so redeliveries of ' +
-      'them are acknowledged as duplicates',
-  ).action(async (ids: string[], flags: ActionFlags) => {
-    checkGlobalOptions(globals());
-    const filters = parseSelection(ids, flags);
-    await withAdmin(globals(), async (admin) => {
+    parse: (ids, flags: ActionFlags) => ({
+      filters: parseSelection(ids, flags),
+      to: parseName(flags.to, '--to'),
+    }),
+    select: async (admin, { filters, to }) => {
       const letters = await select(admin, filters);
-      if (letters === undefined) return;
-      await runBulk(
-        {
-          verb: 'delete',
-          done: 'deleted',
-          noun: 'dead letter',
-          items: letters,
-          id: (l) => l.id,
-          head: HEAD,
-          row,
-          act: (l) => admin.deadLetters.delete(l.id),
-        },
-        flags,
+      const nowhere = (letters ?? []).filter(
+        (l) => to === undefined && l.delivery.source === undefined,
       );
-    });
+      if (nowhere.length > 0) {
+        throw new UsageError(
+          `dead letter ${nowhere.map((l) => l.id).join(', ')} has no source to publish to; pass --to <destination> (nothing changed)`,
+        );
+      }
+      return letters;
+    },
+    head: [...HEAD, 'to'],
+    row: (l, { to }) => [...row(l), to ?? l.delivery.source ?? '-'],
+    act: (admin, l, { to }) =>
+      admin.redeliverDeadLetter(l.id, to === undefined ? {} : { destination: to }),
+    result: 'outbox event',
+  }).option('--to <destination>', 'publish to this topic, queue or exchange instead');
+
+  bulkCommand(group, globals, {
+    ...LETTERS,
+    name: 'delete',
+    description:
+      'delete dead letters for good; their messages stay marked as handled, so redeliveries of ' +
+      'them are acknowledged as duplicates',
+    parse: (ids, flags: ActionFlags) => parseSelection(ids, flags),
+    select,
+    act: (admin, l) => admin.deadLetters.delete(l.id),
   });
 }

@@ -1,7 +1,8 @@
 import type { Admin, OutboxEntry } from '@justonce/core';
 import type { Command } from 'commander';
-import { runBulk, type BulkFlags } from '../bulk';
-import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
+import type { BulkFlags } from '../bulk';
+import { bulkCommand } from '../bulk-command';
+import type { GlobalOptions } from '../connect';
 import { EXIT_FAILED } from '../exit-codes';
 import { UsageError } from '../usage-error';
 import { EVENT_HEAD, eventRow } from './outbox-rows';
@@ -11,6 +12,7 @@ import {
   parseOutboxFilters,
   type OutboxFilters,
   type OutboxFlags,
+  type OutboxStatusFilter,
 } from './outbox-selection';
 
 type ActionFlags = OutboxFlags & BulkFlags & { all?: boolean };
@@ -68,78 +70,48 @@ async function select(
     .slice(0, f.limit);
 }
 
+/**
+ * What `requeue` and `delete` share: what they act on, how they select and show it. Each says
+ * which statuses it takes, and why it refuses an event named by id.
+ */
+function events(
+  statuses: readonly OutboxStatusFilter[],
+  refuse: (e: OutboxEntry) => string | undefined,
+) {
+  return {
+    noun: 'outbox event',
+    unit: 'event',
+    all: 'every event of the status',
+    filters: (command: Command) => outboxFilterOptions(command, statuses),
+    parse: (ids: readonly string[], flags: ActionFlags) => parseSelection(ids, flags),
+    select: (admin: Admin, filters: OutboxFilters) => select(admin, filters, refuse),
+    head: EVENT_HEAD,
+    row: eventRow,
+  };
+}
+
 /** `justonce outbox requeue | delete`. */
 export function outboxActions(group: Command, globals: () => GlobalOptions): void {
-  const action = (name: string, description: string, statuses: OutboxFilters['status'][]) =>
-    outboxFilterOptions(
-      group
-        .command(name)
-        .description(description)
-        .argument('[ids...]', 'outbox event ids (or select with the filters)'),
-      statuses,
-    )
-      .option('--all', 'every event of the status (when no id or filter is given)')
-      .option('--limit <n>', 'act on at most this many events')
-      .option('--dry-run', 'list what would change, and change nothing')
-      .option('-y, --yes', 'do not ask before acting on more than one event')
-      .option('--json', 'print JSON');
-
-  action(
-    'requeue',
-    "put dead events back as pending, at the end of their key's queue, for the relay to publish again",
-    ['dead'],
-  ).action(async (ids: string[], flags: ActionFlags) => {
-    checkGlobalOptions(globals());
-    const filters = parseSelection(ids, flags);
-    await withAdmin(globals(), async (admin) => {
-      const events = await select(admin, filters, (e) =>
-        e.status === 'dead' ? undefined : `is ${e.status}: only dead events are requeued`,
-      );
-      if (events === undefined) return;
-      await runBulk(
-        {
-          verb: 'requeue',
-          done: 'requeued',
-          noun: 'outbox event',
-          items: events,
-          id: (e) => e.id,
-          head: EVENT_HEAD,
-          row: eventRow,
-          act: async (e) => (await admin.outbox.requeue(e.id)) ?? false,
-          result: 'new outbox event',
-        },
-        flags,
-      );
-    });
+  bulkCommand(group, globals, {
+    ...events(['dead'], (e) =>
+      e.status === 'dead' ? undefined : `is ${e.status}: only dead events are requeued`,
+    ),
+    name: 'requeue',
+    description:
+      "put dead events back as pending, at the end of their key's queue, for the relay to publish again",
+    act: async (admin, e) => (await admin.outbox.requeue(e.id)) ?? false,
+    result: 'new outbox event',
   });
 
-  action(
-    'delete',
-    'delete dead (default) or pending events for good: the relay will never publish them',
-    ['dead', 'pending', 'stuck'],
-  ).action(async (ids: string[], flags: ActionFlags) => {
-    checkGlobalOptions(globals());
-    const filters = parseSelection(ids, flags);
-    await withAdmin(globals(), async (admin) => {
-      const events = await select(admin, filters, (e) =>
-        e.status === 'published'
-          ? 'is published: only dead and pending events are deleted (cleanup removes published ones)'
-          : undefined,
-      );
-      if (events === undefined) return;
-      await runBulk(
-        {
-          verb: 'delete',
-          done: 'deleted',
-          noun: 'outbox event',
-          items: events,
-          id: (e) => e.id,
-          head: EVENT_HEAD,
-          row: eventRow,
-          act: (e) => admin.outbox.delete(e.id),
-        },
-        flags,
-      );
-    });
+  bulkCommand(group, globals, {
+    ...events(['dead', 'pending', 'stuck'], (e) =>
+      e.status === 'published'
+        ? 'is published: only dead and pending events are deleted (cleanup removes published ones)'
+        : undefined,
+    ),
+    name: 'delete',
+    description:
+      'delete dead (default) or pending events for good: the relay will never publish them',
+    act: (admin, e) => admin.outbox.delete(e.id),
   });
 }

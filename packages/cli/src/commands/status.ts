@@ -4,71 +4,51 @@ import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { age, printJson, printJsonLine, table } from '../format';
 import { UsageError } from '../usage-error';
 
+/** A titled table of `status`'s screen, or `  none` (or `empty`) when it has no rows. */
+function section(
+  title: string,
+  head: readonly string[],
+  rows: readonly (readonly (string | number)[])[],
+  empty = 'none',
+): string {
+  return `${title}\n${rows.length === 0 ? `  ${empty}` : table(head, rows)}`;
+}
+
 /** `status`'s one screen. */
 export function renderStatus(status: StoreStatus): string {
-  const section = (title: string, empty: string, body: string | undefined) =>
-    `${title}\n${body ?? `  ${empty}`}`;
+  const { outbox, consumers, deadLetters, operations, retention } = status;
   return [
     `justonce status, schema ${status.schema}, at ${status.at.toISOString()}`,
     section(
       'Outbox',
+      ['destination', 'pending', 'oldest pending', 'dead'],
+      outbox.map((d) => [d.destination, d.pending, age(d.oldestPendingSeconds), d.dead]),
       'nothing pending or dead',
-      status.outbox.length === 0
-        ? undefined
-        : table(
-            ['destination', 'pending', 'oldest pending', 'dead'],
-            status.outbox.map((d) => [
-              d.destination,
-              d.pending,
-              age(d.oldestPendingSeconds),
-              d.dead,
-            ]),
-          ),
     ),
     section(
       'Consumers and operations, handled (last hour)',
-      'none',
-      status.consumers.length === 0
-        ? undefined
-        : table(
-            ['consumer / operation', 'handled', 'duplicates', 'dead-lettered'],
-            status.consumers.map((c) => [
-              c.name,
-              c.handledLastHour,
-              c.duplicatesLastHour,
-              c.deadLetteredLastHour,
-            ]),
-          ),
+      ['consumer / operation', 'handled', 'duplicates', 'dead-lettered'],
+      consumers.map((c) => [
+        c.name,
+        c.handledLastHour,
+        c.duplicatesLastHour,
+        c.deadLetteredLastHour,
+      ]),
     ),
     section(
       'Dead letters waiting (not requeued)',
-      'none',
-      status.deadLetters.length === 0
-        ? undefined
-        : table(
-            ['consumer', 'reason', 'count', 'newest'],
-            status.deadLetters.map((d) => [
-              d.consumer,
-              d.reason,
-              d.count,
-              d.newestAt.toISOString(),
-            ]),
-          ),
+      ['consumer', 'reason', 'count', 'newest'],
+      deadLetters.map((d) => [d.consumer, d.reason, d.count, d.newestAt.toISOString()]),
     ),
     section(
       'Operations in progress',
-      'none',
-      status.operations.length === 0
-        ? undefined
-        : table(
-            ['operation', 'in progress', 'past lease'],
-            status.operations.map((o) => [o.operation, o.inProgress, o.pastLease]),
-          ),
+      ['operation', 'in progress', 'past lease'],
+      operations.map((o) => [o.operation, o.inProgress, o.pastLease]),
     ),
     [
       'Retention backlog',
-      `  expired dedup records:  ${status.retention.expiredDedupRecords}`,
-      `  published outbox rows:  ${status.retention.publishedOutboxRows}`,
+      `  expired dedup records:  ${retention.expiredDedupRecords}`,
+      `  published outbox rows:  ${retention.publishedOutboxRows}`,
     ].join('\n'),
   ].join('\n\n');
 }
