@@ -34,6 +34,8 @@ export async function startShippingService(
     handler: shippingHandler(store),
     prefetch: 40,
     concurrency: 8,
+    // The deliveries waiting together share one inbox transaction (up to `batchSize`).
+    mode: 'batch',
     retry: { delaysMs: [200, 1_000] },
     onSettled: options.onSettled,
   });

@@ -11,9 +11,9 @@ import { createRabbitConsumer, PARTITION_KEY_HEADER, type RabbitConsumer } from 
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
 
 /**
- * The shared consumer contract on the real broker, on both queue types. Each clause gets a
- * fresh queue the consumer declares when it starts (so `send` always finds it), and the
- * topology is removed afterwards.
+ * The shared consumer contract on the real broker, on both queue types, in message and in
+ * batch mode. Each clause gets a fresh queue the consumer declares when it starts (so `send`
+ * always finds it), and the topology is removed afterwards.
  */
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
@@ -49,12 +49,14 @@ describe('the RabbitMQ consumer keeps the consumer contract (real broker)', () =
     queue: string,
     s: ContractConsumerSettings,
     queueArguments: Readonly<Record<string, unknown>>,
+    mode: 'message' | 'batch',
   ): RabbitConsumer {
     const { extract, fallback } = s.messageId;
     const consumer = createRabbitConsumer({
       url: amqpUrl(),
       queue,
       queueArguments,
+      mode,
       inbox: s.inbox,
       handler: s.handler,
       onSettled: s.onSettled,
@@ -70,13 +72,16 @@ describe('the RabbitMQ consumer keeps the consumer contract (real broker)', () =
     return consumer;
   }
 
-  it.each<[string, Readonly<Record<string, unknown>>, ConsumerFeatures]>([
+  const quorum = { 'x-queue-type': 'quorum' };
+  it.each<[string, Readonly<Record<string, unknown>>, 'message' | 'batch', ConsumerFeatures]>([
     // One queue hands its messages to every free handler: no order by key to declare.
-    ['a classic queue', {}, {}],
+    ['a classic queue, message mode', {}, 'message', {}],
     // `receiveCount` is the broker's `x-delivery-count` of one copy; a retry goes out as a new
     // copy through a retry queue, so the count starts again and does not grow 1, 2, 3.
-    ['a quorum queue', { 'x-queue-type': 'quorum' }, {}],
-  ])('passes every clause on %s', async (_, queueArguments, features) => {
+    ['a quorum queue, message mode', quorum, 'message', {}],
+    ['a classic queue, batch mode', {}, 'batch', { batchMode: true }],
+    ['a quorum queue, batch mode', quorum, 'batch', { batchMode: true }],
+  ])('passes every clause on %s', async (_, queueArguments, mode, features) => {
     const checks = await checkConsumerContract({
       store,
       newDestination: async () => uniqueName('contract'),
@@ -88,7 +93,7 @@ describe('the RabbitMQ consumer keeps the consumer contract (real broker)', () =
           admin.channel.sendToQueue(queue, Buffer.from(m.body), { persistent: true, headers });
         }
       },
-      createConsumer: (queue, settings) => consumerOf(queue, settings, queueArguments),
+      createConsumer: (queue, settings) => consumerOf(queue, settings, queueArguments, mode),
       features,
     });
     expect(checks.map((c) => c.clause)).toEqual(Object.values(CONSUMER_CONTRACT_CLAUSES));

@@ -279,6 +279,57 @@ describe('createRabbitConsumer on a real broker', () => {
     await waitFor('the message still in the queue', async () => (await admin.depth(queue)) === 1);
   });
 
+  it('in batch mode, takes a burst in few processBatch transactions and settles each delivery on its own', async () => {
+    const queue = uniqueName('batch');
+    const inbox = createInbox({ store, consumer: queue });
+    const sizes: number[] = [];
+    const counted: Inbox = {
+      ...inbox,
+      processBatch: (envelopes, handler, options) => {
+        sizes.push(envelopes.length);
+        return inbox.processBatch(envelopes, handler, options);
+      },
+    };
+    const failing = id('fails-once');
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        inbox: counted,
+        mode: 'batch',
+        prefetch: 20,
+        batchSize: 10,
+        // Long enough for the whole burst to arrive before the first batch runs.
+        batchWaitMs: 200,
+        retry: { delaysMs: [100] },
+        handler: async (ctx) => {
+          // By attempt: the batch runs its handlers again, each in a savepoint, after a failure.
+          if (ctx.messageId === failing && ctx.attempt === 1) {
+            throw new Error('first attempt fails');
+          }
+          await writeEffect(ctx.trx, store, ctx.messageId);
+        },
+        ...log.hooks,
+      }),
+    );
+    await consumer.start();
+    const ids = [...Array.from({ length: 9 }, (_, i) => id(`b${i}`)), failing];
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+
+    await waitFor('every message acked', async () =>
+      ids.every((m) => log.settled('acked').some((e) => e.messageId === m)),
+    );
+    // The burst went in one transaction; the failed message came back through its retry queue.
+    expect(sizes[0]).toBe(10);
+    expect(log.settled('redelivered').map((e) => [e.messageId, e.delayMs])).toEqual([
+      [failing, 100],
+    ]);
+    const counts = await effectCounts(store);
+    for (const m of ids) expect(counts[m]).toBe(1);
+    expect(log.settled('acked')).toHaveLength(10);
+  });
+
   it('uses the inbox you built, and refuses the options that belong to it', async () => {
     const queue = uniqueName('own-inbox');
     const inbox = createInbox({ store, consumer: id('own') });
@@ -333,7 +384,18 @@ describe('createRabbitConsumer on a real broker', () => {
     expect(invalid({ scopeHeader: '' })).toBe(true);
     expect(invalid({ inbox: { consumer: 'no process' } })).toBe(true);
     expect(invalid({ handler: 'not a function' })).toBe(true);
+    expect(invalid({ mode: 'batches' })).toBe(true);
+    expect(invalid({ mode: 'batch', batchSize: 0 })).toBe(true);
+    expect(invalid({ mode: 'batch', prefetch: 10, batchSize: 11 })).toBe(true);
+    expect(invalid({ mode: 'batch', batchWaitMs: -1 })).toBe(true);
+    expect(invalid({ mode: 'batch', batchWaitMs: 1_001 })).toBe(true);
+    expect(invalid({ mode: 'batch', inbox: { consumer: 'q', process: () => undefined } })).toBe(
+      true,
+    );
     expect(invalid({})).toBe(false);
+    // The default batch size is 50, or the prefetch when it is lower.
+    expect(invalid({ mode: 'batch', prefetch: 5 })).toBe(false);
+    expect(invalid({ mode: 'batch', prefetch: 100, batchSize: 100, batchWaitMs: 0 })).toBe(false);
   });
 
   it('fails start with a typed error when the queue exists with other arguments', async () => {

@@ -53,6 +53,9 @@ function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect'> 
     scopeHeader: 'x-tenant',
     prefetch: 10,
     concurrency: 2,
+    mode: 'batch',
+    batchSize: 5,
+    batchWaitMs: 2,
     // `delaysMs` excludes `backoff`; it is taken below, with a ready inbox.
     retry: { backoff: (attempt) => attempt * 100, ladderMs: [100, 1_000] },
     deadLetter: { exchange: 'jobs.dlx', exchangeType: 'topic', queue: null },
@@ -73,6 +76,7 @@ describe('createRabbitConsumer', () => {
   it('refuses misspelt options, nested ones with their path', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ prefech: 10 }, named('prefech', 'prefetch')],
+      [{ batchsize: 10 }, named('batchsize', 'batchSize')],
       [{ deadLeter: {} }, named('deadLeter', 'deadLetter')],
       [{ deadLetter: { qeue: null } }, named('deadLetter.qeue', 'deadLetter.queue')],
       [{ messageId: { heder: 'x' } }, named('messageId.heder', 'messageId.header')],

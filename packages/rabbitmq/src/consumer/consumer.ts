@@ -4,7 +4,7 @@ import {
   type ConsumerStopOptions,
   type KnexTransaction,
 } from '@justonce/core';
-import { handleDelivery } from './deliver';
+import { handleDeliveries } from './deliver';
 import { resolveConsumerOptions, type RabbitConsumerOptions } from './options';
 import { connectionEvent, createRuntime, sleep, type ConsumerRuntime } from './runtime';
 import { connectOnce } from './session';
@@ -46,14 +46,16 @@ export interface RabbitConsumer extends Consumer {
  * to the dead-letter exchange with core's `x-justonce-*` dead-letter headers, then
  * acknowledged; a store outage holds the delivery unacknowledged. A lost connection or
  * channel is reopened with full-jitter backoff; unacknowledged deliveries come back from the
- * broker and the inbox answers the ones already committed as duplicates.
+ * broker and the inbox answers the ones already committed as duplicates. With
+ * `mode: 'batch'` the deliveries waiting together go through one `processBatch` transaction,
+ * then each is settled as above.
  */
 export function createRabbitConsumer<R = unknown, Tx = KnexTransaction>(
   options: RabbitConsumerOptions<R, Tx>,
 ): RabbitConsumer {
   // The consumer never touches the transaction: the inbox and the handler agree on Tx.
   const resolved = resolveConsumerOptions(options as unknown as RabbitConsumerOptions<R>);
-  const rt = createRuntime(resolved, handleDelivery);
+  const rt = createRuntime(resolved, handleDeliveries);
   const lifecycle = consumerLifecycle(`createRabbitConsumer("${resolved.queue}")`, {
     start: () => startConsuming(rt),
     stop: (settings) => stopConsuming(rt, settings),
@@ -80,9 +82,15 @@ export function createRabbitConsumer<R = unknown, Tx = KnexTransaction>(
 }
 
 async function startConsuming<R>(rt: ConsumerRuntime<R>): Promise<void> {
-  const { logger, queue, prefetch, concurrency } = rt.options;
+  const { logger, queue, prefetch, concurrency, mode, batchSize } = rt.options;
   await connectOnce(rt);
-  logger.info('rabbitmq consumer started', { queue, prefetch, concurrency });
+  logger.info('rabbitmq consumer started', {
+    queue,
+    prefetch,
+    concurrency,
+    mode,
+    ...(mode === 'batch' ? { batchSize } : {}),
+  });
   connectionEvent(rt, { type: 'connected', reconnect: false });
 }
 

@@ -12,6 +12,7 @@ import {
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
+  integerOption,
   positiveIntegerOption,
 } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
@@ -97,8 +98,31 @@ export interface RabbitConsumerOptions<
   readonly scopeHeader?: string;
   /** Unacknowledged deliveries the broker may send ahead (`basic.qos`). Default 20. */
   readonly prefetch?: number;
-  /** Handlers running at once; at most `prefetch`. Default 1 (queue order kept). */
+  /**
+   * Handlers (in `batch` mode: batches) running at once; at most `prefetch`. Default 1
+   * (queue order kept).
+   */
   readonly concurrency?: number;
+  /**
+   * How deliveries go through the inbox:
+   * - `message` (default) — one `inbox.process` transaction per delivery.
+   * - `batch` — the deliveries waiting together (up to `batchSize`) in one
+   *   `inbox.processBatch` transaction: fewer commits, more throughput; a failing message
+   *   does not stop the others from committing. Each is then acked, retried or
+   *   dead-lettered on its own, as in message mode; a store outage holds the whole batch.
+   */
+  readonly mode?: 'message' | 'batch';
+  /**
+   * Most deliveries in one batch (`batch` mode); at most `prefetch`, since the broker never
+   * has more out. Default 50, or `prefetch` if lower.
+   */
+  readonly batchSize?: number;
+  /**
+   * How long a batch that is not full waits for more deliveries before it runs (`batch`
+   * mode), in ms; 0 to 1 000. RabbitMQ pushes deliveries one by one, so an idle consumer
+   * would otherwise start a batch of one with the first of a burst. Default 5.
+   */
+  readonly batchWaitMs?: number;
   /** Retry delays (the retry queues). */
   readonly retry?: RabbitRetryOptions;
   /** The dead-letter exchange and queue. */
@@ -144,6 +168,9 @@ const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
   'scopeHeader',
   'prefetch',
   'concurrency',
+  'mode',
+  'batchSize',
+  'batchWaitMs',
   'retry',
   'deadLetter',
   'declareTopology',
@@ -191,6 +218,11 @@ export interface ResolvedConsumerOptions<R> {
   readonly scopeHeader: string;
   readonly prefetch: number;
   readonly concurrency: number;
+  readonly mode: 'message' | 'batch';
+  /** Deliveries per run of the work queue: 1 in message mode. */
+  readonly batchSize: number;
+  /** How long a short batch waits to fill: 0 in message mode. */
+  readonly batchWaitMs: number;
   readonly confirmTimeoutMs: number;
   readonly reconnect: { readonly baseMs: number; readonly capMs: number };
   readonly storeRetry: { readonly baseMs: number; readonly capMs: number };
@@ -217,15 +249,17 @@ export function resolveConsumerOptions<R>(
   if (concurrency > prefetch) {
     throw new ConfigurationError('concurrency cannot exceed prefetch', { concurrency, prefetch });
   }
+  const batching = batchingFrom(options, prefetch);
   return {
     queue,
     connection,
     handler: options.handler,
-    inbox: inboxFrom(options),
+    inbox: inboxFrom(options, batching.mode),
     messageId: messageIdFrom(options.messageId),
     scopeHeader: scopeHeaderFrom(options.scopeHeader),
     prefetch,
     concurrency,
+    ...batching,
     confirmTimeoutMs: positiveIntegerOption(options.confirmTimeoutMs, 'confirmTimeoutMs', 15_000),
     reconnect: backoffFrom(options.reconnect, 'reconnect', 100, 10_000),
     storeRetry: backoffFrom(options.storeRetry, 'storeRetry', 200, 5_000),
@@ -236,6 +270,26 @@ export function resolveConsumerOptions<R>(
     onSettled: hook(options.onSettled, 'onSettled'),
     onConnection: hook(options.onConnection, 'onConnection'),
   };
+}
+
+/** `mode`, `batchSize` and `batchWaitMs`, checked; the batch ones are taken in message mode too. */
+function batchingFrom(
+  options: Pick<RabbitConsumerOptions, 'mode' | 'batchSize' | 'batchWaitMs'>,
+  prefetch: number,
+): Pick<ResolvedConsumerOptions<unknown>, 'mode' | 'batchSize' | 'batchWaitMs'> {
+  const mode = options.mode ?? 'message';
+  if (mode !== 'message' && mode !== 'batch') {
+    throw new ConfigurationError('mode must be message or batch', { mode });
+  }
+  const batchSize = positiveIntegerOption(options.batchSize, 'batchSize', Math.min(50, prefetch));
+  // The broker never has more than `prefetch` deliveries out: a larger batch could not fill.
+  if (batchSize > prefetch) {
+    throw new ConfigurationError('batchSize cannot exceed prefetch', { batchSize, prefetch });
+  }
+  const batchWaitMs = integerOption(options.batchWaitMs, 5, 'batchWaitMs', 0, 1_000);
+  return mode === 'batch'
+    ? { mode, batchSize, batchWaitMs }
+    : { mode, batchSize: 1, batchWaitMs: 0 };
 }
 
 function backoffFrom(
@@ -257,13 +311,18 @@ function hook<F>(value: F | undefined, what: string): F | undefined {
   return value;
 }
 
-function inboxFrom(options: Pick<RabbitConsumerOptions, 'inbox'>): Inbox {
+function inboxFrom(
+  options: Pick<RabbitConsumerOptions, 'inbox'>,
+  mode: ResolvedConsumerOptions<unknown>['mode'],
+): Inbox {
   const inbox: unknown = options.inbox;
-  // The inbox is duck-typed: anything with `process` and its consumer name will do.
+  // The inbox is duck-typed: anything with `process` (in batch mode `processBatch`) and its
+  // consumer name will do.
+  const method = mode === 'batch' ? 'processBatch' : 'process';
   if (
     typeof inbox !== 'object' ||
     inbox === null ||
-    typeof (inbox as Partial<Inbox>).process !== 'function'
+    typeof (inbox as Partial<Inbox>)[method] !== 'function'
   ) {
     throw new ConfigurationError(
       'createRabbitConsumer: inbox must be an Inbox (createInbox({ store, consumer, … }))',

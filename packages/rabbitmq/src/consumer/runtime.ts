@@ -34,7 +34,7 @@ export interface Delivery {
 export interface ConsumerRuntime<R> {
   readonly options: ResolvedConsumerOptions<R>;
   readonly work: WorkQueue<Delivery>;
-  /** Deliveries a handler is working on (taken off `work`), for a stop without drain. */
+  /** Deliveries the inbox is working on (taken off `work`), for a stop without drain. */
   readonly inFlight: Set<Delivery>;
   /** Aborted when `stop` begins: no more reconnecting, held deliveries are released. */
   readonly stopping: AbortController;
@@ -52,23 +52,30 @@ export interface ConsumerRuntime<R> {
   inboxThrows: number;
 }
 
-/** Builds the runtime record; `handle` runs one delivery. @internal */
+/**
+ * Builds the runtime record; `handle` runs the deliveries the work queue hands over together
+ * (one in message mode, up to `batchSize` in batch mode). @internal
+ */
 export function createRuntime<R>(
   options: ResolvedConsumerOptions<R>,
-  handle: (rt: ConsumerRuntime<R>, d: Delivery) => Promise<void>,
+  handle: (rt: ConsumerRuntime<R>, deliveries: readonly Delivery[]) => Promise<void>,
 ): ConsumerRuntime<R> {
   const { logger, queue } = options;
   const meter = resolveMeter(options.meter);
   const rt: ConsumerRuntime<R> = {
     options,
-    work: new WorkQueue<Delivery>(options.concurrency, async (d) => {
-      rt.inFlight.add(d);
-      try {
-        await handle(rt, d);
-      } finally {
-        rt.inFlight.delete(d);
-      }
-    }),
+    work: new WorkQueue<Delivery>(
+      options.concurrency,
+      async (deliveries) => {
+        for (const d of deliveries) rt.inFlight.add(d);
+        try {
+          await handle(rt, deliveries);
+        } finally {
+          for (const d of deliveries) rt.inFlight.delete(d);
+        }
+      },
+      { size: options.batchSize, waitMs: options.batchWaitMs },
+    ),
     inFlight: new Set(),
     stopping: new AbortController(),
     declaredRetryQueues: new Set(),

@@ -1,18 +1,35 @@
+/** How a {@link WorkQueue} groups its jobs. @internal */
+export interface WorkQueueBatching {
+  /** Most jobs handed to one run. */
+  readonly size: number;
+  /**
+   * How long a free slot waits for a short batch to fill before it runs what is there; 0 runs
+   * at once (a batch is then what queued up while every slot was busy).
+   */
+  readonly waitMs: number;
+}
+
 /**
- * Runs queued jobs in arrival order, at most `concurrency` at a time. Jobs that have not
- * started can be dropped (when their channel is gone, or on shutdown). @internal
+ * Runs queued jobs in arrival order, at most `concurrency` runs at a time, each run taking
+ * up to `batching.size` jobs (one by default). Jobs that have not started can be dropped
+ * (when their channel is gone, or on shutdown). @internal
  */
 export class WorkQueue<T> {
   private readonly waiting: T[] = [];
   private running = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Set while a free slot waits for a short batch to fill. */
+  private linger: ReturnType<typeof setTimeout> | undefined;
+  /** True while the linger that just ended lets short batches run. */
+  private lingered = false;
 
   constructor(
     private readonly concurrency: number,
-    private readonly run: (item: T) => Promise<void>,
+    private readonly run: (items: readonly T[]) => Promise<void>,
+    private readonly batching: WorkQueueBatching = { size: 1, waitMs: 0 },
   ) {}
 
-  /** Number of jobs running now. */
+  /** Number of runs going on now. */
   get active(): number {
     return this.running;
   }
@@ -33,6 +50,7 @@ export class WorkQueue<T> {
     for (let i = this.waiting.length - 1; i >= 0; i--) {
       if (predicate(this.waiting[i]!)) dropped.unshift(...this.waiting.splice(i, 1));
     }
+    if (this.waiting.length === 0) this.endLinger();
     this.notifyIdle();
     return dropped;
   }
@@ -44,11 +62,23 @@ export class WorkQueue<T> {
   }
 
   private pump(): void {
+    const { size, waitMs } = this.batching;
     while (this.running < this.concurrency && this.waiting.length > 0) {
-      const item = this.waiting.shift()!;
+      if (this.waiting.length < size && waitMs > 0 && !this.lingered) {
+        // A short batch: give the deliveries already on their way a moment to join it.
+        this.linger ??= setTimeout(() => {
+          this.linger = undefined;
+          this.lingered = true;
+          this.pump();
+          this.lingered = false;
+        }, waitMs);
+        return;
+      }
+      this.endLinger();
+      const items = this.waiting.splice(0, size);
       this.running++;
       // `run` handles its own errors; the catch only keeps a bug from stalling the queue.
-      void this.run(item)
+      void this.run(items)
         .catch(() => undefined)
         .finally(() => {
           this.running--;
@@ -56,6 +86,12 @@ export class WorkQueue<T> {
           this.notifyIdle();
         });
     }
+  }
+
+  private endLinger(): void {
+    if (this.linger === undefined) return;
+    clearTimeout(this.linger);
+    this.linger = undefined;
   }
 
   private notifyIdle(): void {
