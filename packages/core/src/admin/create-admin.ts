@@ -1,7 +1,7 @@
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { createDeadLetters } from '../dead-letters/create-dead-letters';
 import { ConfigurationError } from '../errors/configuration-error';
-import { silentLogger, type Logger } from '../observability/logger';
+import { isLogger, silentLogger, type Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import { runCleanup } from './cleanup';
 import { inMigratedSchema } from './missing-schema';
@@ -25,11 +25,10 @@ const ADMIN_KEYS = optionKeys<AdminOptions>()(['logger']);
 
 function checkLogger(value: unknown): Logger {
   if (value === undefined) return silentLogger;
-  const candidate = value as Partial<Logger> | null;
-  if (typeof candidate?.info !== 'function' || typeof candidate.warn !== 'function') {
+  if (!isLogger(value)) {
     throw new ConfigurationError('logger must have debug, info, warn and error methods');
   }
-  return value as Logger;
+  return value;
 }
 
 /**

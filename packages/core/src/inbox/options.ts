@@ -1,6 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
-import { silentLogger, type Logger } from '../observability/logger';
+import { isLogger, silentLogger, type Logger } from '../observability/logger';
 import { createOutbox } from '../outbox';
 import type { Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
@@ -75,15 +75,6 @@ export interface ResolvedInboxOptions {
   readonly classify: InboxErrorClassifier | undefined;
   /** `0`: activity is not recorded. */
   readonly activityFlushMs: number;
-}
-
-function isLogger(value: unknown): value is Logger {
-  const l = value as Partial<Record<keyof Logger, unknown>> | null;
-  return (
-    typeof l === 'object' &&
-    l !== null &&
-    ['debug', 'info', 'warn', 'error'].every((m) => typeof l[m as keyof Logger] === 'function')
-  );
 }
 
 /** Validates {@link InboxOptions}; every problem is a {@link ConfigurationError}. @internal */

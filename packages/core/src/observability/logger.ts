@@ -9,6 +9,16 @@ export interface Logger {
   error(message: string, fields?: LogFields): void;
 }
 
+/** Whether `value` has the four methods of a {@link Logger}. @internal */
+export function isLogger(value: unknown): value is Logger {
+  const l = value as Partial<Record<keyof Logger, unknown>> | null;
+  return (
+    typeof l === 'object' &&
+    l !== null &&
+    ['debug', 'info', 'warn', 'error'].every((m) => typeof l[m as keyof Logger] === 'function')
+  );
+}
+
 /** A logger that drops everything; the default. */
 export const silentLogger: Logger = {
   debug: () => undefined,

@@ -2,7 +2,7 @@ import type { BatchObservableResult, Meter, Observable } from '@opentelemetry/ap
 import type { Admin, StoreStatus } from '../admin/types';
 import { durationOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
-import { silentLogger, type Logger } from './logger';
+import { isLogger, silentLogger, type Logger } from './logger';
 import { resolveMeter } from './metrics';
 
 /** Options of {@link observeStoreStatus}. */
@@ -90,6 +90,9 @@ export function observeStoreStatus(
   rejectUnknownOptions(options, GAUGES_KEYS, 'observeStoreStatus');
   const refreshMs = durationOption(options.refreshMs, 'refreshMs', 15_000, 0);
   const meter = resolveMeter(options.meter);
+  if (options.logger !== undefined && !isLogger(options.logger)) {
+    throw new ConfigurationError('logger must have debug, info, warn and error methods');
+  }
   const read = cachedStatus(admin, refreshMs, options.logger ?? silentLogger);
 
   const gauge = (name: string, description: string, unit?: string): Observable =>
