@@ -11,6 +11,7 @@ import {
 import { openTestStore } from '../../core/test/db';
 import { createRabbitConsumer, type RabbitConsumer, type RabbitConsumerOptions } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
+import { recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
 import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
 
@@ -277,6 +278,49 @@ describe('createRabbitConsumer on a real broker', () => {
     const actions = new Set(log.settled().map((e) => e.action));
     expect([...actions]).toEqual(['released']);
     await waitFor('the message still in the queue', async () => (await admin.depth(queue)) === 1);
+  });
+
+  it('in batch mode, counts a throw of processBatch as one step of the backoff, not one per delivery', async () => {
+    const queue = uniqueName('batch-throws');
+    const inbox = createInbox({ store, consumer: queue });
+    let calls = 0;
+    const throwing: Inbox = {
+      ...inbox,
+      processBatch: async () => {
+        calls += 1;
+        throw new TypeError('a bug in a hook');
+      },
+    };
+    const lines: LogLine[] = [];
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        inbox: throwing,
+        handler: effect,
+        mode: 'batch',
+        prefetch: 20,
+        batchSize: 10,
+        batchWaitMs: 200,
+        // Waits in [0, 100), [0, 200), [0, 400) ms for the first throws of one batch. Counted
+        // once per delivery, the second wait would be drawn from up to a minute.
+        storeRetry: { baseMs: 100, capMs: 60_000 },
+        logger: recordingLogger(lines),
+        ...log.hooks,
+      }),
+    );
+    await consumer.start();
+    const ids = Array.from({ length: 10 }, (_, i) => id(`t${i}`));
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+    await waitFor('three throws of the batch', () => calls >= 3, { timeoutMs: 5_000 });
+    await consumer.stop();
+
+    const returned = lines.filter((l) => l.message.startsWith('inbox failed'));
+    expect(returned.length).toBe(calls);
+    expect(returned[0]!.fields.messageIds).toEqual(ids);
+    expect(new Set(log.settled().map((e) => e.action))).toEqual(new Set(['released']));
+    await waitFor('the messages still in the queue', async () => (await admin.depth(queue)) === 10);
   });
 
   it('in batch mode, takes a burst in few processBatch transactions and settles each delivery on its own', async () => {

@@ -9,7 +9,7 @@ import {
 import { describe } from '../amqp/connection';
 import { messageIdOf, toEnvelope } from './envelope';
 import { settled, sleep, type ConsumerRuntime, type Delivery } from './runtime';
-import { release, settle, type SettleDecision } from './settle';
+import { release, releaseLater, settle, type SettleDecision } from './settle';
 
 /** A delivery on its way through the inbox, with its envelope. */
 interface Pending {
@@ -38,7 +38,20 @@ export async function handleDeliveries<R>(
     .map((d) => ({ d, envelope: envelopeOf(rt, d) }));
   if (pending.length === 0) return;
   const decided = await decideHolding(rt, pending);
-  await Promise.all(decided.map(({ d, decision }) => settle(rt, d, d.messageId, decision)));
+  // A throw of the inbox is one `release` decision for the whole batch: one backoff step.
+  const released = decided.filter(({ decision }) => decision.kind === 'release');
+  const others = decided.filter(({ decision }) => decision.kind !== 'release');
+  const first = released[0]?.decision;
+  await Promise.all([
+    ...others.map(({ d, decision }) => settle(rt, d, d.messageId, decision)),
+    first?.kind === 'release'
+      ? releaseLater(
+          rt,
+          released.map(({ d }) => d),
+          first.error,
+        )
+      : undefined,
+  ]);
 }
 
 /** The envelope of `d`, noting its message id (for `onSettled` and a stop). */

@@ -63,40 +63,43 @@ export async function settle<R>(
       await deadLetter(rt, d, decision.outcome, decision.facts);
       return;
     case 'release':
-      await releaseLater(rt, d, messageId, decision.error);
+      await releaseLater(rt, [d], decision.error);
       return;
   }
 }
 
 /**
  * The `release` decision (the inbox threw, not for a store outage: a broken hook, a bug, an
- * error of the database that is not an outage): the delivery goes back to the queue, but
+ * error of the database that is not an outage): the deliveries go back to the queue, but
  * only after a jittered delay that grows while the inbox keeps throwing (the `storeRetry`
- * backoff). An immediate nack puts it back at the head of the queue and brings it straight
+ * backoff). An immediate nack puts them back at the head of the queue and brings them straight
  * back: a hot loop on the broker, the store and the log for as long as the cause lasts, and
- * on a quorum queue each return raises its delivery count, so the broker's delivery limit
- * (20 by default since RabbitMQ 4.0) would drop the message. A stop or a lost channel ends
- * the wait early.
+ * on a quorum queue each return raises a delivery count, so the broker's delivery limit
+ * (20 by default since RabbitMQ 4.0) would drop the message. One throw is one step of the
+ * backoff and one log line, whether it failed one delivery or a whole batch. A stop or a lost
+ * channel ends the wait early. @internal
  */
-async function releaseLater<R>(
+export async function releaseLater<R>(
   rt: ConsumerRuntime<R>,
-  d: Delivery,
-  messageId: string | undefined,
+  deliveries: readonly Delivery[],
   error: Error,
 ): Promise<void> {
   rt.inboxThrows += 1;
   const delayMs = fullJitterBackoff(rt.inboxThrows, rt.options.storeRetry);
+  const ids = deliveries.map((d) => d.messageId);
   rt.options.logger.error('inbox failed; returning the message to the queue', {
     queue: rt.options.queue,
-    messageId,
+    ...(ids.length === 1 ? { messageId: ids[0] } : { messageIds: ids }),
     error: error.message,
     delayMs,
   });
-  await sleep(delayMs, rt.stopping.signal, d.live.abort.signal);
-  // Given back by a stop without drain meanwhile: a second nack would close the channel.
-  // A lost channel is reported `abandoned` by `release`: the broker requeues it itself.
-  if (d.released) return;
-  release(rt, d, messageId, { error });
+  const channels = new Set(deliveries.map((d) => d.live.abort.signal));
+  await sleep(delayMs, rt.stopping.signal, ...channels);
+  for (const d of deliveries) {
+    // Given back by a stop without drain meanwhile: a second nack would close the channel.
+    // A lost channel is reported `abandoned` by `release`: the broker requeues it itself.
+    if (!d.released) release(rt, d, d.messageId, { error });
+  }
 }
 
 /**
