@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import type { LoginThrottle } from './login-throttle';
 import type { ResolvedDashboardOptions } from './options';
 import type { Access, View } from './render/html';
 import type { StatusSampler } from './sampler';
@@ -20,6 +21,8 @@ export type Ctx = Context<AppEnv>;
 export interface Deps {
   readonly options: ResolvedDashboardOptions;
   readonly sampler: StatusSampler;
+  /** Counts wrong tokens, for the login form and Bearer headers alike. */
+  readonly throttle: LoginThrottle;
 }
 
 /** Form fields; a repeated field (the bulk `id` checkboxes) is an array. */

@@ -5,6 +5,7 @@ import { csrf } from 'hono/csrf';
 import { HTTPException } from 'hono/http-exception';
 import { formOf, type App, type AppEnv, type Ctx, type Deps } from './context';
 import { errorPage } from './error-page';
+import { LoginThrottle, lockedOut } from './login-throttle';
 import { resolveDashboardOptions } from './options';
 import { registerDeadLetterPages } from './pages/dead-letters';
 import { registerLoginPages } from './pages/login';
@@ -59,7 +60,10 @@ function identify(deps: Deps) {
     // Only the Bearer scheme is ours: a proxy's Basic credentials must not break reading.
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
     if (bearer !== null) {
+      const locked = lockedOut(c, deps);
+      if (locked !== undefined) return locked;
       if (!secretsEqual(token, bearer[1]!)) {
+        deps.throttle.failed();
         return errorPage(
           c,
           deps,
@@ -67,6 +71,7 @@ function identify(deps: Deps) {
           'The Authorization header does not carry the operator token.',
         );
       }
+      deps.throttle.succeeded();
       c.set('access', 'bearer');
       return next();
     }
@@ -155,7 +160,7 @@ function onError(deps: Deps) {
 export function createDashboard(options: DashboardOptions): Dashboard {
   const resolved = resolveDashboardOptions(options);
   const sampler = new StatusSampler(resolved.admin, resolved.sampleEveryMs);
-  const deps: Deps = { options: resolved, sampler };
+  const deps: Deps = { options: resolved, sampler, throttle: new LoginThrottle() };
   const root = new Hono<AppEnv>({ strict: false });
   const app: App = resolved.basePath === '' ? root : root.basePath(resolved.basePath);
   app.use('*', async (c, next) => {

@@ -1,5 +1,6 @@
 import { deleteCookie, setCookie } from 'hono/cookie';
 import { formOf, redirectDone, viewOf, type App, type Ctx, type Deps } from '../context';
+import { lockedOut } from '../login-throttle';
 import { html, type View } from '../render/html';
 import { layout } from '../render/layout';
 import { newSession, secretsEqual, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../security';
@@ -54,9 +55,13 @@ export function registerLoginPages(app: App, deps: Deps): void {
     const token = deps.options.token;
     const next = nextPath(form['next']);
     const given = form['token'];
+    const locked = lockedOut(c, deps);
+    if (locked !== undefined) return locked;
     if (token === undefined || typeof given !== 'string' || !secretsEqual(token, given)) {
+      deps.throttle.failed();
       return c.html(layout(viewOf(c, deps), 'Log in', loginForm(viewOf(c, deps), next, true)), 401);
     }
+    deps.throttle.succeeded();
     setCookie(c, SESSION_COOKIE, newSession(token, Date.now()), {
       httpOnly: true,
       sameSite: 'Strict',
