@@ -2,11 +2,11 @@ import { existsSync, statSync } from 'node:fs';
 import {
   createAdmin,
   createStore,
+  migrationStatus,
   validateIdentifier,
   type Admin,
   type Store,
 } from '@justonce/core';
-import { appliedVersions } from './applied-migrations';
 import { UsageError } from './usage-error';
 
 /** The global options every command receives. */
@@ -53,7 +53,7 @@ export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {
     if (dataDir.trim() === '') throw new UsageError('--pglite needs a data directory');
     if (existsSync(dataDir) ? !statSync(dataDir).isDirectory() : !open.createPglite) {
       throw new UsageError(
-        `--pglite ${JSON.stringify(dataDir)} is not a directory (justonce migrate creates one)`,
+        `--pglite ${JSON.stringify(dataDir)} is not a directory (justonce migrate, without --dry-run, creates one)`,
       );
     }
     return { kind: 'pglite', dataDir, schema: options.schema };
@@ -104,7 +104,7 @@ export async function withAdmin<T>(
   use: (admin: Admin, store: Store) => Promise<T>,
 ): Promise<T> {
   return withStore(options, async (store) => {
-    if ((await appliedVersions(store)).size === 0) throw new NotMigratedError(store.schema);
+    if ((await migrationStatus(store)).version === 0) throw new NotMigratedError(store.schema);
     return use(createAdmin(store), store);
   });
 }

@@ -3,7 +3,7 @@
  * for bulk actions off a terminal, bad arguments. The terminal's prompt and progress bar, and
  * the handling of a requeued letter by a running consumer: dead-letter-redelivery.test.ts.
  */
-import { createAdmin } from '@justonce/core';
+import { createAdmin, createInbox } from '@justonce/core';
 import { countRows, expectRefused, snapshot, useSchema } from './cli-process';
 import { deadLetters } from './seed';
 
@@ -89,6 +89,69 @@ describe('requeue', () => {
     const to = await inSchema('dead-letters', 'requeue', id!, '--to', 'somewhere');
     expect(to.code).toBe(0);
     expect(await countRows(db.store, 'outbox', `destination = 'somewhere'`)).toBe(1);
+  });
+});
+
+describe('requeue, letters it cannot requeue as they are', () => {
+  beforeAll(async () => {
+    await deadLetters(db.store, 'mixed', ['x-1'], 'orders');
+    await deadLetters(db.store, 'mixed', ['x-2']);
+    // No id: dead-lettered as MISSING_MESSAGE_ID without reaching the handler.
+    const inbox = createInbox({ store: db.store, consumer: 'mixed', maxAttempts: 1 });
+    await inbox.process(
+      { scope: 'default', headers: {}, body: '{}', delivery: { source: 'orders' } } as never,
+      async () => 'ok',
+    );
+  });
+  const byId = async () => {
+    const letters = await createAdmin(db.store).deadLetters.list({ consumer: 'mixed' });
+    const id = (f: (l: (typeof letters)[number]) => boolean) => letters.find(f)!.id;
+    return {
+      sourced: id((l) => l.messageId === 'x-1'),
+      sourceless: id((l) => l.messageId === 'x-2'),
+      anonymous: id((l) => l.messageId === null),
+    };
+  };
+
+  it('a letter without a message id, named: exit 1 before anything changes, even the others', async () => {
+    const { sourced, anonymous } = await byId();
+    await expectRefused(
+      db.store,
+      ['dead-letters', 'requeue', sourced, anonymous, '--yes'],
+      new RegExp(`dead letter ${anonymous} cannot be requeued: it has no message id`),
+      1,
+    );
+  });
+
+  it('--dry-run lists every letter, marks the one that needs --to, and exits 2', async () => {
+    const { sourced, sourceless, anonymous } = await byId();
+    const before = await snapshot(db.store);
+    const run = await inSchema('dead-letters', 'requeue', '--consumer', 'mixed', '--dry-run');
+    expect(run.code).toBe(2);
+    expect(run.stdout).toMatch(/would requeue 2 dead letters/);
+    expect(run.stdout).toMatch(new RegExp(`${sourced}\\s*│.*│\\s*orders\\s*│`));
+    expect(run.stdout).toMatch(new RegExp(`${sourceless}\\s*│.*\\(needs --to\\)`));
+    expect(run.stderr).toMatch(new RegExp(`skipping dead letter ${anonymous}: no message id`));
+    expect(run.stderr).toMatch(new RegExp(`dead letter ${sourceless} has no source`));
+    expect(await snapshot(db.store)).toEqual(before);
+  });
+
+  it('by filter with --to: skips the letter without a message id and requeues the rest', async () => {
+    const { anonymous } = await byId();
+    const run = await inSchema(
+      'dead-letters',
+      'requeue',
+      '--consumer',
+      'mixed',
+      '--to',
+      'orders',
+      '--yes',
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/requeued 2 dead letters/);
+    expect(run.stderr).toMatch(new RegExp(`skipping dead letter ${anonymous}`));
+    expect(await waiting('mixed')).toBe(1);
+    expect(await countRows(db.store, 'outbox', `message_id in ('x-1', 'x-2')`)).toBe(2);
   });
 });
 

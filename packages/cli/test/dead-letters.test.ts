@@ -100,6 +100,9 @@ describe('bad arguments: clear message, exit 2, nothing changed', () => {
   it.each([
     [['dead-letters', 'list', '--reason', 'NOPE'], /--reason must be one of/],
     [['dead-letters', 'list', '--since', 'yesterday'], /--since must be an ISO 8601/],
+    // Dates `new Date` would take, each runtime its own way: 2001-12-01 for `12`.
+    [['dead-letters', 'list', '--since', '12'], /--since must be an ISO 8601/],
+    [['dead-letters', 'list', '--until', 'Nov 26 2026'], /--until must be an ISO 8601/],
     [['dead-letters', 'list', '--ids', '1,x'], /dead letter ids are positive/],
     [['dead-letters', 'show', '-3'], /unknown option|positive integer/],
     [['dead-letters', 'show'], /missing required argument/],

@@ -47,6 +47,15 @@ describe('requeue and delete', () => {
     );
   });
 
+  it('delete by id with --status keeps only the ids of that status', async () => {
+    const [pending] = await idsOf('pending', 'invoices');
+    const before = await snapshot(db.store);
+    const run = await inSchema('outbox', 'delete', pending!, '--status', 'dead', '--yes');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/no outbox events match; nothing changed/);
+    expect(await snapshot(db.store)).toEqual(before);
+  });
+
   it('delete: a dead event by id, pending ones by --status with --yes', async () => {
     const [dead] = await idsOf('dead', 'emails');
     const one = await inSchema('outbox', 'delete', dead!);

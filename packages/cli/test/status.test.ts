@@ -103,7 +103,9 @@ describe('on a PGlite data directory', () => {
     const dir = join(parent, 'data');
     const dry = await cli(['--pglite', dir, 'migrate', '--dry-run']);
     expect(dry.code).toBe(2);
-    expect(dry.stderr).toMatch(/is not a directory \(justonce migrate creates one\)/);
+    expect(dry.stderr).toMatch(
+      /is not a directory \(justonce migrate, without --dry-run, creates one\)/,
+    );
     const migrated = await cli(['--pglite', dir, 'migrate']);
     expect(migrated.stderr).toBe('');
     expect(migrated.code).toBe(0);

@@ -1,4 +1,10 @@
-import { createInbox, createKnexMigrationSource, createStore, rowsOf } from '../src';
+import {
+  createInbox,
+  createKnexMigrationSource,
+  createStore,
+  migrationStatus,
+  rowsOf,
+} from '../src';
 import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
 
 describe.each(STORE_KINDS)('store on %s', (kind) => {
@@ -16,6 +22,36 @@ describe.each(STORE_KINDS)('store on %s', (kind) => {
       expect(new Set(rows.map((r) => r.version)).size).toBe(rows.length);
     } finally {
       await store.dispose();
+    }
+  });
+});
+
+describe.each(STORE_KINDS)('migration status on %s', (kind) => {
+  it('lists every migration as pending on a schema that does not exist, creates nothing, and none once migrated', async () => {
+    const schema = uniqueSchema('status');
+    const store = await createStore(
+      kind === 'postgres' ? { connectionString: databaseUrl(), schema } : { schema, pglite: {} },
+    );
+    try {
+      const before = await migrationStatus(store);
+      expect(before.version).toBe(0);
+      expect(before.applied).toEqual([]);
+      expect(before.pending[0]).toEqual({ version: 1, name: expect.any(String) });
+      const present = rowsOf<{ n: number }>(
+        await store.knex.raw('select count(*)::int as n from pg_namespace where nspname = ?', [
+          schema,
+        ]),
+      );
+      expect(present[0]!.n).toBe(0);
+
+      const migrated = await store.migrate();
+      const after = await migrationStatus(store);
+      expect(after.pending).toEqual([]);
+      expect(after.version).toBe(migrated.version);
+      expect(after.applied).toEqual(before.pending.map((m) => m.version));
+    } finally {
+      if (kind === 'postgres') await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+      await store.close();
     }
   });
 });

@@ -4,7 +4,7 @@ import { parseName } from '../arguments';
 import type { BulkFlags } from '../bulk';
 import { bulkCommand } from '../bulk-command';
 import type { GlobalOptions } from '../connect';
-import { EXIT_FAILED } from '../exit-codes';
+import { EXIT_FAILED, EXIT_USAGE } from '../exit-codes';
 import { UsageError } from '../usage-error';
 import {
   findLetters,
@@ -54,6 +54,49 @@ async function select(admin: Admin, f: LetterFilters): Promise<DeadLetter[] | un
   return found.filter((l) => matches(l, f)).slice(0, f.limit);
 }
 
+/** What `requeue` was asked: which letters, where to, and whether only to show it. */
+interface RequeueSelection {
+  readonly filters: LetterFilters;
+  readonly to: string | undefined;
+  readonly dryRun: boolean;
+}
+
+/**
+ * The letters of `letters` that can be requeued, checked before anything changes.
+ *
+ * - A letter without a message id cannot be redelivered (the consumer could not tell its
+ *   copy from a new message). Named by id, it ends the command (exit 1); selected by a
+ *   filter, it is skipped with a note on stderr.
+ * - A letter with no recorded source needs `--to`. Without it the command refuses (exit 2);
+ *   a dry run lists every letter first, marking those.
+ */
+function requeueable(
+  letters: readonly DeadLetter[],
+  { filters, to, dryRun }: RequeueSelection,
+): DeadLetter[] | undefined {
+  const anonymous = letters.filter((l) => l.messageId === null).map((l) => l.id);
+  if (anonymous.length > 0 && filters.ids) {
+    console.error(
+      `dead letter ${anonymous.join(', ')} cannot be requeued: it has no message id (delete it instead); nothing changed`,
+    );
+    process.exitCode = EXIT_FAILED;
+    return undefined;
+  }
+  if (anonymous.length > 0) {
+    console.error(
+      `skipping dead letter ${anonymous.join(', ')}: no message id, so it cannot be requeued (delete it instead)`,
+    );
+  }
+  const chosen = letters.filter((l) => l.messageId !== null);
+  const nowhere = chosen.filter((l) => to === undefined && l.delivery.source === undefined);
+  if (nowhere.length === 0) return chosen;
+  const message = `dead letter ${nowhere.map((l) => l.id).join(', ')} has no source to publish to; pass --to <destination>`;
+  if (!dryRun) throw new UsageError(`${message} (nothing changed)`);
+  console.error(message);
+  process.exitCode = EXIT_USAGE;
+  return chosen;
+}
+
 const HEAD = ['id', 'consumer', 'reason', 'message id', 'source', 'dead at'];
 const row = (l: DeadLetter) => [
   l.id,
@@ -85,21 +128,14 @@ export function deadLetterActions(group: Command, globals: () => GlobalOptions):
     parse: (ids, flags: ActionFlags) => ({
       filters: parseSelection(ids, flags),
       to: parseName(flags.to, '--to'),
+      dryRun: flags.dryRun === true,
     }),
-    select: async (admin, { filters, to }) => {
-      const letters = await select(admin, filters);
-      const nowhere = (letters ?? []).filter(
-        (l) => to === undefined && l.delivery.source === undefined,
-      );
-      if (nowhere.length > 0) {
-        throw new UsageError(
-          `dead letter ${nowhere.map((l) => l.id).join(', ')} has no source to publish to; pass --to <destination> (nothing changed)`,
-        );
-      }
-      return letters;
+    select: async (admin, selection) => {
+      const letters = await select(admin, selection.filters);
+      return letters === undefined ? undefined : requeueable(letters, selection);
     },
     head: [...HEAD, 'to'],
-    row: (l, { to }) => [...row(l), to ?? l.delivery.source ?? '-'],
+    row: (l, { to }) => [...row(l), to ?? l.delivery.source ?? '(needs --to)'],
     act: (admin, l, { to }) =>
       admin.redeliverDeadLetter(l.id, to === undefined ? {} : { destination: to }),
     result: 'outbox event',

@@ -1,8 +1,7 @@
-import { createKnexMigrationSource } from '@justonce/core';
+import { migrationStatus } from '@justonce/core';
 import type { Command } from 'commander';
 import { withStore, type GlobalOptions } from '../connect';
 import { printJson } from '../format';
-import { appliedVersions } from '../applied-migrations';
 
 /** `justonce migrate [--dry-run]`. */
 export function migrateCommand(program: Command, globals: () => GlobalOptions): void {
@@ -16,17 +15,11 @@ export function migrateCommand(program: Command, globals: () => GlobalOptions): 
         globals(),
         async (store) => {
           if (options.dryRun) {
-            // The public list of migrations: the knex source serves the same ones store.migrate() runs.
-            const all = await createKnexMigrationSource({ schema: store.schema }).getMigrations([]);
-            const applied = await appliedVersions(store);
-            const pending = all.filter((m) => !applied.has(m.version));
+            const { pending, applied } = await migrationStatus(store);
             if (options.json) {
-              printJson({
-                schema: store.schema,
-                pending: pending.map((m) => ({ version: m.version, name: m.name })),
-              });
+              printJson({ schema: store.schema, pending });
             } else if (pending.length === 0) {
-              console.log(`schema ${store.schema} is up to date (${all.length} migrations)`);
+              console.log(`schema ${store.schema} is up to date (${applied.length} migrations)`);
             } else {
               console.log(`${pending.length} pending migration(s) in schema ${store.schema}:`);
               for (const m of pending)

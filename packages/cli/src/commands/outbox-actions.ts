@@ -29,14 +29,26 @@ function parseSelection(ids: readonly string[], flags: ActionFlags): OutboxFilte
     f.statusGiven;
   if (!narrowed && !flags.all) {
     throw new UsageError(
-      'say which events: ids, --ids, --destination, --since or --until (or --all for every dead event)',
+      'say which events: ids, --ids, --status, --destination, --since or --until (or --all for every dead event)',
     );
   }
   return f;
 }
 
-/** Whether `e` passes the filters other than ids and status. */
+/**
+ * Whether `e` has the status `--status` asked for; `stuck` as `admin.outbox.list` reads it
+ * (pending, with failed attempts or older than `--stuck-after`).
+ */
+function hasStatus(e: OutboxEntry, f: OutboxFilters): boolean {
+  if (f.status === 'dead') return e.status === 'dead';
+  if (e.status !== 'pending') return false;
+  if (f.status === 'pending') return true;
+  return e.attempts > 0 || e.createdAt.getTime() < Date.now() - (f.stuckAfterMs ?? 60_000);
+}
+
+/** Whether an event named by id passes the filters (`--status` only when given). */
 function matches(e: OutboxEntry, f: OutboxFilters): boolean {
+  if (f.statusGiven && !hasStatus(e, f)) return false;
   if (f.destination !== undefined && e.destination !== f.destination) return false;
   if (f.since && e.createdAt < f.since) return false;
   return !(f.until && e.createdAt >= f.until);

@@ -81,3 +81,37 @@ export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   const rows = (result as { rows?: unknown } | null | undefined)?.rows;
   return Array.isArray(rows) ? (rows as T[]) : [];
 }
+
+/** What {@link migrationStatus} found. */
+export interface MigrationStatus {
+  /** The highest version applied; 0 when the schema has none. */
+  readonly version: number;
+  /** The versions applied, in order. */
+  readonly applied: readonly number[];
+  /** The migrations of this release not applied yet, in order. */
+  readonly pending: ReadonlyArray<{ readonly version: number; readonly name: string }>;
+}
+
+/**
+ * Which of this release's migrations the store's schema has and which it lacks, as
+ * `store.migrate()` records them. Read-only: a schema that does not exist yet has every
+ * migration pending, and nothing is created.
+ */
+export async function migrationStatus(
+  store: { readonly knex: Knex; readonly names: MigrationNames },
+  migrations: readonly Migration[] = allMigrations,
+): Promise<MigrationStatus> {
+  const table = store.names.table('migrations');
+  const exists = await store.knex.raw(`select to_regclass(?) is not null as present`, [table]);
+  let applied: number[] = [];
+  if (rowsOf<{ present: boolean }>(exists)[0]?.present === true) {
+    const result = await store.knex.raw(`select version from ${table} order by version`);
+    applied = rowsOf<{ version: number | string }>(result).map((r) => Number(r.version));
+  }
+  const have = new Set(applied);
+  const pending = [...migrations]
+    .sort((a, b) => a.version - b.version)
+    .filter((m) => !have.has(m.version))
+    .map(({ version, name }) => ({ version, name }));
+  return { version: applied.length === 0 ? 0 : Math.max(...applied), applied, pending };
+}
