@@ -5,6 +5,7 @@ import {
   createRelay,
   deriveMessageId,
   hasErrorCode,
+  InvalidTransactionError,
   isJustonceError,
   outboxChannel,
   rowsOf,
@@ -137,6 +138,19 @@ describe.each(STORE_KINDS)('outbox on %s', (kind) => {
     const trx = await store.knex.transaction();
     await trx.commit();
     await expect(outbox.add(trx, event)).rejects.toMatchObject({ code: 'NOT_A_TRANSACTION' });
+    expect(await rows(store)).toHaveLength(0);
+  });
+
+  it('refuses a knex transaction in which a statement failed with reason failed, not a driver error', async () => {
+    const outbox = createOutbox({ store });
+    const refused = await store.knex
+      .transaction(async (trx) => {
+        await trx.raw('select 1 / 0').catch(() => undefined);
+        return outbox.add(trx, { destination: 'd', payload: 1 }).catch((e: unknown) => e);
+      })
+      .catch(() => undefined);
+    expect(refused).toBeInstanceOf(InvalidTransactionError);
+    expect(refused).toMatchObject({ code: 'NOT_A_TRANSACTION', reason: 'failed' });
     expect(await rows(store)).toHaveLength(0);
   });
 

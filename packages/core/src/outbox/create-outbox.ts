@@ -4,6 +4,7 @@ import { ConfigurationError } from '../errors/configuration-error';
 import { isMessageType, type MessagePayload, type MessageType } from '../messages/message-type';
 import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
+import { InvalidTransactionError } from '../transactions/invalid-transaction-error';
 import type { SqlRunner } from '../transactions/sql';
 import type { TransactionAdapter } from '../transactions/types';
 import { encodeMessage, handlerMessageOptions } from './add-message';
@@ -143,7 +144,19 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
     fourth?: unknown,
   ): Promise<string[] | string> {
     // Refuses what is not an open transaction of the adapter's library, before any SQL.
-    return addIn(transactions.enter(tx), target, third, fourth);
+    const sql = transactions.enter(tx);
+    try {
+      return await addIn(sql, target, third, fourth);
+    } catch (error) {
+      // A statement failed earlier in `tx` where the library keeps no state to tell (knex),
+      // or its answer was not read yet: the server's refusal, as the adapters' own.
+      if ((error as { code?: unknown } | null)?.code !== '25P02') throw error;
+      throw new InvalidTransactionError(
+        transactions.library,
+        'failed',
+        'a statement failed in the transaction: PostgreSQL refuses every statement until it rolls back',
+      );
+    }
   }
   return Object.assign({ add }, { [ADD_IN]: addIn });
 }
@@ -152,6 +165,8 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
  * Binds an outbox to one handler's transaction and incoming message: ids are derived from
  * consumer + incoming id + index (so a retried handler emits the same ids) and causation,
  * correlation, trace and tenant headers are set. Successive `add` calls continue the index.
+ * What the inbox gives handlers as `ctx.outbox`; elsewhere use
+ * `outbox.add(trx, events, { cause, startIndex })`. @internal
  */
 export function bindOutbox<Tx>(
   outbox: Outbox<Tx>,
