@@ -143,10 +143,17 @@ export function createOrdersApp(options: OrdersAppOptions): express.Express {
       if (order === undefined) return;
       // The route requires the header, so the middleware never runs this without a key.
       if (key === undefined) throw new Error('POST /orders ran without an Idempotency-Key');
-      await trx.withSchema(store.schema).table('orders').insert(orderRow(order, key));
-      await outbox.add(trx, OrderCreated, orderCreated(order), { destination: topic });
-      options.onWritten?.(order);
-      res.status(201).json(order);
+      try {
+        await trx.withSchema(store.schema).table('orders').insert(orderRow(order, key));
+        await outbox.add(trx, OrderCreated, orderCreated(order), { destination: topic });
+        options.onWritten?.(order);
+        res.status(201).json(order);
+      } catch (error) {
+        // The lease ran out while this ran: the 500 is sent and the transaction rolled back.
+        // Thrown now, the error would reach Express's final handler, which prints it.
+        if (!res.headersSent) throw error;
+        options.onError?.(error);
+      }
     },
   );
   // A 5xx is not stored: the transaction rolls back and the key is free for the retry.
