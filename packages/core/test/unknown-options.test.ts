@@ -1,6 +1,7 @@
-import { metrics } from '@opentelemetry/api';
+import { metrics, type Meter } from '@opentelemetry/api';
 import {
   ConfigurationError,
+  createAdmin,
   createCircuitBreaker,
   createInbox,
   createKnexMigrationSource,
@@ -14,6 +15,8 @@ import {
   createRetryQuota,
   createStore,
   knexTransactions,
+  observeStoreStatus,
+  resolveMeter,
   retryPolicy,
   silentLogger,
   type CircuitBreakerOptions,
@@ -489,5 +492,95 @@ describe('options that are not an object', () => {
         expect(error.message).toBe(`${name} takes an options object`);
       }
     }
+  });
+});
+
+describe('option values a factory cannot use', () => {
+  /** Asserts `run` throws a ConfigurationError (never a TypeError) whose message has `part`. */
+  async function refused(run: () => unknown, part: string): Promise<void> {
+    const error = await refusal(run);
+    expect(error.code).toBe('INVALID_CONFIG');
+    expect(error.message).toContain(part);
+  }
+  const publisher = createMemoryPublisher();
+  const factories: Record<string, (extra: Record<string, unknown>) => unknown> = {
+    createOperations: (extra) =>
+      createOperations(loose<OperationsOptions>({ store, operation: 'charge', ...extra })),
+    createRetention: (extra) => createRetention(loose({ store, ...extra })),
+    createRelay: (extra) => createRelay(loose({ store, publisher, ...extra })),
+    createInbox: (extra) => createInbox(loose<InboxOptions>({ store, consumer: 'c', ...extra })),
+  };
+
+  it.each(Object.entries(factories))(
+    '%s refuses a logger or a meter without their methods',
+    async (_name, create) => {
+      await refused(() => create({ logger: 5 }), 'logger must have');
+      await refused(() => create({ logger: { info: () => undefined } }), 'logger must have');
+      await refused(() => create({ meter: 5 }), 'meter must be an OpenTelemetry Meter');
+      await refused(
+        () => create({ meter: {} }),
+        'meter must be an OpenTelemetry Meter (with createCounter',
+      );
+    },
+  );
+
+  it('observeStoreStatus and resolveMeter refuse a meter without the methods they use', async () => {
+    const admin = createAdmin(store);
+    await refused(() => observeStoreStatus(admin, { meter: loose({}) }), 'createObservableGauge');
+    await refused(
+      () => resolveMeter(5 as unknown as Meter),
+      'meter must be an OpenTelemetry Meter',
+    );
+    expect(resolveMeter(meter)).toBe(meter);
+  });
+
+  it('createInbox refuses a consumer or default scope PostgreSQL cannot store', async () => {
+    await refused(
+      () => createInbox({ store, consumer: 'bill\u0000ing' }),
+      'consumer contains U+0000',
+    );
+    await refused(
+      () => createInbox({ store, consumer: 'c', defaultScope: 'a\u0000' }),
+      'defaultScope contains U+0000',
+    );
+  });
+
+  it('createOperations refuses an operation or scope name PostgreSQL cannot store', async () => {
+    await refused(
+      () => createOperations({ store, operation: 'charge\u0000' }),
+      'operation contains U+0000',
+    );
+    await refused(
+      () => createOperations({ store, operation: 'charge', scope: '\u0000' }),
+      'scope contains U+0000',
+    );
+  });
+
+  it('createInbox and createRelay refuse a backoff cap below its base, alike', async () => {
+    const backoff = { baseMs: 100, capMs: 10 };
+    const message = 'backoff.capMs must not be below backoff.baseMs';
+    await refused(() => createInbox({ store, consumer: 'c', backoff }), message);
+    await refused(() => createRelay({ store, publisher, backoff }), message);
+    // A base above the default cap (20 000 for the inbox) needs a cap of its own.
+    await refused(
+      () => createInbox({ store, consumer: 'c', backoff: { baseMs: 30_000 } }),
+      message,
+    );
+    expect(createInbox({ store, consumer: 'c', backoff: { baseMs: 0, capMs: 0 } }).consumer).toBe(
+      'c',
+    );
+  });
+
+  it.each([
+    [{ min: -3 }, 'pool.min must be an integer from 0 to 10'],
+    [{ min: 1.5 }, 'pool.min must be an integer'],
+    [{ max: 0 }, 'pool.max must be an integer from 1'],
+    [{ min: 3, max: 2 }, 'pool.min must be an integer from 0 to 2'],
+    [loose<{ max: number }>({ max: '5' }), 'pool.max must be an integer'],
+  ])('createStore refuses pool %j', async (pool, message) => {
+    await refused(
+      () => createStore({ connectionString: 'postgres://127.0.0.1:1/none', pool }),
+      message,
+    );
   });
 });

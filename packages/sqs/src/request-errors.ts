@@ -2,7 +2,8 @@
 interface ServiceErrorShape {
   readonly name?: string;
   readonly $fault?: 'client' | 'server';
-  readonly $retriable?: unknown;
+  /** The SDK's RetryableTrait (@smithy/types), spelled as the SDK spells it. */
+  readonly $retryable?: unknown;
   readonly $metadata?: unknown;
 }
 
@@ -23,7 +24,7 @@ const THROTTLING = new Set([
 export function isRetriableRequestError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return true;
   const e = error as ServiceErrorShape;
-  if (e.$retriable) return true;
+  if (e.$retryable) return true;
   if (e.name !== undefined && THROTTLING.has(e.name)) return true;
   if (e.$fault === 'server') return true;
   return e.$metadata === undefined || e.$fault === undefined;

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration-error';
-import { unwritableText } from '../store/text';
+import { storableDiagnostic, unstorableText, unwritableText } from '../store/text';
 
 /**
  * Argument checks of the operator's calls (admin, dead letters): every bad argument is a {@link ConfigurationError} naming
@@ -61,6 +61,21 @@ export function stringOption(value: unknown, name: string): string | undefined {
 export function textOption(value: string, name: string): string {
   const why = unwritableText(value);
   if (why !== undefined) throw new ConfigurationError(`${name} ${why}`, { [name]: value });
+  return value;
+}
+
+/**
+ * `value` unless PostgreSQL cannot store it exactly (see `unstorableText`: U+0000, a lone
+ * surrogate, a leading U+FEFF): for a name given at construction that the store keeps as a
+ * key, where every call would otherwise fail in SQL or be refused. @internal
+ */
+export function storableNameOption(value: string, name: string): string {
+  const why = unstorableText(value);
+  if (why !== undefined) {
+    throw new ConfigurationError(`${name} ${why}`, {
+      [name]: storableDiagnostic(value.slice(0, 50)),
+    });
+  }
   return value;
 }
 

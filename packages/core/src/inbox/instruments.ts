@@ -1,6 +1,5 @@
 import type { Counter, Histogram } from '@opentelemetry/api';
 import type { LogFields } from '../observability/logger';
-import { resolveMeter } from '../observability/metrics';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxOutcome } from './types';
 import { textOf } from '../store/text';
@@ -58,7 +57,7 @@ function errorFields(error: Error): LogFields {
 
 /** Creates the inbox's instruments on the configured meter and logger. @internal */
 export function createInstruments(options: ResolvedInboxOptions): Instruments {
-  const meter = resolveMeter(options.meter);
+  const { meter } = options;
   const messages: Counter = meter.createCounter('justonce.inbox.messages', {
     description: 'Deliveries handled by the inbox, by outcome',
   });

@@ -1,9 +1,11 @@
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
-import { isLogger, silentLogger, type Logger } from '../observability/logger';
+import { storableNameOption } from '../config/arguments';
+import { resolveLogger, type Logger } from '../observability/logger';
+import { resolveMeter } from '../observability/metrics';
 import { createOutbox } from '../outbox';
 import type { Outbox } from '../outbox/types';
-import type { BackoffOptions } from '../retry/backoff';
+import { BACKOFF_DEFAULTS, backoffBoundsOption, type BackoffOptions } from '../retry/backoff';
 import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
 import type { TransactionAdapter } from '../transactions/types';
@@ -68,7 +70,7 @@ export interface ResolvedInboxOptions {
   readonly retentionMs: number;
   readonly onStep: ((step: InboxStep, messageId: string) => void | Promise<void>) | undefined;
   readonly logger: Logger;
-  readonly meter: Meter | undefined;
+  readonly meter: Meter;
   readonly logPayloads: boolean;
   readonly alwaysCountAttempts: boolean;
   readonly backoff: BackoffOptions;
@@ -99,6 +101,8 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
       { consumer },
     );
   }
+  // PostgreSQL text cannot hold U+0000: every process() would fail with SQLSTATE 22021.
+  storableNameOption(consumer, 'consumer');
   const defaultScope: unknown = options.defaultScope ?? 'default';
   if (
     typeof defaultScope !== 'string' ||
@@ -110,6 +114,8 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
       { defaultScope },
     );
   }
+  // Every delivery without a scope of its own would be refused for it (see inspectEnvelope).
+  storableNameOption(defaultScope, 'defaultScope');
   const maxAttempts = integerOption(options.maxAttempts, 5, 'maxAttempts', 1, 1000);
   const maxIdLength = integerOption(
     options.maxIdLength,
@@ -149,21 +155,14 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
   if (options.outbox !== undefined && typeof options.outbox?.add !== 'function') {
     throw new ConfigurationError('outbox must be an Outbox (createOutbox(...))');
   }
-  if (options.logger !== undefined && !isLogger(options.logger)) {
-    throw new ConfigurationError('logger must have debug, info, warn and error methods');
-  }
-  if (
-    options.meter !== undefined &&
-    (typeof options.meter !== 'object' || typeof options.meter?.createCounter !== 'function')
-  ) {
-    throw new ConfigurationError('meter must be an OpenTelemetry Meter');
-  }
+  const logger = resolveLogger(options.logger);
+  const meter = resolveMeter(options.meter, ['createCounter', 'createHistogram']);
   const backoff: BackoffOptions = options.backoff ?? {};
   if (typeof backoff !== 'object' || backoff === null) {
     throw new ConfigurationError('backoff must be an object');
   }
-  integerOption(backoff.baseMs, 0, 'backoff.baseMs', 0, Number.MAX_SAFE_INTEGER);
-  integerOption(backoff.capMs, 0, 'backoff.capMs', 0, Number.MAX_SAFE_INTEGER);
+  // Checked against the defaults fullJitterBackoff applies; `backoff` itself is kept (`random`).
+  backoffBoundsOption(backoff, BACKOFF_DEFAULTS);
 
   return {
     store,
@@ -177,8 +176,8 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     decode: optionalFunction(options.decode, 'decode'),
     retentionMs,
     onStep: optionalFunction(options.onStep, 'onStep'),
-    logger: options.logger ?? silentLogger,
-    meter: options.meter,
+    logger,
+    meter,
     logPayloads: optionalBoolean(options.logPayloads, false, 'logPayloads'),
     alwaysCountAttempts: optionalBoolean(options.alwaysCountAttempts, false, 'alwaysCountAttempts'),
     backoff,

@@ -1,3 +1,5 @@
+import { ConfigurationError } from '../errors/configuration-error';
+
 /** Structured fields attached to a log line. Payloads never go here unless the user opts in. */
 export type LogFields = Readonly<Record<string, unknown>>;
 
@@ -17,6 +19,18 @@ export function isLogger(value: unknown): value is Logger {
     l !== null &&
     ['debug', 'info', 'warn', 'error'].every((m) => typeof l[m as keyof Logger] === 'function')
   );
+}
+
+/**
+ * The `logger` option: {@link silentLogger} when absent, else `value` if it has the four
+ * methods of a {@link Logger}; anything else is a {@link ConfigurationError}. @internal
+ */
+export function resolveLogger(value: unknown): Logger {
+  if (value === undefined) return silentLogger;
+  if (!isLogger(value)) {
+    throw new ConfigurationError('logger must have debug, info, warn and error methods');
+  }
+  return value;
 }
 
 /** A logger that drops everything; the default. */

@@ -89,7 +89,11 @@ export function observeStoreStatus(
   }
   rejectUnknownOptions(options, GAUGES_KEYS, 'observeStoreStatus');
   const refreshMs = durationOption(options.refreshMs, 'refreshMs', 15_000, 0);
-  const meter = resolveMeter(options.meter);
+  const meter = resolveMeter(options.meter, [
+    'createObservableGauge',
+    'addBatchObservableCallback',
+    'removeBatchObservableCallback',
+  ]);
   if (options.logger !== undefined && !isLogger(options.logger)) {
     throw new ConfigurationError('logger must have debug, info, warn and error methods');
   }

@@ -1,7 +1,7 @@
 import type { Meter } from '@opentelemetry/api';
 import { durationOption, optionalFunction, positiveIntegerOption } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { silentLogger, type Logger } from '../observability/logger';
+import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
@@ -91,8 +91,8 @@ export function resolveOperationsOptions(
     maxResponseBytes,
     maxKeyLength,
     isRetriable,
-    logger: options.logger ?? silentLogger,
-    meter: resolveMeter(options.meter),
+    logger: resolveLogger(options.logger),
+    meter: resolveMeter(options.meter, ['createCounter', 'createHistogram']),
     transactions: transactionsOption(options.transactions, store.knex, 'createOperations'),
   };
 }

@@ -1,3 +1,4 @@
+import { storableNameOption } from '../config/arguments';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { storableDiagnostic, unstorableText } from '../store/text';
@@ -28,14 +29,17 @@ export function rejectUnknownOperationsOptions(options: OperationsOptions<unknow
   rejectUnknownOptions(options, OPERATIONS_KEYS, 'createOperations');
 }
 
-/** @internal A name given at construction: a non-empty string of at most `max` characters. */
+/**
+ * @internal A name given at construction: a non-empty string of at most `max` characters that
+ * PostgreSQL stores exactly (every call would refuse it otherwise, see {@link nameInput}).
+ */
 export function nameOption(value: unknown, name: string, max = MAX_NAME_LENGTH): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new ConfigurationError(`${name} must be a string of 1 to ${max} characters`, {
       [name]: typeof value === 'string' ? value.slice(0, 50) : typeof value,
     });
   }
-  return value;
+  return storableNameOption(value, name);
 }
 
 /**

@@ -2,12 +2,13 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
-import { silentLogger, type Logger } from '../observability/logger';
+import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
 import type { RelayOptions } from './types';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
+import { backoffBoundsOption } from '../retry/backoff';
 
 /** The upper bound of the per-call integer options, which have none of their own. @internal */
 export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -67,14 +68,11 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
   const leaseMs = integerOption(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
-  const baseMs = integerOption(options.backoff?.baseMs, 200, 'backoff.baseMs', 0, 3_600_000);
-  const capMs = integerOption(options.backoff?.capMs, 60_000, 'backoff.capMs', 0, 24 * 3_600_000);
-  if (capMs < baseMs) {
-    throw new ConfigurationError('backoff.capMs must not be below backoff.baseMs', {
-      baseMs,
-      capMs,
-    });
-  }
+  const backoff = backoffBoundsOption(
+    options.backoff,
+    { baseMs: 200, capMs: 60_000 },
+    { baseMs: 3_600_000, capMs: 24 * 3_600_000 },
+  );
   if (options.notify !== undefined && typeof options.notify !== 'boolean') {
     throw new ConfigurationError('notify must be a boolean', { notify: options.notify });
   }
@@ -135,7 +133,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     concurrency,
     maxConcurrentPublishes,
     maxAttempts: integerOption(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
-    backoff: { baseMs, capMs },
+    backoff,
     leaseMs,
     // PGlite has one connection: a cycle that kept its claim would keep producers out.
     claimHoldMs: store.dialect === 'pglite' ? 0 : claimHoldMs,
@@ -144,7 +142,12 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     notify: options.notify ?? true,
     onPublished,
     ownerId,
-    logger: options.logger ?? silentLogger,
-    meter: resolveMeter(options.meter),
+    logger: resolveLogger(options.logger),
+    meter: resolveMeter(options.meter, [
+      'createCounter',
+      'createObservableGauge',
+      'addBatchObservableCallback',
+      'removeBatchObservableCallback',
+    ]),
   };
 }

@@ -1,6 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
-import { silentLogger, type Logger } from '../observability/logger';
+import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import { assertRetentionCoversRedelivery } from './assert-covers-redelivery';
@@ -96,7 +96,7 @@ export function resolveRetentionOptions(options: RetentionOptions): ResolvedRete
     maxBatchesPerRun,
     pauseMs,
     onBatch,
-    logger: options.logger ?? silentLogger,
-    meter: resolveMeter(options.meter),
+    logger: resolveLogger(options.logger),
+    meter: resolveMeter(options.meter, ['createCounter', 'createHistogram']),
   };
 }

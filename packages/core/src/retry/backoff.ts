@@ -1,3 +1,6 @@
+import { integerOption } from '../config/options';
+import { ConfigurationError } from '../errors/configuration-error';
+
 /** Options of {@link fullJitterBackoff}. */
 export interface BackoffOptions {
   /** First delay ceiling in milliseconds. Default 100. */
@@ -8,6 +11,9 @@ export interface BackoffOptions {
   readonly random?: () => number;
 }
 
+/** What {@link fullJitterBackoff} uses for a `baseMs` or `capMs` not given. @internal */
+export const BACKOFF_DEFAULTS: BackoffBounds = { baseMs: 100, capMs: 20_000 };
+
 /**
  * Exponential backoff with full jitter: a uniformly random delay in
  * `[0, min(cap, base * 2^(attempt-1)))`. Full jitter spreads retrying clients apart so they
@@ -15,11 +21,39 @@ export interface BackoffOptions {
  * `fullJitterBackoff(1)`.
  */
 export function fullJitterBackoff(attempt: number, options: BackoffOptions = {}): number {
-  const base = options.baseMs ?? 100;
-  const cap = options.capMs ?? 20_000;
+  const base = options.baseMs ?? BACKOFF_DEFAULTS.baseMs;
+  const cap = options.capMs ?? BACKOFF_DEFAULTS.capMs;
   const random = options.random ?? Math.random;
   const exponent = Math.max(0, Math.floor(attempt) - 1);
   // 2^exponent overflows to Infinity for large attempts; min() with cap keeps it finite.
   const ceiling = Math.min(cap, base * 2 ** exponent);
   return Math.floor(ceiling * random());
+}
+
+/** The `baseMs` / `capMs` pair of a backoff option, resolved. @internal */
+export interface BackoffBounds {
+  readonly baseMs: number;
+  readonly capMs: number;
+}
+
+/**
+ * Checks the `baseMs` and `capMs` of a `backoff` option: integers from 0 to the `max` of each,
+ * with `defaults` standing in for one not given, and the cap not below the base (a cap that
+ * small would silently override the base). Every problem is a {@link ConfigurationError}.
+ * @internal
+ */
+export function backoffBoundsOption(
+  backoff: { readonly baseMs?: unknown; readonly capMs?: unknown } | undefined,
+  defaults: BackoffBounds,
+  max: BackoffBounds = { baseMs: Number.MAX_SAFE_INTEGER, capMs: Number.MAX_SAFE_INTEGER },
+): BackoffBounds {
+  const baseMs = integerOption(backoff?.baseMs, defaults.baseMs, 'backoff.baseMs', 0, max.baseMs);
+  const capMs = integerOption(backoff?.capMs, defaults.capMs, 'backoff.capMs', 0, max.capMs);
+  if (capMs < baseMs) {
+    throw new ConfigurationError('backoff.capMs must not be below backoff.baseMs', {
+      baseMs,
+      capMs,
+    });
+  }
+  return { baseMs, capMs };
 }

@@ -95,14 +95,27 @@ describe('classifyError', () => {
     expect(classifyError(new AttemptTimeoutError(1, 10))).toBe('transient');
   });
 
-  it('reads the AWS SDK $retriable trait', () => {
-    expect(classifyError(withProps({ $retriable: {} }), { defaultClass: 'non-retriable' })).toBe(
+  it('reads the AWS SDK v3 $retryable trait before the HTTP status', () => {
+    const throttled = withProps({
+      name: 'SomeServiceError',
+      $retryable: { throttling: true },
+      $metadata: { httpStatusCode: 400 },
+    });
+    expect(classifyError(throttled)).toBe('throttling');
+    expect(classifyError(withProps({ $retryable: {}, $metadata: { httpStatusCode: 400 } }))).toBe(
       'transient',
     );
-    expect(classifyError(withProps({ $retriable: { throttling: true } }))).toBe('throttling');
   });
 
-  it('reads boolean retriable / retriable properties (kafkajs style)', () => {
+  it('ignores a $retriable property: the SDK spells its trait $retryable', () => {
+    expect(classifyError(withProps({ $retriable: {} }), { defaultClass: 'non-retriable' })).toBe(
+      'non-retriable',
+    );
+  });
+
+  it('reads boolean retryable / retriable properties before the HTTP status', () => {
+    expect(classifyError(withProps({ retryable: true, status: 400 }))).toBe('transient');
+    expect(classifyError(withProps({ retryable: false, status: 503 }))).toBe('non-retriable');
     expect(classifyError(withProps({ retriable: false, code: 'ECONNRESET' }))).toBe(
       'non-retriable',
     );

@@ -102,8 +102,8 @@ const MAX_CAUSE_DEPTH = 5;
  * 1. the caller's `classify` function;
  * 2. a mark set with {@link markRetriable} / {@link markThrottling} / {@link markNonRetriable};
  * 3. a justonce error's `retriable` flag;
- * 4. an AWS SDK v3 `$retriable` trait (`{ throttling: true }` means throttling);
- * 5. a boolean `retriable` or `retriable` property (kafkajs errors carry `retriable`);
+ * 4. an AWS SDK v3 `$retryable` trait (`{ throttling: true }` means throttling);
+ * 5. a boolean `retryable` or `retriable` property (kafkajs errors carry `retriable`);
  * 6. the error's `name` or `code`: throttling names, timeout names, Node network codes,
  *    PostgreSQL SQLSTATEs;
  * 7. an HTTP status in `statusCode`, `status` or `$metadata.httpStatusCode`: see the table in
@@ -149,10 +149,12 @@ function classifyOne(error: ObjectLike): ErrorClass | undefined {
 
   if (isJustonceError(error)) return error.retriable ? 'transient' : 'non-retriable';
 
-  const trait = error.$retriable;
+  // External names keep their owners' spelling: the AWS SDK v3 sets `$retryable`
+  // (@smithy/types RetryableTrait); both boolean spellings occur in the wild.
+  const trait = error.$retryable;
   if (isObject(trait)) return trait.throttling === true ? 'throttling' : 'transient';
 
-  for (const flag of [error.retriable, error.retriable]) {
+  for (const flag of [error.retryable, error.retriable]) {
     if (typeof flag === 'boolean') return flag ? 'transient' : 'non-retriable';
   }
 

@@ -5,7 +5,7 @@ import ClientPgLite from 'knex-pglite';
 // knex is CommonJS whose named exports Node's ESM loader cannot see; its default export
 // (module.exports, the factory itself) works from both module systems.
 const createKnex = knexModule;
-import { optionKeys, rejectUnknownOptions } from '../config/options';
+import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { silentLogger, type Logger } from '../observability/logger';
 import {
@@ -167,6 +167,19 @@ const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir'
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
 
 /**
+ * Validates `pool` and fills in the defaults, so that a bad size is a
+ * {@link ConfigurationError} rather than an error from knex's pool (tarn). @internal
+ */
+function resolvePool(value: StoreOptions['pool']): { min: number; max: number } {
+  if (value !== undefined && (typeof value !== 'object' || value === null)) {
+    throw new ConfigurationError('pool must be an object', { pool: value });
+  }
+  const max = integerOption(value?.max, 10, 'pool.max', 1, Number.MAX_SAFE_INTEGER);
+  const min = integerOption(value?.min, 0, 'pool.min', 0, max);
+  return { min, max };
+}
+
+/**
  * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
  * library works with no server at all.
  */
@@ -199,10 +212,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const timeouts = resolveTimeouts(options.timeouts);
   const keepAliveDelayMs = resolveKeepAlive(options.keepAlive);
   const logger = options.logger ?? silentLogger;
-  const pool = options.pool ?? {};
-  if (pool.max !== undefined && (!Number.isInteger(pool.max) || pool.max < 1)) {
-    throw new ConfigurationError('pool.max must be a positive integer', { max: pool.max });
-  }
+  const pool = resolvePool(options.pool);
 
   let knex: Knex;
   let owned = true;
@@ -220,7 +230,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     knex = createKnex({
       client: 'pg',
       connection: pgConnectionConfig(options.connectionString, timeouts, keepAliveDelayMs),
-      pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
+      pool,
       acquireConnectionTimeout: timeouts.acquireMs,
       // knex warns on stderr about each connection the limits destroyed and each failed
       // acquire, repeating what the store logs: its lines go to the store's logger instead.
