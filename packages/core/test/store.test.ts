@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   createInbox,
   createKnexMigrationSource,
@@ -98,6 +101,18 @@ describe('store configuration', () => {
     const store = await createStore();
     await store.close();
     expect((store.knex.client as { pglite: { closed: boolean } }).pglite.closed).toBe(true);
+  });
+
+  it('refuses a logger without its methods, and a PGlite data directory it cannot open, with ConfigurationError', async () => {
+    await expect(createStore({ logger: {} as never })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+    });
+    const file = join(mkdtempSync(join(tmpdir(), 'justonce-store-')), 'a-file');
+    writeFileSync(file, 'not a database');
+    await expect(createStore({ pglite: { dataDir: file } })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('PGlite could not start'),
+    });
   });
 
   it('refuses two connection options at once', async () => {

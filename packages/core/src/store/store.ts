@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import knexModule, { type Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import ClientPgLite from 'knex-pglite';
@@ -7,7 +8,7 @@ import ClientPgLite from 'knex-pglite';
 const createKnex = knexModule;
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { silentLogger, type Logger } from '../observability/logger';
+import { resolveLogger, type Logger } from '../observability/logger';
 import {
   guardKnex,
   pgConnectionConfig,
@@ -180,6 +181,28 @@ function resolvePool(value: StoreOptions['pool']): { min: number; max: number } 
 }
 
 /**
+ * Starts an embedded database and waits until it is ready. Waiting here rather than at the
+ * first query keeps its start (seconds, more on a busy machine) out of knex's wait for a
+ * connection, which would otherwise time out with a pool error; a data directory PGlite
+ * cannot open is a ConfigurationError, not PGlite's own error.
+ */
+async function startPglite(dataDir: string | undefined): Promise<PGlite> {
+  const pglite = new PGlite(dataDir);
+  try {
+    await pglite.waitReady;
+  } catch (error) {
+    // PGlite rejects with plain objects too (`{ name: 'ErrnoError', errno: 54 }`).
+    const cause =
+      error instanceof Error ? error.message : inspect(error, { breakLength: Infinity });
+    throw new ConfigurationError(
+      `PGlite could not start${dataDir === undefined ? '' : ` in ${JSON.stringify(dataDir)}`}: ${cause}`,
+      { dataDir },
+    );
+  }
+  return pglite;
+}
+
+/**
  * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
  * library works with no server at all.
  */
@@ -211,7 +234,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   }
   const timeouts = resolveTimeouts(options.timeouts);
   const keepAliveDelayMs = resolveKeepAlive(options.keepAlive);
-  const logger = options.logger ?? silentLogger;
+  const logger = resolveLogger(options.logger);
   const pool = resolvePool(options.pool);
 
   let knex: Knex;
@@ -250,7 +273,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     shared = instance;
     knex = pgliteKnex(unclosable(instance));
   } else {
-    embedded = new PGlite(options.pglite?.dataDir);
+    embedded = await startPglite(options.pglite?.dataDir);
     knex = pgliteKnex(embedded);
   }
   const dialect = detectDialect(knex);
