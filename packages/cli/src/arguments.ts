@@ -5,10 +5,11 @@ export const ROW_ID = /^[1-9][0-9]{0,18}$/;
 
 /**
  * The ISO 8601 forms `Date` reads the same everywhere: a date (`2026-11-26`), or a date and
- * time with optional seconds, fraction and zone (`2026-11-26T06:00Z`, `…T06:00:00.5+01:00`).
+ * time with optional seconds, fraction and zone (`2026-11-26T06:00Z`, `…T06:00:00.5+01:00`;
+ * a space for the `T`, as RFC 3339 allows).
  * `new Date` alone also takes `12` or `Nov 26 2026`, read differently by each runtime.
  */
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 /** An ISO 8601 date or time, checked; `flag` names the option in the message. */
 export function parseDate(value: string, flag: string): Date {

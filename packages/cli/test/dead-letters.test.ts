@@ -74,6 +74,9 @@ describe('with letters from the real inbox', () => {
     expect(future.code).toBe(0);
     const past = await inSchema('dead-letters', 'list', '--until', '2000-01-01', '--json');
     expect(JSON.parse(past.stdout)).toEqual([]);
+    // RFC 3339's space for the `T`.
+    const spaced = await inSchema('dead-letters', 'list', '--since', '2000-01-01 00:00', '--json');
+    expect(JSON.parse(spaced.stdout)).toHaveLength(letters.length);
   });
 
   it('dead-letters show prints headers, pretty JSON or hex body, and the error', async () => {
