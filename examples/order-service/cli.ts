@@ -1,3 +1,4 @@
+import { hasErrorCode } from '@justonce/core';
 /**
  * What the two command lines, `pnpm demo` (demo/main.ts) and `pnpm example:orders`
  * (run.ts), share: their arguments, the options both take, how counts are read, and how the
@@ -23,6 +24,22 @@ export interface FlowCounts {
   readonly concurrency?: number;
 }
 
+/** A flag the command cannot use: its message is all the user needs. */
+export class FlagError extends Error {}
+
+/**
+ * Ends a command that threw: a bad flag or option (the run's `ConfigurationError`) as one
+ * line, anything else with its stack. Exit code 1 either way.
+ */
+export function reportFailure(error: unknown): void {
+  if (error instanceof FlagError || hasErrorCode(error, 'INVALID_CONFIG')) {
+    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+  } else {
+    console.error(error);
+  }
+  process.exitCode = 1;
+}
+
 /**
  * The command's arguments. `pnpm demo -- --orders 100` passes the `--` through; `pnpm demo
  * --orders 100` does not.
@@ -38,7 +55,7 @@ export function count(name: string, raw: string | undefined): number | undefined
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw.replace(/_/g, ''));
   if (!Number.isInteger(value) || value < 0) {
-    throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+    throw new FlagError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
   }
   return value;
 }

@@ -11,7 +11,15 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cliArgs, count, flowCounts, FLOW_OPTIONS, printReport } from './cli';
+import {
+  cliArgs,
+  count,
+  FlagError,
+  flowCounts,
+  FLOW_OPTIONS,
+  printReport,
+  reportFailure,
+} from './cli';
 import { runOrderService, type OrderServiceOptions } from './orchestrator/run-flow';
 import { progressReporter } from './report/progress';
 
@@ -46,7 +54,7 @@ async function main(): Promise<void> {
   const kills = count('--kills', values.kills);
   const app = values['orders-app'] ?? 'express';
   if (app !== 'express' && app !== 'nestjs') {
-    throw new Error(`--orders-app must be express or nestjs, got ${JSON.stringify(app)}`);
+    throw new FlagError(`--orders-app must be express or nestjs, got ${JSON.stringify(app)}`);
   }
   const progress = progressReporter();
   const options: OrderServiceOptions = {
@@ -62,11 +70,9 @@ async function main(): Promise<void> {
       'provider) on PostgreSQL, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates',
   );
   const report = await printReport(progress, runOrderService(options));
+  console.log(`service logs: ${report.logDir}`);
   if (values.keep)
     console.log(`kept: schemas *_${report.run}, topic and queue of run ${report.run}`);
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+main().catch(reportFailure);

@@ -5,7 +5,7 @@
  * invariant does not hold. DEMO_ORDERS sets N as well. See docs/demo.md.
  */
 import { parseArgs } from 'node:util';
-import { cliArgs, flowCounts, FLOW_OPTIONS, printReport } from '../cli';
+import { cliArgs, flowCounts, FLOW_OPTIONS, printReport, reportFailure } from '../cli';
 import { progressReporter } from '../report/progress';
 import { runDemo, type DemoOptions } from './run';
 
@@ -31,11 +31,12 @@ async function main(): Promise<void> {
       `${databaseUrl ? 'PostgreSQL (DATABASE_URL)' : 'PGlite (embedded, in memory)'} and the in-memory broker, ` +
       'with duplicate requests and deliveries, crashes and provider failures',
   );
-  console.log('opening and migrating the stores (PGlite takes a few seconds to start)…');
+  console.log(
+    databaseUrl
+      ? 'opening and migrating the stores…'
+      : 'opening and migrating the stores (PGlite takes a few seconds to start)…',
+  );
   await printReport(progress, runDemo(options));
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+main().catch(reportFailure);

@@ -92,6 +92,8 @@ export async function prepareInfrastructure(config: ServiceConfig): Promise<Infr
       const topics = await admin.listTopics();
       const ours = [names.orderTopic, `${names.orderTopic}.dlq`].filter((t) => topics.includes(t));
       if (ours.length > 0) await admin.deleteTopics({ topics: ours });
+      // The payments processes are stopped by now: an empty group can be deleted.
+      await admin.deleteGroups([names.paymentsGroup]).catch(() => undefined);
       const queue = names.paymentQueue;
       for (const name of [
         queue,
