@@ -1,4 +1,4 @@
-export { silentLogger, consoleLogger } from './logger';
+export { silentLogger, consoleLogger, resolveLogger } from './logger';
 export type { Logger, LogFields } from './logger';
 export { resolveMeter, METER_NAME } from './metrics';
 export { observeStoreStatus } from './status-gauges';

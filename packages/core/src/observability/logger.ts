@@ -23,7 +23,8 @@ export function isLogger(value: unknown): value is Logger {
 
 /**
  * The `logger` option: {@link silentLogger} when absent, else `value` if it has the four
- * methods of a {@link Logger}; anything else is a {@link ConfigurationError}. @internal
+ * methods of a {@link Logger}; anything else is a {@link ConfigurationError}. For transports,
+ * so that every package checks a logger alike.
  */
 export function resolveLogger(value: unknown): Logger {
   if (value === undefined) return silentLogger;

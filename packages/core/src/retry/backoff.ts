@@ -40,7 +40,7 @@ export interface BackoffBounds {
  * Checks the `baseMs` and `capMs` of a `backoff` option: integers from 0 to the `max` of each,
  * with `defaults` standing in for one not given, and the cap not below the base (a cap that
  * small would silently override the base). Every problem is a {@link ConfigurationError}.
- * @internal
+ * For transports' backoff options too, so that each checks them alike.
  */
 export function backoffBoundsOption(
   backoff: { readonly baseMs?: unknown; readonly capMs?: unknown } | undefined,

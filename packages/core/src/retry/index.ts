@@ -1,4 +1,5 @@
-export { fullJitterBackoff } from './backoff';
+export { backoffBoundsOption, fullJitterBackoff } from './backoff';
+export type { BackoffBounds } from './backoff';
 export type { BackoffOptions } from './backoff';
 
 export { systemClock } from './clock';
