@@ -1,4 +1,10 @@
-import { ConfigurationError, optionKeys, rejectUnknownOptions, type Logger } from '@justonce/core';
+import {
+  ConfigurationError,
+  optionKeys,
+  rejectUnknownOptions,
+  resolveLogger,
+  type Logger,
+} from '@justonce/core';
 import { Kafka, logLevel, type logCreator, type ProducerConfig } from 'kafkajs';
 import { createConnectionRegistry } from './dead-connections';
 import type { RawHeaders } from './headers';
@@ -229,10 +235,9 @@ const CLIENT_KEYS = optionKeys<KafkajsClientOptions>()([
 ]);
 
 /** kafkajs's log lines as debug lines of `logger`, tagged with their namespace. */
-function kafkajsLogCreator(logger: Logger | undefined): logCreator {
+function kafkajsLogCreator(logger: Logger): logCreator {
   return () =>
     ({ namespace, level, log }) => {
-      if (logger === undefined) return;
       const { message, ...fields } = log;
       logger.debug(`kafkajs: ${String(message)}`, {
         ...fields,
@@ -243,8 +248,27 @@ function kafkajsLogCreator(logger: Logger | undefined): logCreator {
 }
 const TIMEOUT_KEYS = optionKeys<KafkaTimeouts>()(['connectMs', 'requestMs']);
 
+/**
+ * `host:port` with a port from 1 to 65535. No IPv6 literal, bracketed or not: kafkajs splits
+ * the address at its first `:`, so it would try to resolve the host `[` and never connect.
+ */
 function isBroker(value: unknown): boolean {
-  return typeof value === 'string' && value !== '';
+  const match = typeof value === 'string' ? /^([^\s:[\]]+):(\d{1,5})$/.exec(value) : null;
+  return match !== null && Number(match[2]) >= 1 && Number(match[2]) <= 65_535;
+}
+
+/**
+ * Refuses `brokers` unless it lists at least one address and each is a `host:port` kafkajs
+ * can connect to. `context` names the caller in the error. @internal
+ */
+export function validateBrokers(brokers: unknown, context: string): void {
+  if (!Array.isArray(brokers) || brokers.length === 0 || !brokers.every(isBroker)) {
+    throw new ConfigurationError(
+      `${context}: brokers must list at least one host:port, each port from 1 to 65535 ` +
+        '(an IPv6 literal such as [::1]:9092 cannot be used: kafkajs cannot connect to one)',
+      { brokers },
+    );
+  }
 }
 
 /**
@@ -284,17 +308,14 @@ export function resolveKafkaTimeouts(
 export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
   rejectUnknownOptions(options, CLIENT_KEYS, 'kafkajsClient');
   const { brokers, clientId } = options;
-  if (!Array.isArray(brokers) || brokers.length === 0 || !brokers.every(isBroker)) {
-    throw new ConfigurationError('kafkajsClient: brokers must list at least one host:port', {
-      brokers,
-    });
-  }
+  validateBrokers(brokers, 'kafkajsClient');
   if (clientId !== undefined && (typeof clientId !== 'string' || clientId === '')) {
     throw new ConfigurationError('kafkajsClient: clientId must be a non-empty string', {
       clientId,
     });
   }
   const timeouts = resolveKafkaTimeouts(options.timeouts, 'kafkajsClient');
+  const logger = resolveLogger(options.logger);
   const connections = createConnectionRegistry();
   const kafka = new Kafka({
     clientId: options.clientId ?? 'justonce',
@@ -305,7 +326,7 @@ export function kafkajsClient(options: KafkajsClientOptions): KafkaClient {
     enforceRequestTimeout: true,
     socketFactory: connections.socketFactory,
     logLevel: logLevel.WARN,
-    logCreator: kafkajsLogCreator(options.logger),
+    logCreator: kafkajsLogCreator(logger),
   });
   const closeOnTimeout = (event: KafkaInstrumentationEvent): void => {
     const broker = (event.payload as { broker?: unknown } | null)?.broker;

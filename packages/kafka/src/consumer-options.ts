@@ -2,8 +2,8 @@ import {
   ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
+  resolveLogger,
   resolveMessageIdOptions,
-  silentLogger,
   type Handler,
   type Inbox,
   type Logger,
@@ -14,6 +14,7 @@ import {
 import {
   kafkajsClient,
   resolveKafkaTimeouts,
+  validateBrokers,
   type KafkaClient,
   type KafkaConsumerConfig,
   type KafkaProducerClient,
@@ -74,6 +75,8 @@ export function resolveConsumerOptions<R>(
   options: KafkaConsumerOptions<R>,
 ): ResolvedConsumerOptions<R> {
   validate(options);
+  // Before the client is built, which logs to it.
+  const logger = resolveLogger(options.logger);
   const consumerConfig = {
     ...DEFAULT_GROUP,
     ...options.consumerConfig,
@@ -105,7 +108,7 @@ export function resolveConsumerOptions<R>(
     consumerConfig,
     heartbeatEveryMs: Math.max(100, Math.floor(heartbeatInterval / 2)),
     onSettled: options.onSettled,
-    logger: options.logger ?? silentLogger,
+    logger,
   };
 }
 
@@ -185,6 +188,7 @@ function validateClient<R>(options: KafkaConsumerOptions<R>): void {
     if (!Array.isArray(options.brokers) || options.brokers.length === 0) {
       fail('give either kafka (a client) or brokers');
     }
+    validateBrokers(options.brokers, CONTEXT);
   } else if (options.brokers !== undefined) {
     fail('give only one of kafka and brokers');
   } else if (options.timeouts !== undefined) {
@@ -200,6 +204,10 @@ function validateProcessing<R>(options: KafkaConsumerOptions<R>): void {
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
     fail('batchSize must be an integer from 1 to 10000', { batchSize });
   }
+  const fromBeginning: unknown = options.fromBeginning;
+  if (fromBeginning !== undefined && typeof fromBeginning !== 'boolean') {
+    fail('fromBeginning must be a boolean', { fromBeginning });
+  }
   const concurrency = options.concurrency ?? 1;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     fail('concurrency must be a positive integer', { concurrency });
@@ -213,6 +221,10 @@ function validateProcessing<R>(options: KafkaConsumerOptions<R>): void {
   const fallback: unknown = options.messageId?.fallback;
   if (fallback !== undefined && typeof fallback !== 'boolean') {
     fail('messageId.fallback must be a boolean', { fallback });
+  }
+  const scopeHeader: unknown = options.scopeHeader;
+  if (scopeHeader !== undefined && (typeof scopeHeader !== 'string' || scopeHeader === '')) {
+    fail('scopeHeader must be a non-empty string', { scopeHeader });
   }
   if (options.onSettled !== undefined && typeof options.onSettled !== 'function') {
     fail('onSettled must be a function');

@@ -3,7 +3,7 @@ import {
   messageHeaders,
   optionKeys,
   rejectUnknownOptions,
-  silentLogger,
+  resolveLogger,
   type Logger,
   type OutgoingMessage,
   type Publisher,
@@ -13,6 +13,7 @@ import {
 import {
   kafkajsClient,
   resolveKafkaTimeouts,
+  validateBrokers,
   type KafkaClient,
   type KafkaProducerClient,
   type KafkaTimeouts,
@@ -108,8 +109,7 @@ const PERMANENT = new Set([
  */
 export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
   // `?.`: options that are not an object are refused by `validate`, not met with a TypeError.
-  const { retries, timeout, sendTimeoutMs } = validate(options);
-  const logger = options.logger ?? silentLogger;
+  const { retries, timeout, sendTimeoutMs, logger } = validate(options);
   const owns = options.producer === undefined;
   const kafka =
     options.kafka ??
@@ -284,6 +284,7 @@ function validate(options: KafkaPublisherOptions): {
   retries: number;
   timeout: number;
   sendTimeoutMs: number;
+  logger: Logger;
 } {
   const fail = (message: string, details: Record<string, unknown> = {}): never => {
     throw new ConfigurationError(`createKafkaPublisher: ${message}`, details);
@@ -295,12 +296,7 @@ function validate(options: KafkaPublisherOptions): {
   const sendTimeoutMs = options.sendTimeoutMs ?? 8_000;
   const given = (['kafka', 'brokers', 'producer'] as const).filter((k) => options[k] !== undefined);
   if (given.length !== 1) fail('give exactly one of kafka, brokers and producer', { given });
-  if (
-    options.brokers !== undefined &&
-    (!Array.isArray(options.brokers) || options.brokers.length === 0)
-  ) {
-    fail('brokers must list at least one broker');
-  }
+  if (options.brokers !== undefined) validateBrokers(options.brokers, 'createKafkaPublisher');
   if (!Number.isInteger(retries) || retries < 1)
     fail('retries must be a positive integer', { retries });
   if (!Number.isInteger(timeout) || timeout < 1)
@@ -317,5 +313,5 @@ function validate(options: KafkaPublisherOptions): {
   if (options.brokers !== undefined && timeout >= requestMs) {
     fail('ackTimeoutMs must be below timeouts.requestMs', { ackTimeoutMs: timeout, requestMs });
   }
-  return { retries, timeout, sendTimeoutMs };
+  return { retries, timeout, sendTimeoutMs, logger: resolveLogger(options.logger) };
 }

@@ -193,3 +193,62 @@ describe('options that are not an object', () => {
     }
   });
 });
+
+describe('options of the wrong kind', () => {
+  /** A consumer built from `brokers`, with `change` over every other option. */
+  const consumerWith = (change: Record<string, unknown>): KafkaConsumerOptions => {
+    const { kafka: _kafka, ...base } = allConsumerOptions();
+    return loose<KafkaConsumerOptions>({ ...base, brokers: BROKERS, ...change });
+  };
+
+  it('refuse a logger without the four methods, in every factory', () => {
+    const loggers = [{}, { debug: () => undefined }, 'console'];
+    for (const logger of loggers) {
+      const builds = [
+        () => createKafkaConsumer(consumerWith({ logger })),
+        () => createKafkaConsumer({ ...allConsumerOptions(), logger: logger as never }),
+        () => createKafkaPublisher(loose({ brokers: BROKERS, logger })),
+        () => createKafkaPublisher(loose({ producer: idleProducer, logger })),
+        () => kafkajsClient(loose({ brokers: BROKERS, logger })),
+      ];
+      for (const build of builds) {
+        expect(refusal(build).message).toMatch(/logger must have debug, info, warn and error/);
+      }
+    }
+  });
+
+  it('refuse a fromBeginning that is not a boolean and a scopeHeader that is no name', () => {
+    for (const fromBeginning of ['yes', 1, null]) {
+      expect(refusal(() => createKafkaConsumer(consumerWith({ fromBeginning }))).message).toBe(
+        'createKafkaConsumer: fromBeginning must be a boolean',
+      );
+    }
+    for (const scopeHeader of ['', 42, null]) {
+      expect(refusal(() => createKafkaConsumer(consumerWith({ scopeHeader }))).message).toBe(
+        'createKafkaConsumer: scopeHeader must be a non-empty string',
+      );
+    }
+  });
+
+  it('refuse a broker that is not host:port with a port from 1 to 65535', () => {
+    const bad = ['nohost', 'host:', ':9092', 'host:0', 'host:65536', 'host:9092x', ' host:1'];
+    // kafkajs splits an address at its first `:`, so it cannot connect to an IPv6 literal.
+    bad.push('[::1]:9092', '::1:9092');
+    for (const broker of bad) {
+      const brokers = ['127.0.0.1:9092', broker];
+      const builds: Array<[string, () => unknown]> = [
+        ['createKafkaConsumer', () => createKafkaConsumer(consumerWith({ brokers }))],
+        ['createKafkaPublisher', () => createKafkaPublisher({ brokers })],
+        ['kafkajsClient', () => kafkajsClient({ brokers })],
+      ];
+      for (const [context, build] of builds) {
+        expect(refusal(build).message).toMatch(
+          new RegExp(`^${context}: brokers must list at least one host:port, each port from 1`),
+        );
+      }
+    }
+    const good = ['localhost:9092', 'b-1.kafka.example.com:65535', '10.0.0.1:1'];
+    expect(typeof createKafkaConsumer(consumerWith({ brokers: good })).start).toBe('function');
+    expect(typeof createKafkaPublisher({ brokers: good }).publish).toBe('function');
+  });
+});

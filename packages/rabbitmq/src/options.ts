@@ -1,4 +1,9 @@
-import { ConfigurationError } from '@justonce/core';
+import {
+  backoffBoundsOption,
+  ConfigurationError,
+  positiveIntegerOption,
+  type BackoffBounds,
+} from '@justonce/core';
 
 /** AMQP short strings (queue and exchange names, routing keys) hold at most 255 bytes. */
 export const MAX_NAME_BYTES = 255;
@@ -19,4 +24,25 @@ export function validateName(value: unknown, what: string): string {
     });
   }
   return value;
+}
+
+/**
+ * A `reconnect` or `storeRetry` backoff (`what`), checked with core's backoff check, `defaults`
+ * standing in for a bound not given. Each bound is at least 1 ms: with a base of 0 a full-jitter
+ * backoff is always 0, a reconnect or retry loop without pause. @internal
+ */
+export function backoffOption(
+  value: { readonly baseMs?: unknown; readonly capMs?: unknown } | undefined,
+  what: string,
+  defaults: BackoffBounds,
+): BackoffBounds {
+  const baseMs = positiveIntegerOption(value?.baseMs, `${what}.baseMs`, defaults.baseMs);
+  const capMs = positiveIntegerOption(value?.capMs, `${what}.capMs`, defaults.capMs);
+  try {
+    return backoffBoundsOption({ baseMs, capMs }, defaults);
+  } catch (error) {
+    // Core names the bounds `backoff.baseMs` / `backoff.capMs`; say which option they are.
+    if (!(error instanceof ConfigurationError)) throw error;
+    throw new ConfigurationError(error.message.replaceAll('backoff.', `${what}.`), error.details);
+  }
 }

@@ -177,3 +177,57 @@ describe('options that are not an object', () => {
     }
   });
 });
+
+describe('options of the wrong kind', () => {
+  const consumerWith = (change: Record<string, unknown>): RabbitConsumerOptions =>
+    loose<RabbitConsumerOptions>({ ...allConsumerOptions(), ...change });
+
+  it('refuse a logger without the four methods, in both factories', () => {
+    for (const logger of [{}, { debug: () => undefined }, 'console']) {
+      for (const build of [
+        () => createRabbitConsumer(consumerWith({ logger })),
+        () => createRabbitPublisher(loose({ url: URL, logger })),
+      ]) {
+        expect(refusal(build).message).toBe('logger must have debug, info, warn and error methods');
+      }
+    }
+  });
+
+  it('refuse a backoff whose cap is below its base, naming the option', () => {
+    const backoff = { baseMs: 1_000, capMs: 10 };
+    const cases: Array<[() => unknown, string]> = [
+      [() => createRabbitConsumer(consumerWith({ reconnect: backoff })), 'reconnect'],
+      [() => createRabbitConsumer(consumerWith({ storeRetry: backoff })), 'storeRetry'],
+      // The default cap (5 000 ms) stands in for one not given.
+      [() => createRabbitConsumer(consumerWith({ storeRetry: { baseMs: 6_000 } })), 'storeRetry'],
+      [() => createRabbitPublisher({ url: URL, reconnect: backoff }), 'reconnect'],
+    ];
+    for (const [build, what] of cases) {
+      const error = refusal(build);
+      expect(error.message).toBe(`${what}.capMs must not be below ${what}.baseMs`);
+      expect(error.code).toBe('INVALID_CONFIG');
+    }
+    // The bounds stay positive integers: a base of 0 would retry without pause.
+    expect(
+      refusal(() => createRabbitConsumer(consumerWith({ reconnect: { baseMs: 0 } }))).message,
+    ).toBe('reconnect.baseMs must be a positive integer');
+  });
+
+  it('refuse a queue name its retry queues cannot extend, naming its own limit', async () => {
+    const suffix = '.retry.2147483647ms';
+    expect(255 - Buffer.byteLength(suffix)).toBe(236);
+    for (const bytes of [237, 251, 255, 300]) {
+      const error = refusal(() => createRabbitConsumer(consumerWith({ queue: 'q'.repeat(bytes) })));
+      expect(error.message).toBe(
+        `queue must be at most 236 bytes: its retry queues add \`${suffix}\` within AMQP's 255`,
+      );
+    }
+    // Bytes, not characters: 118 two-byte letters are 236 bytes, one more is too many.
+    refusal(() => createRabbitConsumer(consumerWith({ queue: 'é'.repeat(119) })));
+    const longest = createRabbitConsumer(
+      consumerWith({ queue: 'é'.repeat(118), deadLetter: undefined }),
+    );
+    expect(longest.topology().queue).toBe('é'.repeat(118));
+    await longest.stop();
+  });
+});

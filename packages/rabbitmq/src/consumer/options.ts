@@ -2,8 +2,8 @@ import {
   ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
+  resolveLogger,
   resolveMessageIdOptions,
-  silentLogger,
   type Handler,
   type Inbox,
   type KnexTransaction,
@@ -22,10 +22,10 @@ import {
   type ConnectionOptions,
   type ConnectionSettings,
 } from '../amqp/connection';
-import { validateName } from '../options';
+import { backoffOption, MAX_NAME_BYTES, validateName } from '../options';
 import type { RabbitConnectionEvent } from './events';
-import { retryDelays, type RetryDelays } from './retry-delays';
-import type { TopologySettings } from './topology';
+import { MAX_DELAY_MS, retryDelays, type RetryDelays } from './retry-delays';
+import { retryQueueName, type TopologySettings } from './topology';
 
 /** How failed messages are retried. The attempts allowed are the inbox's `maxAttempts`. */
 export interface RabbitRetryOptions {
@@ -82,7 +82,10 @@ export interface RabbitConsumerOptions<
   R = unknown,
   Tx = KnexTransaction,
 > extends ConnectionOptions {
-  /** The queue to consume from. Required; at most 255 bytes; not `amq.*`. */
+  /**
+   * The queue to consume from. Required; at most 236 bytes (its retry queues' names, the
+   * queue's and `.retry.<delay>ms`, must fit AMQP's 255); not `amq.*`.
+   */
   readonly queue: string;
   /** The handler; its effects commit if and only if the dedup record commits. */
   readonly handler: Handler<R, Tx>;
@@ -239,7 +242,7 @@ export function resolveConsumerOptions<R>(
   options: RabbitConsumerOptions<R>,
 ): ResolvedConsumerOptions<R> {
   rejectUnknownConsumerOptions(options as RabbitConsumerOptions<unknown>);
-  const queue = validateName(options.queue, 'queue');
+  const queue = queueFrom(options.queue);
   const connection = resolveConnection(options, 'createRabbitConsumer', `justonce:${queue}`);
   if (typeof options.handler !== 'function') {
     throw new ConfigurationError('createRabbitConsumer: handler must be a function');
@@ -261,11 +264,11 @@ export function resolveConsumerOptions<R>(
     concurrency,
     ...batching,
     confirmTimeoutMs: positiveIntegerOption(options.confirmTimeoutMs, 'confirmTimeoutMs', 15_000),
-    reconnect: backoffFrom(options.reconnect, 'reconnect', 100, 10_000),
-    storeRetry: backoffFrom(options.storeRetry, 'storeRetry', 200, 5_000),
+    reconnect: backoffOption(options.reconnect, 'reconnect', { baseMs: 100, capMs: 10_000 }),
+    storeRetry: backoffOption(options.storeRetry, 'storeRetry', { baseMs: 200, capMs: 5_000 }),
     delays: retryDelays(options.retry ?? {}),
     topology: topologyFrom(options, queue),
-    logger: options.logger ?? silentLogger,
+    logger: resolveLogger(options.logger),
     meter: options.meter,
     onSettled: hook(options.onSettled, 'onSettled'),
     onConnection: hook(options.onConnection, 'onConnection'),
@@ -292,16 +295,25 @@ function batchingFrom(
     : { mode, batchSize: 1, batchWaitMs: 0 };
 }
 
-function backoffFrom(
-  value: RabbitBackoffOptions | undefined,
-  what: string,
-  baseMs: number,
-  capMs: number,
-): { baseMs: number; capMs: number } {
-  return {
-    baseMs: positiveIntegerOption(value?.baseMs, `${what}.baseMs`, baseMs),
-    capMs: positiveIntegerOption(value?.capMs, `${what}.capMs`, capMs),
-  };
+/** The longest suffix of a retry queue's name: the one of the longest delay. */
+const LONGEST_RETRY_SUFFIX = retryQueueName('', MAX_DELAY_MS);
+
+/**
+ * The longest queue name taken, in bytes (236): its retry queues' names (the queue's name and
+ * {@link LONGEST_RETRY_SUFFIX}) must fit AMQP's 255, and so do its `.dlx` and `.dead` ones.
+ */
+const MAX_QUEUE_BYTES = MAX_NAME_BYTES - LONGEST_RETRY_SUFFIX.length;
+
+/** `queue`, checked before the names derived from it so that its own limit is the one named. */
+function queueFrom(value: unknown): string {
+  if (typeof value === 'string' && Buffer.byteLength(value, 'utf8') > MAX_QUEUE_BYTES) {
+    throw new ConfigurationError(
+      `queue must be at most ${MAX_QUEUE_BYTES} bytes: its retry queues add ` +
+        `\`${LONGEST_RETRY_SUFFIX}\` within AMQP's ${MAX_NAME_BYTES}`,
+      { queue: value, bytes: Buffer.byteLength(value, 'utf8') },
+    );
+  }
+  return validateName(value, 'queue');
 }
 
 function hook<F>(value: F | undefined, what: string): F | undefined {
@@ -386,8 +398,6 @@ function topologyFrom(
   if (typeof queueArguments !== 'object' || queueArguments === null) {
     throw new ConfigurationError('queueArguments must be an object');
   }
-  // Retry queue names are derived from the queue name and must fit the 255-byte limit too.
-  validateName(`${queue}.retry.${2 ** 31 - 1}ms`, 'queue (with its retry suffix)');
   return {
     queue,
     declare,

@@ -11,8 +11,8 @@ export const DEFAULT_DELAY_LADDER_MS: readonly number[] = [
   3_600_000,
 ];
 
-/** Longest delay accepted: RabbitMQ's message TTL is a 32-bit value. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
+/** Longest delay accepted: RabbitMQ's message TTL is a 32-bit value. @internal */
+export const MAX_DELAY_MS = 2 ** 31 - 1;
 
 /** How the consumer chooses the delay before a failed message is delivered again. @internal */
 export interface RetryDelays {

@@ -2,13 +2,14 @@ import {
   ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
-  silentLogger,
+  resolveLogger,
   type Logger,
   type Publisher,
   positiveIntegerOption,
 } from '@justonce/core';
 import { CONNECTION_KEYS, resolveConnection, type ConnectionOptions } from '../amqp/connection';
 import type { RabbitBackoffOptions } from '../consumer/options';
+import { backoffOption } from '../options';
 import { OutageLog } from '../outage-log';
 import { closePublisher, type PublisherRuntime } from './connection';
 import { publishBatch } from './publish';
@@ -79,10 +80,7 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     'confirmTimeoutMs',
     15_000,
   );
-  const reconnect = {
-    baseMs: positiveIntegerOption(options.reconnect?.baseMs, 'reconnect.baseMs', 100),
-    capMs: positiveIntegerOption(options.reconnect?.capMs, 'reconnect.capMs', 5_000),
-  };
+  const reconnect = backoffOption(options.reconnect, 'reconnect', { baseMs: 100, capMs: 5_000 });
   const exchangeCheckTtlMs = positiveIntegerOption(
     options.exchangeCheckTtlMs,
     'exchangeCheckTtlMs',
@@ -92,7 +90,7 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
   if (typeof persistent !== 'boolean') {
     throw new ConfigurationError('createRabbitPublisher: persistent must be a boolean');
   }
-  const logger = options.logger ?? silentLogger;
+  const logger = resolveLogger(options.logger);
   const outage = new OutageLog(
     logger,
     {
