@@ -399,6 +399,38 @@ describe('SQS consumer (ElasticMQ)', () => {
     expect(Object.fromEntries(await store.effectCounts(consumer))).toEqual({});
   });
 
+  it('stop({ timeoutMs }): a handler still running at the timeout is abandoned; its late commit neither deletes nor reports', async () => {
+    const queueUrl = await queues.create(unique('late'), { VisibilityTimeout: '3' });
+    const consumer = unique('c');
+    await queues.send(queueUrl, [{ body: 'x', attributes: { 'message-id': 'late-1' } }]);
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    const write = effectHandler(consumer);
+    const { sqsConsumer, settled } = await startConsumer({
+      queueUrl,
+      inbox: createInbox({ store, consumer }),
+      // Ignores its signal and commits 2 s in, long after the stop resolved.
+      handler: async (ctx) => {
+        entered();
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        await write(ctx);
+      },
+    });
+    await inHandler;
+    await sqsConsumer.stop({ timeoutMs: 500 });
+    expect(settled.map((e) => [e.action, e.messageId])).toEqual([['abandoned', 'late-1']]);
+
+    await waitFor('the late commit', async () => (await store.effectCounts(consumer)).size > 0, {
+      timeoutMs: 5_000,
+      intervalMs: 100,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Nothing reported after the stop, and not deleted: SQS delivers it again.
+    expect(settled).toHaveLength(1);
+    const [again] = await queues.receive(queueUrl, 1, 10);
+    expect(again?.MessageAttributes?.['message-id']?.StringValue).toBe('late-1');
+  });
+
   it('rejects a queue it cannot describe with a typed error', async () => {
     const missing = createSqsConsumer({
       clientConfig: sqsClientConfig(),

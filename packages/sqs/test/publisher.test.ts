@@ -289,6 +289,46 @@ describe('SQS publisher (ElasticMQ)', () => {
     }
   });
 
+  it('ends the call when the lookup of a queue name times out: the URL destination is not sent', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const endpoint = `http://127.0.0.1:${port}`;
+    const warnings: string[] = [];
+    const logger = {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message: string) => void warnings.push(message),
+      error: () => undefined,
+    };
+    const publisher = createSqsPublisher({
+      clientConfig: { ...sqsClientConfig(), endpoint },
+      timeouts: { requestMs: 800 },
+      logger,
+    });
+    try {
+      const started = Date.now();
+      const results = await publisher.publish([
+        message(`${endpoint}/000000000000/silent`, 'by-url'),
+        message('silent-by-name', 'by-name'),
+      ]);
+      const elapsed = Date.now() - started;
+      // One limit (the lookup), not a second one for the request to the URL.
+      expect(elapsed).toBeLessThan(1_200);
+      const failed = failures(results);
+      expect(failed.map((f) => f.messageId)).toEqual(['by-url', 'by-name']);
+      expect(failed.every((f) => f.outage === true && f.retriable)).toBe(true);
+      expect(warnings).toEqual([
+        'sqs publisher: SQS did not take a request; its events stay pending and the relay retries them',
+      ]);
+    } finally {
+      await publisher.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
   it('carries outbox events through the relay to a consumer that dedupes a re-publish', async () => {
     const queueUrl = await queues.create(unique('relay'));
     const consumer = unique('c');

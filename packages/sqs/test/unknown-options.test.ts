@@ -173,6 +173,16 @@ describe('createSqsPublisher', () => {
   });
 });
 
+describe('logger', () => {
+  it('is refused by both factories unless it has debug, info, warn and error', () => {
+    const partial = loose<SqsPublisherOptions['logger']>({ warn() {} });
+    const publisher = refusal(() => createSqsPublisher({ client: client(), logger: partial }));
+    expect(publisher.message).toContain('logger must have debug, info, warn and error methods');
+    const consumer = refusal(() => createSqsConsumer({ ...allConsumerOptions(), logger: partial }));
+    expect(consumer.message).toContain('logger must have debug, info, warn and error methods');
+  });
+});
+
 describe('options that are not an object', () => {
   it('are refused with a ConfigurationError by every factory, never met with a TypeError', () => {
     const factories = { createSqsConsumer, createSqsPublisher };

@@ -5,7 +5,7 @@ import {
   integerOption,
   optionKeys,
   rejectUnknownOptions,
-  silentLogger,
+  resolveLogger,
   type Handler,
   type Inbox,
   type Logger,
@@ -110,16 +110,6 @@ function attributeName(value: unknown, fallback: string, name: string): string {
     throw new ConfigurationError(`${name}: ${problem}`, { [name]: value });
   }
   return value as string;
-}
-
-function checkLogger(logger: Logger): void {
-  if (
-    typeof logger !== 'object' ||
-    logger === null ||
-    (['debug', 'info', 'warn', 'error'] as const).some((m) => typeof logger[m] !== 'function')
-  ) {
-    throw new ConfigurationError('logger must have debug, info, warn and error methods');
-  }
 }
 
 function resolveRetry(retry: SqsConsumerOptions['retry']): ResolvedConsumerOptions<never>['retry'] {
@@ -229,8 +219,7 @@ export function resolveConsumerOptions<R>(
   if (!isInbox(options.inbox)) {
     throw new ConfigurationError('inbox must be an Inbox (createInbox(...))');
   }
-  const logger = options.logger ?? silentLogger;
-  checkLogger(logger);
+  const logger = resolveLogger(options.logger);
   const mode = options.mode ?? 'message';
   if (mode !== 'message' && mode !== 'batch') {
     throw new ConfigurationError('mode must be message or batch', { mode });

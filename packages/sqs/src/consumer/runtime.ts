@@ -65,7 +65,10 @@ export interface ConsumerRuntime<R> {
   readonly receiveBatch: number;
   /** Messages whose final action was reported, so a stop's release is not reported twice. */
   readonly reported: WeakSet<HeldMessage>;
-  /** Messages a stop without drain gives back: their handler's outcome no longer moves them. */
+  /**
+   * Messages a stop took over (released without drain, abandoned at a drain's timeout): their
+   * handler's outcome no longer deletes, moves or reports them.
+   */
   readonly givenBack: WeakSet<HeldMessage>;
   /**
    * Long polls sent and not answered, by when SQS ends them. One aborted by `stop` stays:

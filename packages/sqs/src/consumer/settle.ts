@@ -41,8 +41,9 @@ export async function settle<R>(
   decision: Decision<R>,
 ): Promise<boolean> {
   setup.heartbeat?.unwatch(h);
-  // Given back by a stop without drain: a visibility set now could land after its release
-  // and hide it again. SQS delivers it again; the inbox answers what committed.
+  // Taken over by a stop (released, or abandoned at its timeout): a visibility set now could
+  // land after its release and hide it again, and a delete or report after the stop resolved
+  // is the consumer acting once stopped. SQS delivers it again; the inbox answers what committed.
   if (rt.givenBack.has(h)) return true;
   switch (decision.kind) {
     case 'ack':
@@ -136,9 +137,20 @@ async function giveBack<R>(
 
 /**
  * Makes `h` visible again, unhandled: at once, or when stopping just after the long polls the
- * stop aborted (see {@link releaseDelayMs}). Resolves `true` (held back). @internal
+ * stop aborted (see {@link releaseDelayMs}). Nothing when a stop took `h` over already.
+ * Resolves `true` (held back). @internal
  */
 export function release<R>(
+  rt: ConsumerRuntime<R>,
+  setup: QueueSetup,
+  h: HeldMessage,
+): Promise<boolean> {
+  if (rt.givenBack.has(h)) return Promise.resolve(true);
+  return releaseAtStop(rt, setup, h);
+}
+
+/** {@link release} for the stop itself, of a message it took over. @internal */
+export function releaseAtStop<R>(
   rt: ConsumerRuntime<R>,
   setup: QueueSetup,
   h: HeldMessage,
@@ -159,6 +171,8 @@ function acknowledge<R>(
   outcome: InboxOutcome<R>,
   facts?: DeadLetterFacts,
 ): void {
+  // Taken over by a stop while its dead letter was being forwarded: it is not deleted.
+  if (rt.givenBack.has(h)) return;
   const deleting = setup.deleter.delete(h).then((deleted) => {
     const deadLetter = facts ? { deadLetter: facts } : {};
     if (deleted) {

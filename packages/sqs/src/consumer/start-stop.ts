@@ -4,8 +4,8 @@ import { Heartbeat } from './heartbeat';
 import { GroupLanes } from './lanes';
 import { describeQueue } from './queue-info';
 import { poll } from './receive';
-import { RECEIVE_BATCH, type ConsumerRuntime, type QueueSetup } from './runtime';
-import { release } from './settle';
+import { RECEIVE_BATCH, report, type ConsumerRuntime, type QueueSetup } from './runtime';
+import { releaseAtStop } from './settle';
 import { errorName } from '../request-errors';
 
 /** Describes the queue and builds what handling its messages needs. */
@@ -102,8 +102,10 @@ async function settledWithin<R>(rt: ConsumerRuntime<R>, timeoutMs: number): Prom
 
 /**
  * Ends the work in flight: with `drain`, waits for it up to `timeoutMs`, then aborts the
- * handlers still running (their messages come back after the visibility timeout); without,
- * aborts them at once and makes every message in hand visible again.
+ * handlers still running and reports their messages `abandoned` (they come back after the
+ * visibility timeout); without, aborts them at once and makes every message in hand visible
+ * again. Either way the consumer takes the messages it ends over: a handler that answers
+ * later neither deletes, moves nor reports its message.
  */
 async function endInFlight<R>(
   rt: ConsumerRuntime<R>,
@@ -122,10 +124,18 @@ async function endInFlight<R>(
   );
   const inHand = [...rt.held.values()];
   // Marked before the abort: a handler that ends on it must not move its message after this.
-  const giveBack = drain ? [] : inHand.filter((h) => !rt.reported.has(h));
-  for (const h of giveBack) rt.givenBack.add(h);
+  const takenOver = inHand.filter((h) => !rt.reported.has(h));
+  for (const h of takenOver) rt.givenBack.add(h);
   for (const h of inHand) h.controller.abort(reason);
-  await Promise.all(giveBack.map((h) => release(rt, setup, h)));
+  if (!drain) {
+    await Promise.all(takenOver.map((h) => releaseAtStop(rt, setup, h)));
+    return;
+  }
+  // Left in flight: a late commit is answered as a duplicate on the redelivery.
+  const error = new Error(
+    'the consumer stopped before the handler ended; SQS delivers the message again after its visibility timeout',
+  );
+  for (const h of takenOver) report(rt, h, { action: 'abandoned', error });
 }
 
 /**

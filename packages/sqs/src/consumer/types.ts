@@ -103,8 +103,9 @@ export interface SqsConsumerOptions<R = unknown, Tx = KnexTransaction> extends S
   readonly scopeHeader?: string;
   /**
    * How long `stop` waits for running handlers when its own `timeoutMs` is not given, before
-   * it aborts their `ctx.signal` and returns; their messages come back after the visibility
-   * timeout. Default 30 000.
+   * it aborts their `ctx.signal` and returns; their messages are reported `abandoned` and
+   * come back after the visibility timeout (a late commit is not deleted: the redelivery is a
+   * duplicate). Default 30 000.
    */
   readonly shutdownTimeoutMs?: number;
   /** Called after the consumer acted on each message; for metrics and tests. Must not throw. */

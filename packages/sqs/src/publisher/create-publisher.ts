@@ -1,4 +1,4 @@
-import { ConfigurationError, silentLogger, type Publisher } from '@justonce/core';
+import { ConfigurationError, type Publisher } from '@justonce/core';
 import { resolveClient } from '../client';
 import { OutageNotice } from '../outage-notice';
 import { resolvePublisherOptions } from './options';
@@ -24,7 +24,8 @@ import type { SqsPublisherOptions } from './types';
  * - A request that fails for the network's or the service's sake (timed out after
  *   `timeouts.requestMs`, connection lost, throttled, server fault, the queue missing) is an
  *   outage: its messages are reported with `outage: true`, so the relay retries them and
- *   never charges them. After a timeout or a missing queue nothing more of the call is sent.
+ *   never charges them. After a timeout, a missing queue or a queue-name lookup that failed
+ *   so, nothing more of the call is sent.
  *
  * `close` destroys the client only when the publisher created it from `clientConfig`.
  */
@@ -34,7 +35,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
   }
   const settings = resolvePublisherOptions(options);
   const { client, owned } = resolveClient(options, 'createSqsPublisher', settings.timeouts);
-  const logger = options.logger ?? silentLogger;
+  const { logger } = settings;
   const rt: PublisherRuntime = {
     settings,
     client,

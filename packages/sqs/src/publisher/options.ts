@@ -3,6 +3,8 @@ import {
   integerOption,
   optionKeys,
   rejectUnknownOptions,
+  resolveLogger,
+  type Logger,
 } from '@justonce/core';
 import type { BodyEncoding } from '../body';
 import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
@@ -16,6 +18,7 @@ export interface ResolvedPublisherOptions {
   readonly backoff: { readonly baseMs: number; readonly capMs: number };
   readonly concurrency: number;
   readonly timeouts: ResolvedTimeouts;
+  readonly logger: Logger;
 }
 
 /** The largest message any SQS queue accepts (1 MiB). */
@@ -42,9 +45,7 @@ export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedP
   if (bodyEncoding !== 'utf8' && bodyEncoding !== 'base64') {
     throw new ConfigurationError('bodyEncoding must be utf8 or base64', { bodyEncoding });
   }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') {
-    throw new ConfigurationError('logger must have debug, info, warn and error methods');
-  }
+  const logger = resolveLogger(options.logger);
   const baseMs = integerOption(options.backoff?.baseMs, 50, 'backoff.baseMs', 0, 60_000);
   const capMs = integerOption(options.backoff?.capMs, 1_000, 'backoff.capMs', baseMs, 300_000);
   return {
@@ -60,5 +61,6 @@ export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedP
     backoff: { baseMs, capMs },
     concurrency: integerOption(options.concurrency, 4, 'concurrency', 1, 64),
     timeouts: resolveTimeouts(options.timeouts, 'createSqsPublisher'),
+    logger,
   };
 }

@@ -11,7 +11,7 @@ import type { PreparedEntry } from './prepared-entry';
 import { planBatches, type PlannedBatch } from './plan';
 import { queueUrlOf } from './queue-url';
 import type { Failure, PublisherRuntime } from './runtime';
-import { sendBatch } from './send-batch';
+import { OUTAGE_WARNING, sendBatch } from './send-batch';
 
 /** A message of the call, with its place in it. */
 interface Indexed {
@@ -66,15 +66,20 @@ function byDestination(call: Call): Map<string, Indexed[]> {
   return groups;
 }
 
+/** Set by the first failure that ends the call: nothing more of it is sent. */
+type Halt = { halted?: unknown };
+
 /**
  * The batches of one destination: its queue URL found, its messages prepared (a message
- * that cannot be sent fails here) and planned into requests. A failed lookup fails them all.
+ * that cannot be sent fails here) and planned into requests. A failed lookup fails them all;
+ * one that failed as an outage also halts the call, as a timed-out send does.
  */
 async function planDestination(
   rt: PublisherRuntime,
   call: Call,
   destination: string,
   list: readonly Indexed[],
+  halt: Halt,
 ): Promise<PlannedBatch[]> {
   let queueUrl: string;
   try {
@@ -83,9 +88,9 @@ async function planDestination(
     // A lookup that timed out, or found no queue (yet), is not the events' fault.
     const isOutage = isSqsOutage(error);
     if (isOutage) {
-      rt.outage.failed('sqs publisher: GetQueueUrl failed; the relay retries', error, {
-        destination,
-      });
+      // SQS does not answer: requests to the other destinations would only wait as long.
+      halt.halted ??= error;
+      rt.outage.failed(OUTAGE_WARNING, error, { destination });
     }
     for (const { message, index } of list) {
       fail(call, index, message.messageId, {
@@ -120,6 +125,7 @@ async function sendAll(
   rt: PublisherRuntime,
   call: Call,
   batches: readonly PlannedBatch[],
+  halt: Halt,
 ): Promise<void> {
   const failedKeys = new Set<string>();
   const keyOf = (queueUrl: string, p: PreparedEntry) =>
@@ -139,7 +145,6 @@ async function sendAll(
     return true;
   };
   const permits = new Permits(rt.settings.concurrency);
-  const halt: { halted?: unknown } = {};
   const running = new Map<PlannedBatch, Promise<void>>();
   const run = async (batch: PlannedBatch): Promise<void> => {
     await Promise.all(batch.after.map((b) => running.get(b)));
@@ -178,12 +183,13 @@ export async function publish(
 ): Promise<PublishResult[]> {
   if (rt.closed) throw new SqsStateError('publish was called after close');
   const call: Call = { messages, results: new Array<PublishResult | undefined>(messages.length) };
+  const halt: Halt = {};
   const planned = await Promise.all(
     [...byDestination(call)].map(([destination, list]) =>
-      planDestination(rt, call, destination, list),
+      planDestination(rt, call, destination, list, halt),
     ),
   );
-  await sendAll(rt, call, planned.flat());
+  await sendAll(rt, call, planned.flat(), halt);
   return call.results.map((result, index) => {
     if (result !== undefined) return result;
     const messageId = messages[index]?.messageId ?? '';

@@ -14,6 +14,10 @@ import { entryOf, requestEntry } from './entry';
 import type { PreparedEntry } from './prepared-entry';
 import type { Failure, PublisherRuntime } from './runtime';
 
+/** Warned once per outage, for a send or a queue-name lookup SQS did not take. @internal */
+export const OUTAGE_WARNING =
+  'sqs publisher: SQS did not take a request; its events stay pending and the relay retries them';
+
 /** Fails every entry of a request that failed as a whole. */
 function failRequest(
   rt: PublisherRuntime,
@@ -25,11 +29,7 @@ function failRequest(
   // The network or SQS itself (or the queue gone with a broker's data), not the message.
   const isOutage = isSqsOutage(error);
   if (isOutage) {
-    rt.outage.failed(
-      'sqs publisher: SQS did not take a request; its events stay pending and the relay retries them',
-      error,
-      { queueUrl },
-    );
+    rt.outage.failed(OUTAGE_WARNING, error, { queueUrl });
   }
   for (const p of entries) {
     fail(p, {
