@@ -38,11 +38,5 @@ export function backoffOption(
 ): BackoffBounds {
   const baseMs = positiveIntegerOption(value?.baseMs, `${what}.baseMs`, defaults.baseMs);
   const capMs = positiveIntegerOption(value?.capMs, `${what}.capMs`, defaults.capMs);
-  try {
-    return backoffBoundsOption({ baseMs, capMs }, defaults);
-  } catch (error) {
-    // Core names the bounds `backoff.baseMs` / `backoff.capMs`; say which option they are.
-    if (!(error instanceof ConfigurationError)) throw error;
-    throw new ConfigurationError(error.message.replaceAll('backoff.', `${what}.`), error.details);
-  }
+  return backoffBoundsOption({ baseMs, capMs }, defaults, undefined, what);
 }

@@ -40,17 +40,19 @@ export interface BackoffBounds {
  * Checks the `baseMs` and `capMs` of a `backoff` option: integers from 0 to the `max` of each,
  * with `defaults` standing in for one not given, and the cap not below the base (a cap that
  * small would silently override the base). Every problem is a {@link ConfigurationError}.
- * For transports' backoff options too, so that each checks them alike.
+ * For transports' backoff options too, so that each checks them alike; `name` is the
+ * option's name in the messages.
  */
 export function backoffBoundsOption(
   backoff: { readonly baseMs?: unknown; readonly capMs?: unknown } | undefined,
   defaults: BackoffBounds,
   max: BackoffBounds = { baseMs: Number.MAX_SAFE_INTEGER, capMs: Number.MAX_SAFE_INTEGER },
+  name = 'backoff',
 ): BackoffBounds {
-  const baseMs = integerOption(backoff?.baseMs, defaults.baseMs, 'backoff.baseMs', 0, max.baseMs);
-  const capMs = integerOption(backoff?.capMs, defaults.capMs, 'backoff.capMs', 0, max.capMs);
+  const baseMs = integerOption(backoff?.baseMs, defaults.baseMs, `${name}.baseMs`, 0, max.baseMs);
+  const capMs = integerOption(backoff?.capMs, defaults.capMs, `${name}.capMs`, 0, max.capMs);
   if (capMs < baseMs) {
-    throw new ConfigurationError('backoff.capMs must not be below backoff.baseMs', {
+    throw new ConfigurationError(`${name}.capMs must not be below ${name}.baseMs`, {
       baseMs,
       capMs,
     });
