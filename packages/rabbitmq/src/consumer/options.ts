@@ -22,10 +22,13 @@ import {
   type ConnectionOptions,
   type ConnectionSettings,
 } from '../amqp/connection';
-import { backoffOption, MAX_NAME_BYTES, validateName } from '../options';
+import { backoffOption } from '../options';
 import type { RabbitConnectionEvent } from './events';
-import { MAX_DELAY_MS, retryDelays, type RetryDelays } from './retry-delays';
-import { retryQueueName, type TopologySettings } from './topology';
+import { retryDelays, type RetryDelays } from './retry-delays';
+import type { TopologySettings } from './topology';
+import { queueFrom, topologyFrom, type RabbitDeadLetterOptions } from './topology-options';
+
+export type { RabbitDeadLetterOptions } from './topology-options';
 
 /** How failed messages are retried. The attempts allowed are the inbox's `maxAttempts`. */
 export interface RabbitRetryOptions {
@@ -59,20 +62,6 @@ export interface RabbitBackoffOptions {
 
 /** Reconnection backoff after the connection or channel is lost. Defaults 100 / 10 000 ms. */
 export type RabbitReconnectOptions = RabbitBackoffOptions;
-
-/** Where dead letters go: an exchange, and optionally a queue the consumer binds to it. */
-export interface RabbitDeadLetterOptions {
-  /** Exchange dead letters are published to, routing key = the consumed queue. Default `<queue>.dlx`. */
-  readonly exchange?: string;
-  /** Type the dead-letter exchange is declared with. Default `direct`. */
-  readonly exchangeType?: 'direct' | 'topic' | 'fanout' | 'headers';
-  /**
-   * Queue bound to the dead-letter exchange with the consumed queue's name as routing key.
-   * Default `<queue>.dead`; `null` declares none (bind your own, or dead letters are
-   * returned as unroutable and retried).
-   */
-  readonly queue?: string | null;
-}
 
 /**
  * Options of {@link createRabbitConsumer}: `url` or `connect`, the `queue`, the `inbox` and
@@ -295,27 +284,6 @@ function batchingFrom(
     : { mode, batchSize: 1, batchWaitMs: 0 };
 }
 
-/** The longest suffix of a retry queue's name: the one of the longest delay. */
-const LONGEST_RETRY_SUFFIX = retryQueueName('', MAX_DELAY_MS);
-
-/**
- * The longest queue name taken, in bytes (236): its retry queues' names (the queue's name and
- * {@link LONGEST_RETRY_SUFFIX}) must fit AMQP's 255, and so do its `.dlx` and `.dead` ones.
- */
-const MAX_QUEUE_BYTES = MAX_NAME_BYTES - LONGEST_RETRY_SUFFIX.length;
-
-/** `queue`, checked before the names derived from it so that its own limit is the one named. */
-function queueFrom(value: unknown): string {
-  if (typeof value === 'string' && Buffer.byteLength(value, 'utf8') > MAX_QUEUE_BYTES) {
-    throw new ConfigurationError(
-      `queue must be at most ${MAX_QUEUE_BYTES} bytes: its retry queues add ` +
-        `\`${LONGEST_RETRY_SUFFIX}\` within AMQP's ${MAX_NAME_BYTES}`,
-      { queue: value, bytes: Buffer.byteLength(value, 'utf8') },
-    );
-  }
-  return validateName(value, 'queue');
-}
-
 function hook<F>(value: F | undefined, what: string): F | undefined {
   if (value !== undefined && typeof value !== 'function') {
     throw new ConfigurationError(`createRabbitConsumer: ${what} must be a function`);
@@ -365,46 +333,4 @@ function scopeHeaderFrom(value: unknown): string {
     throw new ConfigurationError('scopeHeader must be a non-empty string');
   }
   return value;
-}
-
-function topologyFrom(
-  options: Pick<
-    RabbitConsumerOptions,
-    'deadLetter' | 'declareTopology' | 'durable' | 'queueArguments'
-  >,
-  queue: string,
-): TopologySettings {
-  const deadLetter = options.deadLetter ?? {};
-  const deadLetterExchange = validateName(
-    deadLetter.exchange ?? `${queue}.dlx`,
-    'deadLetter.exchange',
-  );
-  const deadLetterQueue =
-    deadLetter.queue === null
-      ? null
-      : validateName(deadLetter.queue ?? `${queue}.dead`, 'deadLetter.queue');
-  const type = deadLetter.exchangeType ?? 'direct';
-  if (!['direct', 'topic', 'fanout', 'headers'].includes(type)) {
-    throw new ConfigurationError(
-      'deadLetter.exchangeType must be direct, topic, fanout or headers',
-    );
-  }
-  const declare = options.declareTopology ?? true;
-  const durable = options.durable ?? true;
-  if (typeof declare !== 'boolean' || typeof durable !== 'boolean') {
-    throw new ConfigurationError('declareTopology and durable must be booleans');
-  }
-  const queueArguments = options.queueArguments ?? {};
-  if (typeof queueArguments !== 'object' || queueArguments === null) {
-    throw new ConfigurationError('queueArguments must be an object');
-  }
-  return {
-    queue,
-    declare,
-    durable,
-    queueArguments,
-    deadLetterExchange,
-    deadLetterExchangeType: type,
-    deadLetterQueue,
-  };
 }
