@@ -74,10 +74,14 @@ export async function finalize(
   ref: OperationRef,
   final: Final,
   action: string,
-  db: SqlRunner = poolRunner(rt.options.store.knex),
+  db?: SqlRunner,
 ): Promise<void> {
   const { store } = rt.options;
-  const matched = await finalizeRow(db, store, ref, ref.ownerId, final, ref.retentionMs);
+  // On the pool, a call groups with others made at the same time (`rt.finalize`).
+  const matched =
+    db === undefined
+      ? await rt.finalize.run({ ...ref, final })
+      : await finalizeRow(db, store, ref, ref.ownerId, final, ref.retentionMs);
   if (!matched) throw await leaseLost(rt, ref, action, db);
 }
 

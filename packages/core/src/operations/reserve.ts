@@ -3,7 +3,6 @@ import { OperationConflictError } from './errors/operation-conflict-error';
 import type { OperationsRuntime } from './runtime';
 import { readRow } from './sql/read';
 import { poolRunner } from '../transactions/sql';
-import { reserveRow } from './sql/reserve';
 import { parseResponse, toRecord, toStoredError, type RecordKey } from './sql/row';
 import type { Reservation } from './types';
 
@@ -32,7 +31,8 @@ export async function reserveRecord(
   };
   for (let round = 0; round < MAX_RESERVE_ROUNDS; round += 1) {
     const ownerId = randomUUID();
-    const reserved = await reserveRow(store.knex, store, record, {
+    const reserved = await rt.reserve.run({
+      ...record,
       requestHash: hash,
       ownerId,
       leaseMs,

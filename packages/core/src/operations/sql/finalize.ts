@@ -55,3 +55,52 @@ export async function finalizeRow(
   );
   return rowsOf(result).length === 1;
 }
+
+/** @internal One final state to write, by compare-and-set on its owner. */
+export interface Finalize extends RecordKey {
+  readonly ownerId: string;
+  readonly final: Final;
+  readonly retentionMs: number;
+}
+
+/**
+ * @internal
+ * {@link finalizeRow} for several records at once (distinct keys, sorted by the caller), on
+ * the store's pool: one update over arrays. Resolves to whether each matched, in the items'
+ * order.
+ */
+export async function finalizeRows(
+  db: SqlRunner,
+  store: StatementStore,
+  items: readonly Finalize[],
+): Promise<boolean[]> {
+  const result = await preparedOn(
+    store,
+    db,
+    `update ${store.names.table('idempotency')} as t
+        set status = f.status,
+            response = f.response::json,
+            error = f.error::jsonb,
+            lease_until = null,
+            updated_at = now(),
+            expires_at = now() + f.retention_ms * interval '1 millisecond'
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                   ?::text[], ?::double precision[])
+            as f (scope, operation, key, owner_id, status, response, error, retention_ms)
+      where t.scope = f.scope and t.operation = f.operation and t.key = f.key
+        and t.owner_id = f.owner_id and t.status = 'IN_PROGRESS'
+      returning t.owner_id`,
+    [
+      items.map((i) => i.scope),
+      items.map((i) => i.operation),
+      items.map((i) => i.key),
+      items.map((i) => i.ownerId),
+      items.map((i) => i.final.status),
+      items.map((i) => (i.final.status === 'SUCCEEDED' ? i.final.responseJson : null)),
+      items.map((i) => (i.final.status === 'SUCCEEDED' ? null : i.final.errorJson)),
+      items.map((i) => i.retentionMs),
+    ],
+  );
+  const matched = new Set(rowsOf<{ owner_id: string }>(result).map((row) => row.owner_id));
+  return items.map((item) => matched.has(item.ownerId));
+}

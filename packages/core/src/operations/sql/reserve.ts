@@ -11,31 +11,25 @@ export interface ReservedRow {
   readonly dbNow: Date;
 }
 
+/** @internal One reservation to make: the record, its request and its new owner. */
+export interface Reserve extends RecordKey {
+  readonly requestHash: string;
+  /** A fresh id, the owner the reservation is for. */
+  readonly ownerId: string;
+  readonly leaseMs: number;
+  readonly retentionMs: number;
+}
+
+/** The columns a reservation inserts. */
+const COLUMNS = `scope, operation, key, request_hash, status, owner_id, lease_until,
+        response, error, attempts, created_at, updated_at, expires_at`;
+
 /**
- * @internal
- * The atomic reserve: one `INSERT … ON CONFLICT DO UPDATE … WHERE` statement. It inserts an
- * IN_PROGRESS row for an absent key, and takes over an existing row only when it is expired
+ * What makes an upsert a reservation: an existing row is taken over only when it is expired
  * (then it starts afresh, whatever its hash), or when its request hash matches and it is
- * FAILED_RETRIABLE or IN_PROGRESS with a lease that has run out. Anything else leaves the row
- * untouched and returns nothing; the caller then reads the row to say why. Lease and expiry
- * use the database clock. A fixed text, run as a prepared statement when the store allows.
+ * FAILED_RETRIABLE or IN_PROGRESS with a lease that has run out.
  */
-export async function reserveRow(
-  knex: Knex,
-  store: StatementStore,
-  record: RecordKey,
-  params: { requestHash: string; ownerId: string; leaseMs: number; retentionMs: number },
-): Promise<ReservedRow | undefined> {
-  const table = store.names.table('idempotency');
-  const result = await prepared(
-    store,
-    knex,
-    `insert into ${table} as t
-       (scope, operation, key, request_hash, status, owner_id, lease_until,
-        response, error, attempts, created_at, updated_at, expires_at)
-     values (?, ?, ?, ?, 'IN_PROGRESS', ?, now() + ${MILLISECONDS},
-        null, null, 1, now(), now(), now() + greatest(${MILLISECONDS}, ${MILLISECONDS}))
-     on conflict (scope, operation, key) do update set
+const TAKE_OVER = `on conflict (scope, operation, key) do update set
        request_hash = excluded.request_hash,
        status = 'IN_PROGRESS',
        owner_id = excluded.owner_id,
@@ -49,25 +43,98 @@ export async function reserveRow(
      where t.expires_at <= now()
         or (t.request_hash = excluded.request_hash
             and (t.status = 'FAILED_RETRIABLE'
-                 or (t.status = 'IN_PROGRESS' and t.lease_until <= now())))
+                 or (t.status = 'IN_PROGRESS' and t.lease_until <= now())))`;
+
+/**
+ * @internal
+ * The atomic reserve: one `INSERT … ON CONFLICT DO UPDATE … WHERE` statement. It inserts an
+ * IN_PROGRESS row for an absent key, and takes over an existing row only when it is expired
+ * (then it starts afresh, whatever its hash), or when its request hash matches and it is
+ * FAILED_RETRIABLE or IN_PROGRESS with a lease that has run out. Anything else leaves the row
+ * untouched and returns nothing; the caller then reads the row to say why. Lease and expiry
+ * use the database clock. A fixed text, run as a prepared statement when the store allows.
+ */
+export async function reserveRow(
+  knex: Knex,
+  store: StatementStore,
+  item: Reserve,
+): Promise<ReservedRow | undefined> {
+  const result = await prepared(
+    store,
+    knex,
+    `insert into ${store.names.table('idempotency')} as t
+       (${COLUMNS})
+     values (?, ?, ?, ?, 'IN_PROGRESS', ?, now() + ${MILLISECONDS},
+        null, null, 1, now(), now(), now() + greatest(${MILLISECONDS}, ${MILLISECONDS}))
+     ${TAKE_OVER}
      returning t.attempts, t.lease_until, now() as db_now`,
     [
-      record.scope,
-      record.operation,
-      record.key,
-      params.requestHash,
-      params.ownerId,
-      params.leaseMs,
-      params.retentionMs,
-      params.leaseMs,
+      item.scope,
+      item.operation,
+      item.key,
+      item.requestHash,
+      item.ownerId,
+      item.leaseMs,
+      item.retentionMs,
+      item.leaseMs,
     ],
   );
-  const row = rowsOf<{
-    attempts: number | string;
-    lease_until: Date | string;
-    db_now: Date | string;
-  }>(result)[0];
-  if (row === undefined) return undefined;
+  const row = rowsOf<ReturnedRow>(result)[0];
+  return row === undefined ? undefined : reservedRow(row);
+}
+
+/**
+ * @internal
+ * {@link reserveRow} for several records at once (distinct keys, sorted by the caller): one
+ * statement over arrays, each record reserved or left as the single-row statement would.
+ * Resolves to what each reservation wrote, in the items' order; `undefined` for a record that
+ * was not taken.
+ */
+export async function reserveRows(
+  knex: Knex,
+  store: StatementStore,
+  items: readonly Reserve[],
+): Promise<Array<ReservedRow | undefined>> {
+  const ms = (column: string): string => `r.${column} * interval '1 millisecond'`;
+  const result = await prepared(
+    store,
+    knex,
+    `insert into ${store.names.table('idempotency')} as t
+       (${COLUMNS})
+     select r.scope, r.operation, r.key, r.request_hash, 'IN_PROGRESS', r.owner_id,
+            now() + ${ms('lease_ms')}, null, null, 1, now(), now(),
+            now() + greatest(${ms('retention_ms')}, ${ms('lease_ms')})
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                   ?::double precision[], ?::double precision[]) with ordinality
+            as r (scope, operation, key, request_hash, owner_id, lease_ms, retention_ms, ord)
+      order by r.ord
+     ${TAKE_OVER}
+     returning t.owner_id, t.attempts, t.lease_until, now() as db_now`,
+    [
+      items.map((i) => i.scope),
+      items.map((i) => i.operation),
+      items.map((i) => i.key),
+      items.map((i) => i.requestHash),
+      items.map((i) => i.ownerId),
+      items.map((i) => i.leaseMs),
+      items.map((i) => i.retentionMs),
+    ],
+  );
+  const byOwner = new Map<string, ReservedRow>();
+  for (const row of rowsOf<ReturnedRow & { owner_id: string }>(result)) {
+    byOwner.set(row.owner_id, reservedRow(row));
+  }
+  return items.map((item) => byOwner.get(item.ownerId));
+}
+
+/** What a reservation statement returns of a row it took. */
+interface ReturnedRow {
+  attempts: number | string;
+  lease_until: Date | string;
+  db_now: Date | string;
+}
+
+function reservedRow(row: ReturnedRow): ReservedRow {
   return {
     attempts: Number(row.attempts),
     leaseUntil: toDate(row.lease_until),
