@@ -25,6 +25,8 @@ import { emitSettled } from './settle-records';
  * @internal
  */
 export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor {
+  let haltedNow: (reason: Error) => void = () => undefined;
+  const whenHalted = new Promise<Error>((resolve) => (haltedNow = resolve));
   const runtime: ProcessorRuntime<R> = {
     deps,
     retryFrom: new Map(),
@@ -34,6 +36,8 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor 
     narrowed: new Map(),
     running: new Set(),
     halted: undefined,
+    whenHalted,
+    haltedNow,
   };
   return {
     eachBatch: (context) => eachBatch(runtime, context),
@@ -51,6 +55,7 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor 
     halt: (reason) => {
       runtime.halted ??= new Error(reason);
       for (const abort of runtime.running) abort.abort(runtime.halted);
+      runtime.haltedNow(runtime.halted);
     },
   };
 }

@@ -133,3 +133,20 @@ export function errorMessage(error: unknown): string {
 export function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error), { cause: error });
 }
+
+/**
+ * `work` (a chunk handed to the inbox), or the reason of the halt as soon as the processor is
+ * halted (a stop without drain, or a drain past its time limit). Handlers see their signal
+ * abort at the halt; one that ignores it goes on unwatched, so that the stop never waits for
+ * it: its records are released (delivered again, and answered `duplicate` should it commit
+ * after all), and whatever it ends with is ignored. @internal
+ */
+export function unlessHalted<R, T>(
+  runtime: ProcessorRuntime<R>,
+  work: Promise<T>,
+): Promise<{ readonly value: T } | { readonly halted: Error }> {
+  return Promise.race([
+    work.then((value) => ({ value })),
+    runtime.whenHalted.then((halted) => ({ halted })),
+  ]);
+}

@@ -1,7 +1,7 @@
 import { decide, type Envelope, type InboxOutcome } from '@justonce/core';
 import type { KafkaRecord } from './client';
 import type { ProcessorRuntime } from './consumer-types';
-import { mustStop, revoked, type BatchRun } from './batch-run';
+import { mustStop, revoked, unlessHalted, type BatchRun } from './batch-run';
 import { toEnvelope } from './envelope';
 import {
   afterThrow,
@@ -56,7 +56,16 @@ export async function processOneByOne<R>(
     const envelope = envelopesOf(runtime, run, [record])[0]!;
     let outcome: InboxOutcome<R>;
     try {
-      outcome = await inbox.process(envelope, handler, { signal: run.abort.signal });
+      const ended = await unlessHalted(
+        runtime,
+        inbox.process(envelope, handler, { signal: run.abort.signal }),
+      );
+      if ('halted' in ended) {
+        const { halted: error } = ended;
+        settled.push({ record, messageId: envelope.id, action: 'released', error });
+        return { done, stopped: true, settled };
+      }
+      outcome = ended.value;
     } catch (error) {
       const { action, delayMs, error: cause } = afterThrow(runtime, run, error, [record]);
       settled.push({ record, messageId: envelope.id, action, delayMs, error: cause });
@@ -96,7 +105,21 @@ export async function processTogether<R>(
   const envelopes = envelopesOf(runtime, run, chunk);
   let outcomes: Array<InboxOutcome<R>>;
   try {
-    outcomes = await inbox.processBatch(envelopes, handler, { signal: run.abort.signal });
+    const ended = await unlessHalted(
+      runtime,
+      inbox.processBatch(envelopes, handler, { signal: run.abort.signal }),
+    );
+    if ('halted' in ended) {
+      const { halted: error } = ended;
+      const settled = chunk.map((record, i) => ({
+        record,
+        messageId: envelopes[i]?.id,
+        action: 'released' as const,
+        error,
+      }));
+      return { stopped: true, settled };
+    }
+    outcomes = ended.value;
   } catch (error) {
     const { action, delayMs, error: cause } = afterThrow(runtime, run, error, chunk);
     return {

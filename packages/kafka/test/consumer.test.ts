@@ -476,6 +476,67 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
     },
   );
 
+  it('stop({ drain: false }) does not wait for a handler that ignores its signal', async () => {
+    const topic = unique('deaf');
+    const groupId = unique('g');
+    const name = unique('c');
+    await createTopics(admin, [topic], 1);
+    await produce(
+      producer,
+      topic,
+      Array.from({ length: 3 }, (_, i) => ({
+        value: String(i),
+        headers: { 'message-id': `${name}-${i}` },
+      })),
+    );
+    const events: Array<SettledEvent<void, KafkaDelivery>> = [];
+    let started = 0;
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const write = recordEffect(name);
+    const deaf = testConsumer<void>(topic, groupId, {
+      batchSize: 10,
+      inbox: createInbox({ store, consumer: name }),
+      // Takes no notice of ctx.signal: goes on until the test lets it, then writes its effect.
+      handler: async (ctx) => {
+        started++;
+        await released;
+        await write(ctx);
+      },
+      onSettled: (event) => events.push(event),
+    });
+    await start(deaf);
+    let reported: number;
+    try {
+      await waitFor('the handler to run', () => started > 0, { timeoutMs: 30_000, intervalMs: 50 });
+      const stopping = Date.now();
+      await deaf.stop({ drain: false });
+      expect(Date.now() - stopping).toBeLessThan(10_000);
+      expect(events.length).toBeGreaterThan(0);
+      expect(events.map((e) => e.action)).toEqual(events.map(() => 'released'));
+      reported = events.length;
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      expect(committed!.partitions[0]!.offset).toBe('-1');
+    } finally {
+      // The handler ends after the stop: nothing more is reported or committed for it, and
+      // its record, delivered again, takes effect once in all.
+      release();
+    }
+    await start(
+      testConsumer(topic, groupId, {
+        inbox: createInbox({ store, consumer: name }),
+        handler: write,
+      }),
+    );
+    await waitFor('all offsets committed', () => fullyCommitted(groupId, topic), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    expect(events).toHaveLength(reported);
+    const counts = await store.effectCounts();
+    expect(Array.from({ length: 3 }, (_, i) => counts.get(`${name}-${i}`))).toEqual([1, 1, 1]);
+  });
+
   it('stopped while starting: start rejects and no member stays in the group', async () => {
     const topic = unique('early');
     const groupId = unique('g');
