@@ -80,6 +80,28 @@ function recordEffect(consumer: string) {
   };
 }
 
+/** '0', '1', … up to `count - 1`. */
+function numbers(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => String(i));
+}
+
+/**
+ * A fresh one-partition topic holding a record for each of `values` (its message id
+ * `<name>-<value>`), with a fresh group id and consumer name.
+ */
+async function topicWith(label: string, values: readonly string[]) {
+  const topic = unique(label);
+  const groupId = unique('g');
+  const name = unique('c');
+  await createTopics(admin, [topic], 1);
+  await produce(
+    producer,
+    topic,
+    values.map((value) => ({ value, headers: { 'message-id': `${name}-${value}` } })),
+  );
+  return { topic, groupId, name };
+}
+
 /**
  * A consumer of `topic` in group `groupId` with what every test here shares: this suite's
  * client, reading from the beginning unless told otherwise, and quick rebalances.
@@ -232,18 +254,7 @@ describe.each(['batch', 'message'] as const)('createKafkaConsumer in %s mode', (
 
 describe('createKafkaConsumer in message mode', () => {
   it('holds back the records behind a failing one in its partition until it succeeds', async () => {
-    const topic = unique('retry');
-    const groupId = unique('g');
-    const name = unique('c');
-    await createTopics(admin, [topic], 1);
-    await produce(
-      producer,
-      topic,
-      ['a', 'flaky', 'b', 'c'].map((v) => ({
-        value: v,
-        headers: { 'message-id': `${name}-${v}` },
-      })),
-    );
+    const { topic, groupId, name } = await topicWith('retry', ['a', 'flaky', 'b', 'c']);
     let flakyCalls = 0;
     const effect = recordEffect(name);
     await start(
@@ -357,18 +368,7 @@ describe('createKafkaConsumer dead letters', () => {
 
 describe('createKafkaConsumer stopping and dead-letter outages', () => {
   it('stops in the middle of a batch with exactly the finished records committed', async () => {
-    const topic = unique('stop');
-    const groupId = unique('g');
-    const name = unique('c');
-    await createTopics(admin, [topic], 1);
-    await produce(
-      producer,
-      topic,
-      Array.from({ length: 60 }, (_, i) => ({
-        value: String(i),
-        headers: { 'message-id': `${name}-${i}` },
-      })),
-    );
+    const { topic, groupId, name } = await topicWith('stop', numbers(60));
     const effect = recordEffect(name);
     let handled = 0;
     const first = testConsumer(topic, groupId, {
@@ -418,18 +418,7 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
   ])(
     '%s aborts the handlers, commits nothing more and gives the records back',
     async (_, stopOptions) => {
-      const topic = unique('nodrain');
-      const groupId = unique('g');
-      const name = unique('c');
-      await createTopics(admin, [topic], 1);
-      await produce(
-        producer,
-        topic,
-        Array.from({ length: 5 }, (_, i) => ({
-          value: String(i),
-          headers: { 'message-id': `${name}-${i}` },
-        })),
-      );
+      const { topic, groupId, name } = await topicWith('nodrain', numbers(5));
       const events: Array<SettledEvent<void, KafkaDelivery>> = [];
       let started = 0;
       const stuck = testConsumer<void>(topic, groupId, {
@@ -477,18 +466,7 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
   );
 
   it('stop({ drain: false }) does not wait for a handler that ignores its signal', async () => {
-    const topic = unique('deaf');
-    const groupId = unique('g');
-    const name = unique('c');
-    await createTopics(admin, [topic], 1);
-    await produce(
-      producer,
-      topic,
-      Array.from({ length: 3 }, (_, i) => ({
-        value: String(i),
-        headers: { 'message-id': `${name}-${i}` },
-      })),
-    );
+    const { topic, groupId, name } = await topicWith('deaf', numbers(3));
     const events: Array<SettledEvent<void, KafkaDelivery>> = [];
     let started = 0;
     let release: () => void = () => undefined;
@@ -597,18 +575,7 @@ describe('createKafkaConsumer stopping and dead-letter outages', () => {
 
 describe('createKafkaConsumer heartbeats', () => {
   it('keeps its membership through a batch longer than the session timeout', async () => {
-    const topic = unique('slow');
-    const groupId = unique('g');
-    const name = unique('c');
-    await createTopics(admin, [topic], 1);
-    await produce(
-      producer,
-      topic,
-      Array.from({ length: 40 }, (_, i) => ({
-        value: String(i),
-        headers: { 'message-id': `${name}-${i}` },
-      })),
-    );
+    const { topic, groupId, name } = await topicWith('slow', numbers(40));
     const outcomes: InboxOutcome[] = [];
     const effect = recordEffect(name);
     await start(
