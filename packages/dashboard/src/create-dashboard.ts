@@ -162,6 +162,13 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const sampler = new StatusSampler(resolved.admin, resolved.sampleEveryMs);
   const deps: Deps = { options: resolved, sampler, throttle: new LoginThrottle() };
   const root = new Hono<AppEnv>({ strict: false });
+  // Outermost, on every path: an answer outside the base path gets the headers too.
+  root.use('*', async (c, next) => {
+    await next();
+    if (c.res.headers.has('content-security-policy')) return;
+    for (const [name, value] of Object.entries(securityHeaders(newNonce())))
+      c.res.headers.set(name, value);
+  });
   const app: App = resolved.basePath === '' ? root : root.basePath(resolved.basePath);
   app.use('*', async (c, next) => {
     const nonce = newNonce();

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { newNonce, securityHeaders } from './security';
 import type { Dashboard } from './types';
 
 /** The parts of a Fastify request the plugin reads. */
@@ -34,7 +35,16 @@ export interface FastifyInstanceLike {
     path: string,
     handler: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<FastifyReplyLike>,
   ): unknown;
+  setErrorHandler(
+    handler: (error: { statusCode?: number }, request: never, reply: FastifyReplyLike) => unknown,
+  ): unknown;
 }
+
+/** What the plugin answers to a request Fastify refused, by status. */
+const ERROR_TEXT: Readonly<Record<number, string>> = {
+  413: 'The form is too large.',
+  415: 'Unsupported content type.',
+};
 
 /** Form posts are small; this bounds what the plugin buffers. */
 const BODY_LIMIT = 1024 * 1024;
@@ -85,5 +95,19 @@ export function fastifyDashboard(
     };
     instance.all('/', handle);
     instance.all('/*', handle);
+    // What Fastify refuses before the dashboard sees it (a body over the limit, a bad
+    // length): a plain answer with the dashboard's headers, and no error text.
+    instance.setErrorHandler((error, _request, reply) => {
+      const status =
+        error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+      reply.code(status);
+      for (const [name, value] of Object.entries(securityHeaders(newNonce()))) {
+        reply.header(name, value);
+      }
+      reply.header('content-type', 'text/plain; charset=utf-8');
+      return reply.send(
+        Buffer.from(ERROR_TEXT[status] ?? (status >= 500 ? 'Internal error.' : 'Bad request.')),
+      );
+    });
   };
 }

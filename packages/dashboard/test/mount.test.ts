@@ -95,7 +95,18 @@ function post(
  * A POST written on a raw socket, so that its framing is exactly `headers` (fetch and
  * node:http's client always add a length or chunk the body); resolves to the status code.
  */
-function rawPost(origin: string, path: string, headers: string[], body = ''): Promise<number> {
+async function rawPost(
+  origin: string,
+  path: string,
+  headers: string[],
+  body = '',
+): Promise<number> {
+  const answer = await rawAnswer(origin, path, headers, body);
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
+}
+
+/** {@link rawPost}, resolving to the whole answer: status line, headers and body. */
+function rawAnswer(origin: string, path: string, headers: string[], body = ''): Promise<string> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => {
@@ -105,7 +116,7 @@ function rawPost(origin: string, path: string, headers: string[], body = ''): Pr
     let answer = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (answer += chunk));
-    socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
+    socket.on('end', () => resolve(answer));
     socket.on('error', reject);
   });
 }
@@ -214,6 +225,16 @@ function behavesMounted(
       expect(
         await rawPost(server.origin, path, [bearer, `Content-Length: ${big.length}`], big),
       ).toBe(413);
+    });
+
+    it('answers a body over the limit of its server with 413 and the security headers', async () => {
+      const answer = await rawAnswer(server.origin, `${BASE}/dead-letters/999999/delete`, [
+        `Authorization: Bearer ${TOKEN}`,
+        'Content-Length: 2000000',
+      ]);
+      expect(answer).toMatch(/^HTTP\/1\.1 413/);
+      expect(answer).toMatch(/^x-frame-options: DENY\r$/im);
+      expect(answer).toMatch(/^content-security-policy: default-src 'none'/im);
     });
 
     it('takes the token as a bearer header, without cookie or CSRF token', async () => {
@@ -421,5 +442,7 @@ describe('as a Fetch handler (dashboard.fetch)', () => {
     expect(page).toContain('<pre id="body" data-kind="json">');
     const outside = await dashboard.fetch(new Request('http://dashboard.test/elsewhere'));
     expect(outside.status).toBe(404);
+    expect(outside.headers.get('x-frame-options')).toBe('DENY');
+    expect(outside.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
   });
 });
