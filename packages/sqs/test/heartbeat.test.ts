@@ -1,5 +1,5 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { silentLogger } from '@justonce/core';
+import { resolveMeter, silentLogger } from '@justonce/core';
 import { Heartbeat } from '../src/consumer/heartbeat';
 import type { HeldMessage } from '../src/consumer/held-message';
 import { createConsumerInstruments } from '../src/consumer/instruments';
@@ -54,7 +54,7 @@ describe('visibility heartbeat (ElasticMQ)', () => {
       100,
       10_000,
       silentLogger,
-      createConsumerInstruments(undefined, queueUrl),
+      createConsumerInstruments(resolveMeter(), queueUrl),
       () => undefined,
     );
     try {

@@ -1,4 +1,3 @@
-import { resolveMeter } from '@justonce/core';
 import type { SqsMeter } from './types';
 
 /** The consumer's counters. @internal */
@@ -11,12 +10,11 @@ export interface ConsumerInstruments {
   deadLetterForwarded(): void;
 }
 
-/** Creates the consumer's OpenTelemetry counters, labelled with the queue URL. @internal */
-export function createConsumerInstruments(
-  meter: SqsMeter | undefined,
-  queueUrl: string,
-): ConsumerInstruments {
-  const m = resolveMeter(meter);
+/**
+ * Creates the consumer's OpenTelemetry counters on `m` (the resolved meter option), labelled
+ * with the queue URL. @internal
+ */
+export function createConsumerInstruments(m: SqsMeter, queueUrl: string): ConsumerInstruments {
   const attrs = { 'sqs.queue_url': queueUrl };
   const counter = (name: string, description: string) => {
     const c = m.createCounter(name, { description });

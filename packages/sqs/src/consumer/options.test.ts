@@ -24,6 +24,17 @@ function problem(over: Partial<SqsConsumerOptions>): unknown {
 }
 
 describe('resolveConsumerOptions', () => {
+  it('refuses a meter without createCounter, saying so, and takes one with it', () => {
+    for (const meter of [{}, { createCounter: 'no' }, 'meter', null]) {
+      const error = problem({ meter } as unknown as Partial<SqsConsumerOptions>);
+      expect(hasErrorCode(error, 'INVALID_CONFIG')).toBe(true);
+      expect((error as Error).message).toContain('createCounter');
+    }
+    const counter = { add: () => undefined };
+    const meter = { createCounter: () => counter } as unknown as SqsConsumerOptions['meter'];
+    expect(resolveConsumerOptions({ ...base, meter }).meter).toBe(meter);
+  });
+
   it('applies the documented defaults', () => {
     expect(resolveConsumerOptions(base)).toMatchObject({
       mode: 'message',

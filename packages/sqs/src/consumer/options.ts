@@ -6,6 +6,7 @@ import {
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
+  resolveMeter,
   type Handler,
   type Inbox,
   type Logger,
@@ -51,7 +52,7 @@ export interface ResolvedConsumerOptions<R> {
   readonly shutdownTimeoutMs: number;
   readonly onSettled: ((event: SettledEvent<R, Message>) => void) | undefined;
   readonly logger: Logger;
-  readonly meter: SqsMeter | undefined;
+  readonly meter: SqsMeter;
   readonly timeouts: ResolvedTimeouts;
 }
 
@@ -224,13 +225,8 @@ export function resolveConsumerOptions<R>(
   if (mode !== 'message' && mode !== 'batch') {
     throw new ConfigurationError('mode must be message or batch', { mode });
   }
-  const meter = options.meter;
-  if (
-    meter !== undefined &&
-    (typeof meter !== 'object' || typeof meter?.createCounter !== 'function')
-  ) {
-    throw new ConfigurationError('meter must be an OpenTelemetry Meter');
-  }
+  // Counters are all the consumer creates; core's check says which method is missing.
+  const meter = resolveMeter(options.meter, ['createCounter']);
   return {
     queueUrl,
     inbox: options.inbox,
