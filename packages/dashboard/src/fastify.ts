@@ -36,7 +36,11 @@ export interface FastifyInstanceLike {
     handler: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<FastifyReplyLike>,
   ): unknown;
   setErrorHandler(
-    handler: (error: { statusCode?: number }, request: never, reply: FastifyReplyLike) => unknown,
+    handler: (
+      error: { statusCode?: number },
+      request: FastifyRequestLike,
+      reply: FastifyReplyLike,
+    ) => unknown,
   ): unknown;
 }
 
