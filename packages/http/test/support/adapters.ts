@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import express4 from 'express4';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { idempotent, toNodeListener, type IdempotencyOptions } from '@justonce/http';
 import { idempotency, idempotencyContext } from '@justonce/http/express';
@@ -31,7 +32,7 @@ export interface RunningApp {
 }
 
 export interface Adapter {
-  readonly name: 'fetch' | 'express' | 'fastify';
+  readonly name: 'fetch' | 'express' | 'express 4' | 'fastify';
   /** Serves `POST /orders` with the options given (operation `create-order` unless set). */
   start(env: OrdersEnv, options: RouteOptions): Promise<RunningApp>;
 }
@@ -92,31 +93,40 @@ const fetchAdapter: Adapter = {
   },
 };
 
-const expressAdapter: Adapter = {
-  name: 'express',
-  start(env, options) {
-    const app = express();
-    app.post(
-      '/orders',
-      express.json(),
-      idempotency(routeOptions<express.Request>(options, (req, name) => req.get(name))),
-      async (req, res) => {
-        const { trx, key } = idempotencyContext(res);
-        const body: unknown = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : req.body;
-        const response = await handleOrder(env, trx, key, {
-          body,
-          clientId: req.get(CLIENT_HEADER),
-        });
-        res.status(response.status).set(response.headers);
-        const { bytes, type } = encodeBody(response);
-        if (type !== undefined) res.type(type);
-        if (bytes === undefined) res.end();
-        else res.send(bytes);
-      },
-    );
-    return listen(createServer(app));
-  },
-};
+/**
+ * The orders app on Express 5 or 4. Express 4 does not pass an async handler's rejection to
+ * `next`, so the handler hands it over itself, as docs/http.md tells Express 4 users to.
+ */
+function expressAdapter(name: 'express' | 'express 4', framework: typeof express): Adapter {
+  return {
+    name,
+    start(env, options) {
+      const app = framework();
+      app.post(
+        '/orders',
+        framework.json(),
+        idempotency(routeOptions<express.Request>(options, (req, name) => req.get(name))),
+        (req, res, next) => {
+          const respond = async (): Promise<void> => {
+            const { trx, key } = idempotencyContext(res);
+            const body: unknown = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : req.body;
+            const response = await handleOrder(env, trx, key, {
+              body,
+              clientId: req.get(CLIENT_HEADER),
+            });
+            res.status(response.status).set(response.headers);
+            const { bytes, type } = encodeBody(response);
+            if (type !== undefined) res.type(type);
+            if (bytes === undefined) res.end();
+            else res.send(bytes);
+          };
+          respond().catch(next);
+        },
+      );
+      return listen(createServer(app));
+    },
+  };
+}
 
 const fastifyAdapter: Adapter = {
   name: 'fastify',
@@ -146,4 +156,9 @@ const fastifyAdapter: Adapter = {
   },
 };
 
-export const ADAPTERS: readonly Adapter[] = [fetchAdapter, expressAdapter, fastifyAdapter];
+export const ADAPTERS: readonly Adapter[] = [
+  fetchAdapter,
+  expressAdapter('express', express),
+  expressAdapter('express 4', express4),
+  fastifyAdapter,
+];
