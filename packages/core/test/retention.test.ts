@@ -245,6 +245,24 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     expect(await keysLeft(store)).toEqual(['fresh-1', 'fresh-2', 'stale-2999', 'stale-3000']);
   });
 
+  it('stops during a pause between two batches at once', async () => {
+    await seedRecords(store, 'paused', 5, STALE);
+    let batches = 0;
+    const job = retention({
+      retentionMs: HOUR,
+      batchSize: 1,
+      pauseBetweenBatchesMs: 60_000,
+      onBatch: () => (batches += 1),
+    });
+    job.start(60_000);
+    await waitFor('the first batch', () => batches === 1, SOON);
+    const stopping = performance.now();
+    await job.stop();
+    expect(performance.now() - stopping).toBeLessThan(5_000);
+    expect(batches).toBe(1);
+    expect(await countRows(store, 'idempotency')).toBe(4);
+  });
+
   it('runs in the background until stopped', async () => {
     await seedRecords(store, 'stale', 30, STALE);
     let batches = 0;

@@ -29,7 +29,14 @@ export async function cleanTable(
   let batches = 0;
   while (batches < maxBatchesPerRun) {
     if (signal?.aborted) break;
-    if (batches > 0 && pauseMs > 0) await systemClock.sleep(pauseMs);
+    if (batches > 0 && pauseMs > 0) {
+      // A stop ends the pause at once: the pass stops between two batches either way.
+      const paused = await systemClock.sleep(pauseMs, signal).then(
+        () => true,
+        () => false,
+      );
+      if (!paused) break;
+    }
     const started = performance.now();
     const gone = await deleteBatch(store.knex, table, condition.sql, condition.bindings, batchSize);
     const durationMs = performance.now() - started;
