@@ -3,7 +3,10 @@ import { ConfigurationError } from '../errors/configuration-error';
 /** Structured fields attached to a log line. Payloads never go here unless the user opts in. */
 export type LogFields = Readonly<Record<string, unknown>>;
 
-/** The logger justonce writes to. Any pino, winston or bunyan-style logger fits. */
+/**
+ * The logger justonce writes to: message first, then fields, as winston and `console` take
+ * them. pino and bunyan take the fields first; wrap them (`warn: (m, f) => log.warn(f ?? {}, m)`).
+ */
 export interface Logger {
   debug(message: string, fields?: LogFields): void;
   info(message: string, fields?: LogFields): void;
