@@ -206,6 +206,12 @@ describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
           () => ops.run('k', 1, async () => 1, { onStep: () => undefined } as never),
           'run: unknown option `onStep`',
         ],
+        // reserve and get check their keys too: a misspelt scope must not go to the default.
+        [
+          () => ops.reserve('k', 1, { scop: 'tenant-a' } as never),
+          'reserve: unknown option `scop`; did you mean `scope`?',
+        ],
+        [() => ops.get('k', { retentionMs: 1 } as never), 'get: unknown option `retentionMs`'],
       ];
       for (const [call, message] of calls) {
         const error = await rejection(call());

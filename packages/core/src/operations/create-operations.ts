@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { TransactionAdapter } from '../transactions/types';
-import { callOptions, refInput } from './input';
+import { callOptions, GET_KEYS, refInput, RESERVE_KEYS } from './input';
 import { complete, extendLease, fail } from './finalize';
 import { resolveOperationsOptions } from './options';
 import { requestHash } from './request-hash';
@@ -61,7 +61,7 @@ export function createOperations<Tx = Knex.Transaction>(
       runInTransaction(rt, key, request, effect as TransactionalEffect<R, unknown>, given),
 
     async reserve(key, request, given) {
-      const reserveOptions = callOptions<ReserveOptions>(given, 'reserve');
+      const reserveOptions = callOptions<ReserveOptions>(given, 'reserve', RESERVE_KEYS);
       const record = target(rt, key, reserveOptions);
       const retentionMs = durationInput(
         reserveOptions.retentionMs,
@@ -81,7 +81,7 @@ export function createOperations<Tx = Knex.Transaction>(
     },
 
     async get(key, getOptions): Promise<OperationRecord | undefined> {
-      const record = target(rt, key, callOptions<RunOptions>(getOptions, 'get'));
+      const record = target(rt, key, callOptions<RunOptions>(getOptions, 'get', GET_KEYS));
       const current = await readRow(poolRunner(store.knex), store.names, record);
       if (current === undefined || current.expired) return undefined;
       return toRecord(current.row);

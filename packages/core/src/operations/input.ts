@@ -1,7 +1,13 @@
 import { optionKeys, unknownOptionsMessage } from '../config/options';
 import { storableDiagnostic, unstorableText } from '../store/text';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
-import type { OperationRef, RunOptions, TransactionalRunOptions } from './types';
+import type {
+  OperationRef,
+  OperationTarget,
+  ReserveOptions,
+  RunOptions,
+  TransactionalRunOptions,
+} from './types';
 
 /** @internal The per-call options `run` takes. */
 export const RUN_KEYS = optionKeys<RunOptions>()([
@@ -11,6 +17,12 @@ export const RUN_KEYS = optionKeys<RunOptions>()([
   'waitForInProgressMs',
   'signal',
 ]);
+
+/** @internal The per-call options `reserve` takes. */
+export const RESERVE_KEYS = optionKeys<ReserveOptions>()(['scope', 'operation', 'retentionMs']);
+
+/** @internal The per-call options `get` takes. */
+export const GET_KEYS = optionKeys<OperationTarget>()(['scope', 'operation']);
 
 /** @internal The per-call options `runInTransaction` takes: those of `run`, and `onStep`. */
 export const TRANSACTIONAL_RUN_KEYS = optionKeys<TransactionalRunOptions>()([
