@@ -48,7 +48,7 @@ export function producerStateError(error: unknown): string | undefined {
  */
 const REBUILD_BACKOFF = { baseMs: 500, capMs: 5_000 };
 
-/** The delay before the `n`th consecutive rebuild connects: 0, then 0.5–1, 1–2, … up to 2.5–5 s. */
+/** The delay before the `n`th consecutive rebuild connects: 0, then 0.25–0.5, 0.5–1, … up to 2.5–5 s. */
 export function rebuildDelayMs(n: number, random: () => number = Math.random): number {
   if (n <= 1) return 0;
   const ceiling = Math.min(REBUILD_BACKOFF.capMs, REBUILD_BACKOFF.baseMs * 2 ** (n - 2));
