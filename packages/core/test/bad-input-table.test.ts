@@ -157,10 +157,12 @@ const CASES: Record<string, Case> = {
     expect(letters.some((l) => l.scope === 'tenant\u0000a')).toBe(true);
     return seen;
   },
-  'headers that are not an object of strings, or a name or value with U+0000': async (store) => {
-    await deadLetterCase(store, env(freshId(), { headers: { n: 5 } }));
-    return deadLetterCase(store, env(freshId(), { headers: { 'x-a\u0000': 'v\u0000' } }));
-  },
+  'headers that are not an object of strings, or a name or value with U+0000 or a lone surrogate':
+    async (store) => {
+      await deadLetterCase(store, env(freshId(), { headers: { n: 5 } }));
+      await deadLetterCase(store, env(freshId(), { headers: { 'x-b': 'lone \ud800' } }));
+      return deadLetterCase(store, env(freshId(), { headers: { 'x-a\u0000': 'v\u0000' } }));
+    },
   'a body that is neither bytes nor a string, or a string with a lone surrogate': async (store) => {
     await deadLetterCase(store, env(freshId(), { body: { not: 'bytes' } }));
     const seen = await deadLetterCase(store, env(freshId(), { body: 'lone \udc00' }));
