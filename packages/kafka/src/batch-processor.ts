@@ -25,8 +25,6 @@ import { emitSettled } from './settle-records';
  * @internal
  */
 export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor {
-  let haltedNow: (reason: Error) => void = () => undefined;
-  const whenHalted = new Promise<Error>((resolve) => (haltedNow = resolve));
   const runtime: ProcessorRuntime<R> = {
     deps,
     retryFrom: new Map(),
@@ -36,8 +34,7 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor 
     narrowed: new Map(),
     running: new Set(),
     halted: undefined,
-    whenHalted,
-    haltedNow,
+    haltListeners: new Set(),
   };
   return {
     eachBatch: (context) => eachBatch(runtime, context),
@@ -55,7 +52,7 @@ export function createBatchProcessor<R>(deps: ProcessorDeps<R>): BatchProcessor 
     halt: (reason) => {
       runtime.halted ??= new Error(reason);
       for (const abort of runtime.running) abort.abort(runtime.halted);
-      runtime.haltedNow(runtime.halted);
+      for (const listener of runtime.haltListeners) listener(runtime.halted);
     },
   };
 }

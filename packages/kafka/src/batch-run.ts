@@ -145,8 +145,26 @@ export function unlessHalted<R, T>(
   runtime: ProcessorRuntime<R>,
   work: Promise<T>,
 ): Promise<{ readonly value: T } | { readonly halted: Error }> {
-  return Promise.race([
-    work.then((value) => ({ value })),
-    runtime.whenHalted.then((halted) => ({ halted })),
-  ]);
+  return new Promise((resolve, reject) => {
+    const { halted } = runtime;
+    if (halted !== undefined) {
+      resolve({ halted });
+      work.catch(() => undefined);
+      return;
+    }
+    // A listener per chunk, removed when the chunk ends: nothing builds up on a consumer
+    // that runs for months without a halt.
+    const onHalt = (reason: Error): void => resolve({ halted: reason });
+    runtime.haltListeners.add(onHalt);
+    work.then(
+      (value) => {
+        runtime.haltListeners.delete(onHalt);
+        resolve({ value });
+      },
+      (error: unknown) => {
+        runtime.haltListeners.delete(onHalt);
+        reject(error);
+      },
+    );
+  });
 }

@@ -174,10 +174,8 @@ export interface ProcessorRuntime<R> {
   readonly running: Set<AbortController>;
   /** Set by `halt`: why no batch may go on or commit anything. */
   halted: Error | undefined;
-  /** Resolves to {@link halted} once `halt` was called. */
-  readonly whenHalted: Promise<Error>;
-  /** Resolves {@link whenHalted}. */
-  readonly haltedNow: (reason: Error) => void;
+  /** Told the reason of the halt; each chunk under way registers one while it runs. */
+  readonly haltListeners: Set<(reason: Error) => void>;
 }
 
 /** The `eachBatch` handler of the consumer and what its lifecycle needs from it. @internal */
