@@ -162,21 +162,16 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const sampler = new StatusSampler(resolved.admin, resolved.sampleEveryMs);
   const deps: Deps = { options: resolved, sampler, throttle: new LoginThrottle() };
   const root = new Hono<AppEnv>({ strict: false });
-  // Outermost, on every path: an answer outside the base path gets the headers too.
+  // On the root, so that every answer gets the headers, one outside the base path too.
   root.use('*', async (c, next) => {
-    await next();
-    if (c.res.headers.has('content-security-policy')) return;
-    for (const [name, value] of Object.entries(securityHeaders(newNonce())))
-      c.res.headers.set(name, value);
-  });
-  const app: App = resolved.basePath === '' ? root : root.basePath(resolved.basePath);
-  app.use('*', async (c, next) => {
     const nonce = newNonce();
     c.set('nonce', nonce);
     await next();
     for (const [name, value] of Object.entries(securityHeaders(nonce)))
       c.res.headers.set(name, value);
   });
+  const { basePath } = resolved;
+  const app: App = basePath === '' ? root : root.basePath(basePath);
   app.use('*', identify(deps));
   app.use('*', limitBody(deps));
   app.use('*', guardActions(deps));
@@ -186,10 +181,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   registerOutboxPages(app, deps);
   registerOperationsPages(app, deps);
   // On the root: `basePath()` gives a copy whose handlers `root.fetch` would not use.
+  const inside = (path: string): boolean =>
+    basePath === '' || path === basePath || path.startsWith(`${basePath}/`);
   root.notFound((c) =>
-    c.get('nonce') === undefined
-      ? c.text('Not found', 404)
-      : errorPage(c, deps, 404, 'No such page.'),
+    inside(c.req.path) ? errorPage(c, deps, 404, 'No such page.') : c.text('Not found', 404),
   );
   root.onError(onError(deps));
   return {

@@ -42,6 +42,20 @@ function envelopesOf<R>(
   );
 }
 
+/** The records of a chunk the halt gave up on: released, delivered again to the next owner. */
+function releasedOnHalt<R>(
+  records: readonly KafkaRecord[],
+  envelopes: readonly Envelope[],
+  error: Error,
+): Array<PendingSettle<R>> {
+  return records.map((record, i) => ({
+    record,
+    messageId: envelopes[i]?.id,
+    action: 'released',
+    error,
+  }));
+}
+
 /** The `message`-mode chunk: each record its own inbox transaction, stopping at a failure. @internal */
 export async function processOneByOne<R>(
   runtime: ProcessorRuntime<R>,
@@ -61,8 +75,7 @@ export async function processOneByOne<R>(
         inbox.process(envelope, handler, { signal: run.abort.signal }),
       );
       if ('halted' in ended) {
-        const { halted: error } = ended;
-        settled.push({ record, messageId: envelope.id, action: 'released', error });
+        settled.push(...releasedOnHalt<R>([record], [envelope], ended.halted));
         return { done, stopped: true, settled };
       }
       outcome = ended.value;
@@ -110,14 +123,7 @@ export async function processTogether<R>(
       inbox.processBatch(envelopes, handler, { signal: run.abort.signal }),
     );
     if ('halted' in ended) {
-      const { halted: error } = ended;
-      const settled = chunk.map((record, i) => ({
-        record,
-        messageId: envelopes[i]?.id,
-        action: 'released' as const,
-        error,
-      }));
-      return { stopped: true, settled };
+      return { stopped: true, settled: releasedOnHalt<R>(chunk, envelopes, ended.halted) };
     }
     outcomes = ended.value;
   } catch (error) {
