@@ -3,9 +3,12 @@ import type { LoginThrottle } from './login-throttle';
 import type { ResolvedDashboardOptions } from './options';
 import type { Access, View } from './render/html';
 import type { StatusSampler } from './sampler';
+import type { DashboardClient } from './types';
 
 /** Per-request values the middleware sets for the routes. */
 export interface AppEnv {
+  /** What the server handed over with the request (`dashboard.fetch(request, client)`). */
+  Bindings: DashboardClient;
   Variables: {
     nonce: string;
     access: Access;
@@ -21,7 +24,7 @@ export type Ctx = Context<AppEnv>;
 export interface Deps {
   readonly options: ResolvedDashboardOptions;
   readonly sampler: StatusSampler;
-  /** Counts wrong tokens, for the login form and Bearer headers alike. */
+  /** Counts wrong tokens per client (channel and address) and in all. */
   readonly throttle: LoginThrottle;
 }
 

@@ -5,7 +5,7 @@ import { csrf } from 'hono/csrf';
 import { HTTPException } from 'hono/http-exception';
 import { formOf, type App, type AppEnv, type Ctx, type Deps } from './context';
 import { errorPage } from './error-page';
-import { LoginThrottle, lockedOut } from './login-throttle';
+import { LoginThrottle } from './login-throttle';
 import { resolveDashboardOptions } from './options';
 import { registerDeadLetterPages } from './pages/dead-letters';
 import { registerLoginPages } from './pages/login';
@@ -23,6 +23,7 @@ import {
   validSession,
 } from './security';
 import type { Dashboard, DashboardOptions } from './types';
+import { clientOf, lockedOut } from './wrong-tokens';
 
 const MAX_BODY_BYTES = 256 * 1024;
 
@@ -60,10 +61,11 @@ function identify(deps: Deps) {
     // Only the Bearer scheme is ours: a proxy's Basic credentials must not break reading.
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
     if (bearer !== null) {
-      const locked = lockedOut(c, deps);
+      const client = clientOf(c, 'bearer');
+      const locked = lockedOut(c, deps, client);
       if (locked !== undefined) return locked;
       if (!secretsEqual(token, bearer[1]!)) {
-        deps.throttle.failed();
+        deps.throttle.failed(client);
         return errorPage(
           c,
           deps,
@@ -71,7 +73,7 @@ function identify(deps: Deps) {
           'The Authorization header does not carry the operator token.',
         );
       }
-      deps.throttle.succeeded();
+      deps.throttle.succeeded(client);
       c.set('access', 'bearer');
       return next();
     }
@@ -189,7 +191,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   root.onError(onError(deps));
   return {
     basePath: resolved.basePath,
-    fetch: async (request) => root.fetch(request),
+    fetch: async (request, client) =>
+      root.fetch(request, {
+        ...(typeof client?.address === 'string' ? { address: client.address } : {}),
+      }),
     close: () => sampler.stop(),
   };
 }

@@ -10,6 +10,8 @@ export interface FastifyRequestLike {
   readonly host: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: unknown;
+  /** The client's address, after Fastify's `trustProxy` setting. */
+  readonly ip?: string;
 }
 
 /** The parts of a Fastify reply the plugin uses. */
@@ -88,7 +90,10 @@ export function fastifyDashboard(
       request: FastifyRequestLike,
       reply: FastifyReplyLike,
     ): Promise<FastifyReplyLike> => {
-      const response = await dashboard.fetch(requestOf(request));
+      const response = await dashboard.fetch(
+        requestOf(request),
+        typeof request.ip === 'string' ? { address: request.ip } : {},
+      );
       reply.code(response.status);
       response.headers.forEach((value, name) => {
         if (name !== 'set-cookie') reply.header(name, value);

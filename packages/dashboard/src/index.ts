@@ -7,7 +7,7 @@
  * @packageDocumentation
  */
 export { createDashboard } from './create-dashboard';
-export type { Dashboard, DashboardOptions } from './types';
+export type { Dashboard, DashboardClient, DashboardOptions } from './types';
 export {
   dashboardListener,
   serveDashboard,

@@ -4,7 +4,7 @@ import { getRequestListener } from '@hono/node-server';
 import { ConfigurationError } from '@justonce/core';
 import { createDashboard } from './create-dashboard';
 import { rejectUnknownKeys } from './options';
-import type { Dashboard, DashboardOptions } from './types';
+import type { Dashboard, DashboardClient, DashboardOptions } from './types';
 
 /** A node:http request listener (also an Express middleware). */
 export type DashboardNodeListener = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -12,6 +12,8 @@ export type DashboardNodeListener = (req: IncomingMessage, res: ServerResponse) 
 /** What Express adds to a request, as far as the listener cares. */
 interface ExpressFields {
   originalUrl?: unknown;
+  /** The client's address, after Express's `trust proxy` setting. */
+  ip?: unknown;
   body?: unknown;
   rawBody?: unknown;
 }
@@ -27,16 +29,26 @@ function formBytes(body: object): Buffer {
   return Buffer.from(params.toString());
 }
 
+/** The client of a request: Express's `req.ip` (which honours `trust proxy`), else the peer. */
+function clientOf(req: IncomingMessage & ExpressFields): DashboardClient {
+  const address = typeof req.ip === 'string' ? req.ip : req.socket.remoteAddress;
+  return address === undefined ? {} : { address };
+}
+
 /**
  * The dashboard as a node:http listener, for `http.createServer(listener)` or Express's
  * `app.use('/ops', listener)` (Express strips the mount path from `req.url`; the listener
  * reads `req.originalUrl`, so create the dashboard with the same `basePath`). Mount it before
- * body parsers; if one ran first, the form it parsed is handed on.
+ * body parsers; if one ran first, the form it parsed is handed on. Wrong tokens are counted
+ * per client address: the socket's peer, or Express's `req.ip` (set `trust proxy` behind a
+ * proxy you trust).
  */
 export function dashboardListener(dashboard: Dashboard): DashboardNodeListener {
-  const listener = getRequestListener((request) => dashboard.fetch(request), {
-    overrideGlobalObjects: false,
-  });
+  const listener = getRequestListener(
+    (request, env) =>
+      dashboard.fetch(request, clientOf(env.incoming as IncomingMessage & ExpressFields)),
+    { overrideGlobalObjects: false },
+  );
   return (req, res) => {
     const extra = req as IncomingMessage & ExpressFields;
     if (typeof extra.originalUrl === 'string') req.url = extra.originalUrl;

@@ -24,10 +24,24 @@ export interface DashboardOptions {
   readonly title?: string;
 }
 
+/** What the server knows of the client behind a request, beyond the request itself. */
+export interface DashboardClient {
+  /**
+   * The client's address, such as `req.socket.remoteAddress`, or the address a proxy you
+   * trust vouches for. Wrong tokens are counted per address (and per channel: login form or
+   * Bearer header); without one, all clients of a channel share one count.
+   */
+  readonly address?: string;
+}
+
 /** A running dashboard: a Fetch API handler. */
 export interface Dashboard {
-  /** Answers one request; mount it in any Fetch server, or through {@link dashboardListener}. */
-  fetch(request: Request): Promise<Response>;
+  /**
+   * Answers one request; mount it in any Fetch server, or through {@link dashboardListener}.
+   * Pass `client.address` where the server knows it (Bun: `server.requestIP(request)`), so
+   * one client's wrong tokens do not throttle the others.
+   */
+  fetch(request: Request, client?: DashboardClient): Promise<Response>;
   /** The path prefix it serves (`''` for the root). */
   readonly basePath: string;
   /** Stops the status sampling behind the overview's chart. Idempotent. */

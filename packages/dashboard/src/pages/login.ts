@@ -1,9 +1,9 @@
 import { deleteCookie, setCookie } from 'hono/cookie';
 import { formOf, redirectDone, viewOf, type App, type Ctx, type Deps } from '../context';
-import { lockedOut } from '../login-throttle';
 import { html, type View } from '../render/html';
 import { layout } from '../render/layout';
 import { newSession, secretsEqual, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../security';
+import { clientOf, lockedOut } from '../wrong-tokens';
 
 /** Where to go after logging in: a page of this dashboard only, never another site. */
 function nextPath(value: unknown): string {
@@ -55,13 +55,14 @@ export function registerLoginPages(app: App, deps: Deps): void {
     const token = deps.options.token;
     const next = nextPath(form['next']);
     const given = form['token'];
-    const locked = lockedOut(c, deps);
+    const client = clientOf(c, 'form');
+    const locked = lockedOut(c, deps, client);
     if (locked !== undefined) return locked;
     if (token === undefined || typeof given !== 'string' || !secretsEqual(token, given)) {
-      deps.throttle.failed();
+      deps.throttle.failed(client);
       return c.html(layout(viewOf(c, deps), 'Log in', loginForm(viewOf(c, deps), next, true)), 401);
     }
-    deps.throttle.succeeded();
+    deps.throttle.succeeded(client);
     setCookie(c, SESSION_COOKIE, newSession(token, Date.now()), {
       httpOnly: true,
       sameSite: 'Strict',
