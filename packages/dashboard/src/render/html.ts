@@ -1,9 +1,23 @@
-import { html } from 'hono/html';
+import { html as honoHtml } from 'hono/html';
+import { visibleText } from './visible';
 
 /** What `html` tagged templates give: escaped HTML (a promise only when a child is one). */
-export type Html = ReturnType<typeof html>;
+export type Html = ReturnType<typeof honoHtml>;
 
-export { html };
+/** A value interpolated into a template, its text made visible (arrays are lists of children). */
+function visible(value: unknown): unknown {
+  if (typeof value === 'string') return visibleText(value);
+  return Array.isArray(value) ? value.map(visible) : value;
+}
+
+/**
+ * `hono/html`'s tagged template, which escapes every interpolated text as HTML, with control
+ * characters and lone surrogates in that text written as `\u0000` escapes: on every page, in
+ * bodies, headers, errors and names alike, none is dropped by the browser unseen.
+ */
+export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
+  return honoHtml(strings, ...values.map(visible));
+}
 
 /** How the current request may act. */
 export type Access =
