@@ -4,7 +4,13 @@ export type { StoreTimeouts, StoreKeepAlive, ResolvedStoreTimeouts } from './lim
 export { StoreTimeoutError, isStoreTimeoutError } from './errors';
 export type { StoreTimeoutLimit } from './errors';
 export { migrate, migrationStatus, rowsOf } from './migrate';
-export type { MigrationResult, MigrationStatus } from './migrate';
+export type {
+  MigrateOptions,
+  MigrationResult,
+  MigrationStatus,
+  MigrationStatusOptions,
+} from './migrate';
+export type { KnexMigrationsTable } from './migration-knex-table';
 export type { Migration, MigrationNames } from './migration';
 export { validateIdentifier, quoteIdentifier } from './identifiers';
 export { createKnexMigrationSource } from './knex-migration-source';

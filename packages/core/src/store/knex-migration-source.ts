@@ -3,6 +3,7 @@ import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { createNames } from './store';
 import type { Migration } from './migration';
+import { knexMigrationName } from './migration-knex-table';
 import { migrations as allMigrations } from './migrations';
 
 /** Options of {@link createKnexMigrationSource}. */
@@ -32,13 +33,12 @@ export function createKnexMigrationSource(
   const schema = options.schema ?? 'justonce';
   const tablePrefix = options.tablePrefix ?? '';
   const names = createNames(schema, tablePrefix);
-  // Names are unique per schema and prefix, so two justonce schemas can share knex's table.
-  const label = tablePrefix === '' ? schema : `${schema}_${tablePrefix.replace(/_+$/, '')}`;
   const first = Math.min(...allMigrations.map((m) => m.version));
   return {
     getMigrations: async () => [...allMigrations].sort((a, b) => a.version - b.version),
-    getMigrationName: (migration) =>
-      `justonce_${label}_${String(migration.version).padStart(3, '0')}_${migration.name}`,
+    // Names carry the schema and prefix, so two justonce schemas can share knex's table;
+    // migrationStatus finds them there by the same names.
+    getMigrationName: (migration) => knexMigrationName(names, migration),
     getMigration: async (migration) => ({
       up: async (knex: Knex) => {
         // The store's own runner creates the schema; under knex the first migration does.

@@ -21,6 +21,7 @@ import {
 import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { migrate, type MigrationResult } from './migrate';
 import type { MigrationNames } from './migration';
+import { resolveKnexMigrationsTable, type KnexMigrationsTable } from './migration-knex-table';
 
 /** Which database a {@link Store} talks to. */
 export type StoreDialect = 'postgres' | 'pglite';
@@ -73,6 +74,13 @@ export interface StoreOptions {
   keepAlive?: StoreKeepAlive;
   /** Where the store logs a time limit that fired. Default: silent. */
   logger?: Logger;
+  /**
+   * Knex's migrations table, when justonce's migrations run through knex's migrator
+   * ({@link createKnexMigrationSource}): `tableName`, or `schemaName.tableName`. Its records
+   * count as applied for {@link migrationStatus}, and `migrate()` leaves a schema it records
+   * to knex. Default: knex's default table, `knex_migrations`, if it exists; `false`: none.
+   */
+  knexMigrationsTable?: KnexMigrationsTable;
 }
 
 /**
@@ -93,12 +101,18 @@ export interface Store {
   readonly names: MigrationNames;
   /** Whether hot statements run as named prepared statements (PostgreSQL only). */
   readonly preparedStatements: boolean;
+  /** Knex's migrations table as given ({@link StoreOptions.knexMigrationsTable}). */
+  readonly knexMigrationsTable?: KnexMigrationsTable;
   /**
    * The time limits in force: all of them for a store opened from a `connectionString`;
    * only `listenCheckMs` is used otherwise (see {@link StoreOptions.timeouts}).
    */
   readonly timeouts?: ResolvedStoreTimeouts;
-  /** Creates or upgrades justonce's tables; safe to call from several processes at once. */
+  /**
+   * Creates or upgrades justonce's tables; safe to call from several processes at once. A
+   * schema that knex's migrator records is left to it: nothing to do, or a
+   * {@link ConfigurationError} when migrations are pending (see docs/store.md).
+   */
   migrate(): Promise<MigrationResult>;
   /** Releases connections the store opened itself; a knex you passed in is left alone. */
   close(): Promise<void>;
@@ -163,6 +177,7 @@ const STORE_KEYS = optionKeys<StoreOptions>()([
   'timeouts',
   'keepAlive',
   'logger',
+  'knexMigrationsTable',
 ]);
 const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir', 'instance']);
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
@@ -236,6 +251,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const keepAliveDelayMs = resolveKeepAlive(options.keepAlive);
   const logger = resolveLogger(options.logger);
   const pool = resolvePool(options.pool);
+  const { knexMigrationsTable } = options;
+  resolveKnexMigrationsTable(knexMigrationsTable);
 
   let knex: Knex;
   let owned = true;
@@ -287,7 +304,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     names,
     preparedStatements: prepared && dialect === 'postgres',
     timeouts,
-    migrate: () => migrate(knex, names),
+    knexMigrationsTable,
+    migrate: () => migrate(knex, names, undefined, { knexMigrationsTable }),
     close: async () => {
       if (!owned) return;
       await knex.destroy();
