@@ -100,6 +100,12 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
   };
   return {
     consumer: resolved.consumer,
+    settings: Object.freeze({
+      consumer: resolved.consumer,
+      maxAttempts: resolved.maxAttempts,
+      defaultScope: resolved.defaultScope,
+      retentionMs: resolved.retentionMs,
+    }),
     process: async <R>(
       envelope: Envelope,
       handler: Handler<R, Tx>,

@@ -179,6 +179,22 @@ export interface InboxProcessOptions {
 /** The inbox of one consumer. */
 export interface Inbox<Tx = Knex.Transaction> {
   readonly consumer: string;
+  /**
+   * What the inbox was built with, defaults applied, for a transport to check against its
+   * broker (the SQS consumer warns when `maxAttempts` is not below the queue's
+   * `maxReceiveCount`). Read-only. Every inbox `createInbox` returns has it; an inbox of your
+   * own may leave it out, and transports then skip those checks.
+   */
+  readonly settings?: {
+    /** The consumer name; dedup is per consumer. */
+    readonly consumer: string;
+    /** Attempts before a message is dead-lettered. */
+    readonly maxAttempts: number;
+    /** Scope for envelopes that carry none. */
+    readonly defaultScope: string;
+    /** How long dedup records are kept, in milliseconds. */
+    readonly retentionMs: number;
+  };
   /** Handles one delivery in its own transaction. Never throws for handler errors or bad input. */
   process<R>(
     envelope: Envelope,
