@@ -16,6 +16,7 @@ import {
   type EffectsStore,
 } from './support';
 import { waitFor } from '../../../test-support/wait-for';
+import { recordingLogger, type LogLine } from '../../../test-support/log-lines';
 
 let store: EffectsStore;
 let queues: TestQueues;
@@ -259,6 +260,36 @@ describe('SQS consumer (ElasticMQ)', () => {
     const retried = settled.filter((e) => e.action === 'redelivered');
     expect(retried.map((e) => e.outcome?.messageId)).toEqual(['b-2']);
     expect(await queues.depth(queueUrl)).toBe(0);
+  });
+
+  it("warns once at start, naming both numbers, when the inbox's maxAttempts is not below the queue's maxReceiveCount", async () => {
+    const { queueUrl } = await queues.createWithDeadLetterQueue('redrive-check', 3);
+    const warningsAt = async (maxAttempts: number): Promise<LogLine[]> => {
+      const lines: LogLine[] = [];
+      const consumer = unique('c');
+      const inbox = createInbox({ store, consumer, maxAttempts });
+      // What the consumer reads off the inbox.
+      expect(inbox.settings).toMatchObject({ consumer, maxAttempts });
+      await startConsumer({
+        queueUrl,
+        inbox,
+        handler: async () => undefined,
+        logger: recordingLogger(lines),
+      });
+      return lines.filter((line) => line.level === 'warn');
+    };
+
+    const above = await warningsAt(5);
+    expect(above).toHaveLength(1);
+    expect(above[0]?.message).toContain(
+      "maxAttempts (5) is not below the queue's redrive maxReceiveCount (3)",
+    );
+    expect(above[0]?.message).toContain("Set the inbox's maxAttempts to at most 2");
+    expect(above[0]?.fields).toMatchObject({ queueUrl, maxAttempts: 5, maxReceiveCount: 3 });
+    // Equal is not enough: a message that kills the process is dead-lettered by the inbox only
+    // on the delivery after maxAttempts, which SQS no longer makes.
+    expect(await warningsAt(3)).toHaveLength(1);
+    expect(await warningsAt(2)).toEqual([]);
   });
 
   it("moves a message that keeps failing to the redrive dead-letter queue, with the store's record", async () => {

@@ -3,6 +3,7 @@ import { Deleter } from './deleter';
 import { Heartbeat } from './heartbeat';
 import { GroupLanes } from './lanes';
 import { describeQueue } from './queue-info';
+import { checkRedrive } from './redrive-check';
 import { poll } from './receive';
 import { RECEIVE_BATCH, report, type ConsumerRuntime, type QueueSetup } from './runtime';
 import { releaseAtStop } from './settle';
@@ -68,6 +69,7 @@ export async function startConsumer<R>(rt: ConsumerRuntime<R>): Promise<void> {
       queueUrl: o.queueUrl,
     });
   }
+  checkRedrive(o.inbox, setup.info, o.logger);
   rt.setup = setup;
   rt.live = true;
   setup.heartbeat?.start();

@@ -53,7 +53,8 @@ export interface SqsConsumerOptions<R = unknown, Tx = KnexTransaction> extends S
   /**
    * The inbox (`createInbox(...)`). Give it `maxAttempts` below the queue's redrive
    * `maxReceiveCount` (so the inbox records the dead letter before SQS's redrive moves the
-   * message) and `redeliveryHorizonMs` of the queue's `MessageRetentionPeriod`.
+   * message; `start` warns when it is not, reading `inbox.settings`) and
+   * `redeliveryHorizonMs` of the queue's `MessageRetentionPeriod`.
    */
   readonly inbox: Inbox<Tx>;
   /** Runs once per message id; its effects commit with the dedup record. */
