@@ -38,11 +38,21 @@ export function attemptNumber(
 }
 
 /**
- * Settles a delivery whose attempt number passed `maxAttempts`. When the store's count alone
- * put it there, a moment after another attempt that has not finished (see
- * {@link CountedAttempt.overlapped}), the count is made of copies delivered together: this
- * one gives its attempt back and is redelivered later, when the other has committed (a
- * duplicate then) or failed. Otherwise the message has used up its attempts. @internal
+ * The retry delay of a refused copy: {@link OVERLAP_MS} ± 25 %, uniformly random (750 to
+ * 1250 ms), so copies refused together do not come back in lockstep. @internal
+ */
+export function concurrentRetryDelayMs(): number {
+  return Math.round(OVERLAP_MS * (0.75 + 0.5 * Math.random()));
+}
+
+/**
+ * Settles a delivery whose attempt number passed `maxAttempts` (a message with a committed
+ * record never gets here: the count reads it, see {@link CountedAttempt.handled}). When the
+ * store's count alone put it there, a moment after another attempt that went ahead and has
+ * not finished (see {@link CountedAttempt.overlapped}), the count is made of copies delivered
+ * together: this one gives its attempt back and is redelivered later, when the other has
+ * committed (a duplicate then) or failed. Otherwise the message has used up its attempts.
+ * @internal
  */
 export async function settleExhausted(
   rt: InboxRuntime,
@@ -63,7 +73,7 @@ export async function settleExhausted(
     attempt,
     retriable: true,
     error: new ConcurrentDeliveryError({ messageId: good.messageId, attempt }),
-    retryDelayMs: OVERLAP_MS,
+    retryDelayMs: concurrentRetryDelayMs(),
   };
 }
 

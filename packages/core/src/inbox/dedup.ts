@@ -4,9 +4,10 @@
  * claim that inserts nothing means the record exists (or another transaction was inserting it
  * and committed while this one waited on the unique index). {@link settleExisting} then says
  * what that record makes of this delivery: a duplicate, a message dead-lettered earlier, or
- * another payload under the same id (a conflict).
+ * another payload under the same id (a conflict). A record already committed as handled is
+ * also read by the attempt count, before any transaction: {@link settleHandled}.
  */
-import type { SqlRunner } from '../transactions/sql';
+import { poolRunner, type SqlRunner } from '../transactions/sql';
 import { findDeadLetter } from '../dead-letters/sql/find-dead-letter';
 import { AlreadyDeadLetteredError } from './errors/already-dead-lettered-error';
 import { PayloadConflictError } from './errors/payload-conflict-error';
@@ -82,4 +83,20 @@ export async function settleExisting(
     }),
     deadLetterId: letter.id,
   };
+}
+
+/**
+ * What a committed `SUCCEEDED` record, read before any transaction opened (by the attempt
+ * count), makes of a delivery, whatever its attempt number: the same payload → duplicate,
+ * with no transaction and no write; another payload → a payload-conflict letter, one
+ * autocommit insert. First-delivery arbitration is untouched: a message without a committed
+ * record still goes through the claim in its business transaction. @internal
+ */
+export function settleHandled(
+  rt: InboxRuntime,
+  good: GoodDelivery,
+  attempt: number,
+  record: StoredRecord,
+): Promise<Settled> {
+  return settleExisting(rt, poolRunner(rt.options.store.knex), good, attempt, undefined, record);
 }

@@ -2,7 +2,7 @@ import type { SqlTransaction } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
 import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
-import { settleExisting } from './dedup';
+import { settleExisting, settleHandled } from './dedup';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';
 import { assertUsable, processOne, processPrepared, report } from './process-one';
@@ -119,6 +119,7 @@ async function processChunk<R>(
           store.knex,
           store.names,
           consumer,
+          maxAttempts,
           // In key order, like the claim: two overlapping batches counting in delivery order
           // would lock the counters in opposite orders and deadlock.
           toCount
@@ -133,7 +134,14 @@ async function processChunk<R>(
     const stored = counts.get(keyOf(prepared.good));
     const attempt = attemptNumber(stored, prepared.ordinal);
     await rt.step('attempt-counted', prepared.good.messageId);
-    if (attempt > maxAttempts) {
+    if (stored?.handled !== undefined) {
+      // Committed already: the record decides, before any count is judged.
+      outcomes[index] = await report(
+        rt,
+        await settleHandled(rt, prepared.good, attempt, stored.handled),
+        prepared.good.envelope.body,
+      );
+    } else if (attempt > maxAttempts) {
       outcomes[index] = await report(
         rt,
         await settleExhausted(rt, prepared.good, attempt, stored, prepared.ordinal),

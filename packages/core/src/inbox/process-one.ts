@@ -1,6 +1,6 @@
 import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
-import { settleExisting } from './dedup';
+import { settleExisting, settleHandled } from './dedup';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { prepare, type Prepared } from './prepare';
@@ -56,8 +56,9 @@ export async function processOne<R>(
 
 /**
  * {@link processOne} for a delivery already validated and decoded: count the attempt
- * (autocommit), then in one transaction insert the dedup record and run the handler; commit;
- * report. @internal
+ * (autocommit; a message whose record is committed is settled by that same statement's read
+ * of it, whatever the count), then in one transaction insert the dedup record and run the
+ * handler; commit; report. @internal
  */
 export async function processPrepared<R>(
   rt: InboxRuntime,
@@ -72,13 +73,17 @@ export async function processPrepared<R>(
   let stored: CountedAttempt | undefined;
   const counting = needsCounting(rt, ordinal);
   if (counting) {
-    const counts = await countAttempts(store.knex, store.names, consumer, [
+    const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
       attemptToCount(rt, good, ordinal),
     ]);
     stored = counts.get(keyOf(good));
   }
   const attempt = attemptNumber(stored, ordinal);
   await rt.step('attempt-counted', good.messageId);
+  if (stored?.handled !== undefined) {
+    // Committed already: the record decides, before any count is judged.
+    return report(rt, await settleHandled(rt, good, attempt, stored.handled), body);
+  }
   if (attempt > maxAttempts) {
     return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
   }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
+import type { StoredRecord } from './read-records';
 
 /** A message to count a delivery of; `initial` is the count when no row exists yet. @internal */
 export interface AttemptToCount extends MessageKey {
@@ -12,72 +13,154 @@ export interface AttemptToCount extends MessageKey {
 export interface CountedAttempt {
   readonly attempts: number;
   /**
-   * The previous attempt was counted within {@link OVERLAP_MS}, has not reported a failure,
-   * and the session that counted it is alive: it may still be on its way to the dedup record,
-   * so this delivery may be a copy delivered at the same time.
+   * The previous attempt that went ahead was counted within {@link OVERLAP_MS}, has not
+   * reported a failure, and the session that counted it is alive: it may still be on its way
+   * to the dedup record, so this delivery may be a copy delivered at the same time.
    */
   readonly overlapped: boolean;
+  /**
+   * The message's committed `SUCCEEDED` dedup record, when the statement saw one: then
+   * nothing was counted (`attempts` is 0) and the record decides the delivery, whatever
+   * the count was.
+   */
+  readonly handled?: StoredRecord;
 }
 
 /**
  * How close after an unfinished attempt's count a new count may mean "a copy delivered at
  * the same time": the gap from counting to the dedup record is a pool checkout and two round
  * trips. Past it, an attempt that never finished in a live process counts as failed, so a
- * copy is retried at most for this long. @internal
+ * copy is retried at most for this long after the last attempt that went ahead. @internal
  */
 export const OVERLAP_MS = 1000;
 
 /**
+ * The counter upsert. The previous attempt is "open" while it is under {@link OVERLAP_MS}
+ * old, has not reported a failure, and its session is alive. A count that passes
+ * `maxAttempts` (the statement's one binding) while another attempt is open is refused (see
+ * `settleExhausted`): it leaves `open_since` and `open_pid` to that attempt, so refused copies
+ * never keep each other refused; only an attempt that goes ahead restarts the window.
+ */
+const UPSERT = `on conflict (scope, consumer, message_id) do update
+       set (attempts, overlapped, open_since, open_pid, shared, last_attempt_at) = (
+         select n.attempts, n.open,
+                case when n.attempts > ?::integer and n.open then a.open_since else now() end,
+                case when n.attempts > ?::integer and n.open then a.open_pid
+                     else pg_backend_pid() end,
+                false, now()
+           from (select case when a.shared then a.attempts else a.attempts + 1 end as attempts,
+                        coalesce(a.open_since > now() - ${OVERLAP_MS} * interval '1 millisecond'
+                          and exists (select 1 from pg_stat_activity s
+                                       where s.pid = a.open_pid
+                                         and s.backend_start <= a.open_since), false) as open
+                ) n)
+     returning a.scope, a.message_id, a.attempts, a.overlapped`;
+
+/** Both shapes answer counted rows and handled records alike. */
+const ANSWER = `select scope, message_id, attempts, overlapped, null::text as status,
+                       null::text as request_hash
+                  from counted
+                union all
+                select scope, key, 0, false, status, request_hash from handled`;
+
+/**
  * Counts one more delivery of each message, in autocommit, before any business transaction
  * opens, so the count survives a rollback or a crash. One statement for all messages (their
- * keys must be distinct), in the order given. `shared` marks new counters as charged to a
- * whole batch. Resolves to the stored counts by {@link keyOf}. @internal
+ * keys must be distinct), in the order given. A message that already has a committed
+ * `SUCCEEDED` dedup record is not counted: the same statement reads that record and returns
+ * it as {@link CountedAttempt.handled}, so a redelivery of a handled message is decided by its
+ * record, never by a count that copies delivered together inflated. `shared` marks new
+ * counters as charged to a whole batch. Resolves to the stored counts by {@link keyOf}.
+ * @internal
  */
 export async function countAttempts(
   db: Knex,
   names: MigrationNames,
   consumer: string,
+  maxAttempts: number,
   messages: readonly AttemptToCount[],
   shared = false,
 ): Promise<Map<string, CountedAttempt>> {
-  const table = names.table('inbox_attempts');
+  const attempts = names.table('inbox_attempts');
+  const idempotency = names.table('idempotency');
   // A count shared with a whole batch becomes this message's own on its next count alone
   // (see migration 007), rather than charging it a second attempt for its batch-mate's crash.
-  const upsert = `on conflict (scope, consumer, message_id) do update
-       set attempts = case when a.shared then a.attempts else a.attempts + 1 end,
-           overlapped = case
-             when a.open_since > now() - ${OVERLAP_MS} * interval '1 millisecond'
-             then exists (select 1 from pg_stat_activity s
-                           where s.pid = a.open_pid and s.backend_start <= a.open_since)
-             else false end,
-           open_since = now(), open_pid = pg_backend_pid(), shared = false,
-           last_attempt_at = now()
-     returning scope, message_id, attempts, overlapped`;
   const only = messages.length === 1 && !shared ? messages[0] : undefined;
   const result =
     only !== undefined
       ? await db.raw(
-          `insert into ${table} as a (scope, consumer, message_id, attempts, open_since, open_pid)
-           values (?, ?, ?, ?, now(), pg_backend_pid()) ${upsert}`,
-          [only.scope, consumer, only.messageId, only.initial],
+          `with handled as (
+             select scope, key, status, request_hash from ${idempotency}
+              where scope = ? and operation = ? and key = ? and status = 'SUCCEEDED'
+           ), counted as (
+             insert into ${attempts} as a (scope, consumer, message_id, attempts, open_since, open_pid)
+             select ?::text, ?::text, ?::text, ?::integer, now(), pg_backend_pid()
+              where not exists (select 1 from handled)
+             ${UPSERT}
+           )
+           ${ANSWER}`,
+          [
+            only.scope,
+            consumer,
+            only.messageId,
+            only.scope,
+            consumer,
+            only.messageId,
+            only.initial,
+            maxAttempts,
+            maxAttempts,
+          ],
         )
       : await db.raw(
-          `insert into ${table} as a
-             (scope, consumer, message_id, attempts, shared, open_since, open_pid)
-           select m.scope, ?, m.message_id, m.initial, ?, now(), pg_backend_pid()
-             from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
-                  as m (scope, message_id, initial, ord)
-            order by m.ord
-           ${upsert}`,
-          [consumer, shared, ...keyArrays(messages), messages.map((m) => m.initial)],
+          `with m as (
+             select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
+                      as m (scope, message_id, initial, ord)
+           ), handled as (
+             select i.scope, i.key, i.status, i.request_hash
+               from ${idempotency} i join m on i.scope = m.scope and i.key = m.message_id
+              where i.operation = ? and i.status = 'SUCCEEDED'
+           ), counted as (
+             insert into ${attempts} as a
+               (scope, consumer, message_id, attempts, shared, open_since, open_pid)
+             select m.scope, ?::text, m.message_id, m.initial, ?::boolean, now(), pg_backend_pid()
+               from m
+              where not exists (select 1 from handled h
+                                 where h.scope = m.scope and h.key = m.message_id)
+              order by m.ord
+             ${UPSERT}
+           )
+           ${ANSWER}`,
+          [
+            ...keyArrays(messages),
+            messages.map((m) => m.initial),
+            consumer,
+            consumer,
+            shared,
+            maxAttempts,
+            maxAttempts,
+          ],
         );
   const counts = new Map<string, CountedAttempt>();
-  type Row = { scope: string; message_id: string; attempts: number; overlapped: boolean };
+  type Row = {
+    scope: string;
+    message_id: string;
+    attempts: number;
+    overlapped: boolean;
+    status: string | null;
+    request_hash: string | null;
+  };
   for (const row of rowsOf<Row>(result)) {
-    counts.set(keyOf({ scope: row.scope, messageId: row.message_id }), {
-      attempts: Number(row.attempts),
-      overlapped: row.overlapped === true,
-    });
+    const key = keyOf({ scope: row.scope, messageId: row.message_id });
+    counts.set(
+      key,
+      row.status === null
+        ? { attempts: Number(row.attempts), overlapped: row.overlapped === true }
+        : {
+            attempts: 0,
+            overlapped: false,
+            handled: { status: row.status, requestHash: row.request_hash },
+          },
+    );
   }
   return counts;
 }
