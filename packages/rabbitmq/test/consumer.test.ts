@@ -199,12 +199,15 @@ describe('createRabbitConsumer on a real broker', () => {
     const ids = [id('s0'), id('s1'), id('s2')];
     for (const messageId of ids) publish(queue, 'x', { messageId });
     await reached.promise;
+    await waitFor('every message delivered', async () => (await admin.depth(queue)) === 0);
 
     const stopped = consumer.stop();
     held.open();
     await stopped;
 
-    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([[ids[0], 'acked']]);
+    expect(log.settled('acked').map((e) => e.messageId)).toEqual([ids[0]]);
+    expect(log.settled('released').map((e) => e.messageId)).toEqual(ids.slice(1));
+    expect(log.settled()).toHaveLength(ids.length);
     expect(consumer.connected).toBe(false);
     // The two not started are back in the queue; the first is not (its ack reached the broker
     // before the connection closed: 3 here would mean a lost acknowledgement).
@@ -212,6 +215,112 @@ describe('createRabbitConsumer on a real broker', () => {
       'both unstarted messages back in the queue',
       async () => (await admin.depth(queue)) === 2,
     );
+  });
+
+  /**
+   * A consumer of `queue` already in use: the same inbox (named after the queue) and handler
+   * as {@link testConsumer}'s, for the one that takes over what another gave back.
+   */
+  function nextConsumer(queue: string): { log: EventLog; consumer: RabbitConsumer } {
+    const log = new EventLog();
+    const consumer = track(
+      createRabbitConsumer({
+        url: amqpUrl(),
+        queue,
+        inbox: createInbox({ store, consumer: queue }),
+        handler: effect,
+        ...log.hooks,
+      }),
+    );
+    return { log, consumer };
+  }
+
+  it('at a stop, reports the prefetched deliveries not started as released; the next consumer handles each once', async () => {
+    const held = gate();
+    const reached = gate();
+    const { queue, log, consumer } = testConsumer('stop-released', {
+      prefetch: 5,
+      handler: async (ctx) => {
+        reached.open();
+        await held.promise;
+        await writeEffect(ctx.trx, store, ctx.messageId);
+      },
+    });
+    await consumer.start();
+    const ids = [id('r0'), id('r1'), id('r2'), id('r3')];
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+    await reached.promise;
+    // All four are out with the consumer: one running, three waiting for its slot.
+    await waitFor('every message delivered', async () => (await admin.depth(queue)) === 0);
+
+    const stopped = consumer.stop();
+    held.open();
+    await stopped;
+
+    const released = log.settled('released');
+    expect(released.map((e) => e.messageId).sort()).toEqual(ids.slice(1).sort());
+    for (const e of released) expect(e.error?.message).toMatch(/stopped before/);
+    expect(log.settled('acked').map((e) => e.messageId)).toEqual([ids[0]]);
+
+    const next = nextConsumer(queue);
+    await next.consumer.start();
+    await waitFor('the released messages handled by the next consumer', () =>
+      ids.slice(1).every((m) => next.log.settled('acked').some((e) => e.messageId === m)),
+    );
+    const counts = await effectCounts(store);
+    for (const m of ids) expect(counts[m]).toBe(1);
+    expect(next.log.settled().map((e) => [e.messageId, e.action, e.outcome?.status])).toEqual(
+      ids.slice(1).map((m) => [m, 'acked', 'processed']),
+    );
+  });
+
+  it('on a lost connection, reports the deliveries not started as released; they come back and are handled once', async () => {
+    const connectionName = uniqueName('released-conn');
+    const ids = [id('l0'), id('l1'), id('l2'), id('l3')];
+    const held = gate();
+    const reached = gate();
+    const { queue, log, consumer } = testConsumer('lost-released', {
+      connectionName,
+      prefetch: 5,
+      reconnect: { baseMs: 50, capMs: 500 },
+      handler: async (ctx) => {
+        if (ctx.messageId === ids[0] && !ctx.message.delivery.redelivered) {
+          reached.open();
+          await held.promise;
+        }
+        await writeEffect(ctx.trx, store, ctx.messageId);
+      },
+    });
+    await consumer.start();
+    for (const messageId of ids) publish(queue, 'x', { messageId });
+    await reached.promise;
+    await waitFor('every message delivered', async () => (await admin.depth(queue)) === 0);
+
+    const reconnected = log.next('a reconnection', (e) => e.type === 'connected' && e.reconnect);
+    expect(await closeConnectionsNamed(connectionName)).toBe(1);
+    await reconnected;
+    const released = log.settled('released');
+    expect(released.map((e) => e.messageId).sort()).toEqual(ids.slice(1).sort());
+    for (const e of released) expect(e.error).toBeInstanceOf(Error);
+    held.open();
+
+    await waitFor('every message applied and the queue empty', async () => {
+      const counts = await effectCounts(store);
+      return ids.every((m) => counts[m] === 1) && (await admin.depth(queue)) === 0;
+    });
+    await waitFor('every redelivery settled', () =>
+      ids.every((m) => log.settled('acked').some((e) => e.messageId === m)),
+    );
+    for (const m of ids.slice(1)) {
+      expect(
+        log
+          .settled()
+          .filter((e) => e.messageId === m)
+          .map((e) => e.action),
+      ).toEqual(['released', 'acked']);
+    }
+    const counts = await effectCounts(store);
+    for (const m of ids) expect(counts[m]).toBe(1);
   });
 
   it('stops without drain: gives the running delivery back at once, and drops its late answer', async () => {
@@ -231,15 +340,20 @@ describe('createRabbitConsumer on a real broker', () => {
     const ids = [id('n0'), id('n1')];
     for (const messageId of ids) publish(queue, 'x', { messageId });
     await reached.promise;
+    await waitFor('both messages delivered', async () => (await admin.depth(queue)) === 0);
 
     await consumer.stop({ drain: false });
     expect(finished).toBe(false);
-    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([[ids[0], 'released']]);
+    // The one not started is given back first, then the running one.
+    expect(log.settled().map((e) => [e.messageId, e.action])).toEqual([
+      [ids[1], 'released'],
+      [ids[0], 'released'],
+    ]);
     await waitFor('both messages back in the queue', async () => (await admin.depth(queue)) === 2);
     // The handler commits after the stop; nothing more is sent for its delivery.
     held.open();
     await waitFor('the late handler to finish', () => finished);
-    expect(log.settled()).toHaveLength(1);
+    expect(log.settled()).toHaveLength(2);
   });
 
   it('gives a delivery whose inbox call throws back to a quorum queue only after a growing delay, not in a hot loop', async () => {

@@ -8,7 +8,7 @@ import { handleDeliveries } from './deliver';
 import { resolveConsumerOptions, type RabbitConsumerOptions } from './options';
 import { connectionEvent, createRuntime, sleep, type ConsumerRuntime } from './runtime';
 import { connectOnce } from './session';
-import { release } from './settle';
+import { release, releaseUnstarted } from './settle';
 import type { RabbitTopology } from './topology';
 
 /** A RabbitMQ consumer with an inbox: the shared {@link Consumer} lifecycle, plus broker facts. */
@@ -22,10 +22,10 @@ export interface RabbitConsumer extends Consumer {
    */
   start(): Promise<void>;
   /**
-   * Stops taking deliveries and returns the ones not started to the queue. With `drain`
-   * (default) waits for running handlers (at most `timeoutMs`, default 30 000), then gives
-   * back what still runs; with `drain: false` gives running deliveries back at once. Then
-   * closes the connection. Idempotent; a stopped consumer cannot be started again.
+   * Stops taking deliveries and returns the ones not started to the queue (`released`). With
+   * `drain` (default) waits for running handlers (at most `timeoutMs`, default 30 000), then
+   * gives back what still runs; with `drain: false` gives running deliveries back at once.
+   * Then closes the connection. Idempotent; a stopped consumer cannot be started again.
    */
   stop(options?: ConsumerStopOptions): Promise<void>;
   /** True while a channel is open and consuming. */
@@ -46,7 +46,8 @@ export interface RabbitConsumer extends Consumer {
  * to the dead-letter exchange with core's `x-justonce-*` dead-letter headers, then
  * acknowledged; a store outage holds the delivery unacknowledged. A lost connection or
  * channel is reopened with full-jitter backoff; unacknowledged deliveries come back from the
- * broker and the inbox answers the ones already committed as duplicates. With
+ * broker (those not started yet are reported `released`, as at a stop) and the inbox answers
+ * the ones already committed as duplicates. With
  * `mode: 'batch'` the deliveries waiting together go through one `processBatch` transaction,
  * then each is settled as above.
  */
@@ -107,13 +108,11 @@ async function stopConsuming<R>(
       .catch(() => undefined);
   }
   // Return what has not started yet, so another consumer can take it now.
-  for (const d of rt.work.drop(() => true)) {
-    try {
-      if (!d.live.session.lost) d.live.session.channel.nack(d.message, false, true);
-    } catch {
-      // The channel closed meanwhile; the broker requeues the message by itself.
-    }
-  }
+  releaseUnstarted(
+    rt,
+    rt.work.drop(() => true),
+    new Error('the consumer stopped before the delivery was started'),
+  );
   if (drain && !(await idleWithin(rt, timeoutMs))) {
     logger.warn('rabbitmq consumer stopped with handlers still running; returning them', {
       queue,

@@ -9,7 +9,7 @@ import {
 import { describe } from '../amqp/connection';
 import { messageIdOf, toEnvelope } from './envelope';
 import { settled, sleep, type ConsumerRuntime, type Delivery } from './runtime';
-import { release, releaseLater, settle, type SettleDecision } from './settle';
+import { release, releaseLater, releaseUnstarted, settle, type SettleDecision } from './settle';
 
 /** A delivery on its way through the inbox, with its envelope. */
 interface Pending {
@@ -33,6 +33,12 @@ export async function handleDeliveries<R>(
   deliveries: readonly Delivery[],
 ): Promise<void> {
   // A lost channel's deliveries come back from the broker; released ones are back already.
+  // The work queue may hand some over before the loss is seen there: they are reported here.
+  releaseUnstarted(
+    rt,
+    deliveries.filter((d) => d.live.session.lost),
+    new Error('the channel was lost before the delivery was started'),
+  );
   const pending = deliveries
     .filter((d) => !d.live.session.lost && !d.released)
     .map((d) => ({ d, envelope: envelopeOf(rt, d) }));

@@ -24,8 +24,9 @@ export interface Delivery {
   /** Its message id, once found (for the `released` event of a stop). */
   messageId?: string | undefined;
   /**
-   * Given back to the broker by a stop (nacked): nothing more may be sent for it, since an
-   * ack or nack of a settled delivery tag closes the channel.
+   * Given back to the broker (nacked by a stop, or left to the broker with its lost channel)
+   * and reported `released`: nothing more may be sent for it, since an ack or nack of a
+   * settled delivery tag closes the channel.
    */
   released: boolean;
 }

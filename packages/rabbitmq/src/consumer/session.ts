@@ -3,6 +3,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { openSession } from '../amqp/connection';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { asError, connectionEvent, sleep, type ConsumerRuntime, type Live } from './runtime';
+import { releaseUnstarted } from './settle';
 import { declareTopology } from './topology';
 
 /**
@@ -55,7 +56,11 @@ function onLost<R>(rt: ConsumerRuntime<R>, live: Live, error: Error): void {
   if (rt.current === live) rt.current = undefined;
   void live.session.close();
   // Deliveries not started yet belong to the dead channel; the broker requeues them.
-  rt.work.drop((d) => d.live === live);
+  releaseUnstarted(
+    rt,
+    rt.work.drop((d) => d.live === live),
+    error,
+  );
   if (rt.stopping.signal.aborted) return;
   rt.brokerOutage.begin(error);
   rt.reconnects.add(1, { queue: rt.options.queue });

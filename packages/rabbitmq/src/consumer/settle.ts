@@ -8,7 +8,7 @@ import {
 import type { ConsumeMessage, Options } from 'amqplib';
 import { describe } from '../amqp/connection';
 import { encodableHeaders } from '../amqp/headers';
-import { RETRY_ATTEMPT_HEADER } from './envelope';
+import { messageIdOf, RETRY_ATTEMPT_HEADER } from './envelope';
 import { asError, settled, sleep, type ConsumerRuntime, type Delivery, type Live } from './runtime';
 import { declareRetryQueue } from './topology';
 
@@ -119,6 +119,30 @@ export function release<R>(
     settled(rt, d, messageId, 'released', extra);
   } catch (error) {
     settled(rt, d, messageId, 'abandoned', { ...extra, error: extra.error ?? asError(error) });
+  }
+}
+
+/**
+ * Gives back deliveries the inbox never saw (at a stop, or on a lost channel) and reports each
+ * `released`, as every transport does: nacked to the queue while their channel lives, else
+ * requeued by the broker itself when it closed the channel. Each is given back once. @internal
+ */
+export function releaseUnstarted<R>(
+  rt: ConsumerRuntime<R>,
+  deliveries: readonly Delivery[],
+  error: Error,
+): void {
+  for (const d of deliveries) {
+    if (d.released) continue;
+    // For the event only: a throwing `extract` is logged when the message is handled again.
+    d.messageId ??= messageIdOf(d.message, rt.options.messageId, () => undefined);
+    try {
+      if (!d.live.session.lost) d.live.session.channel.nack(d.message, false, true);
+    } catch {
+      // The channel closed meanwhile; the broker requeues the message by itself.
+    }
+    d.released = true;
+    settled(rt, d, d.messageId, 'released', { error });
   }
 }
 
