@@ -17,12 +17,44 @@ export interface GlobalOptions {
   readonly pglite?: string;
   /** Schema holding justonce's tables. Default `justonce`. */
   readonly schema: string;
+  /**
+   * Knex's migrations table, when justonce's migrations run through knex's migrator:
+   * `tableName` or `schemaName.tableName`. Default: knex's default table, if it exists.
+   */
+  readonly knexMigrationsTable?: string;
+}
+
+/** What every kind of store target has. */
+interface TargetCommon {
+  readonly schema: string;
+  readonly knexMigrationsTable?: string;
 }
 
 /** Where the store is, once the global options were checked. */
 export type StoreTarget =
-  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string }
-  | { readonly kind: 'pglite'; readonly dataDir: string; readonly schema: string };
+  | (TargetCommon & { readonly kind: 'postgres'; readonly url: string })
+  | (TargetCommon & { readonly kind: 'pglite'; readonly dataDir: string });
+
+/** Checks `--knex-migrations-table`: knex's `tableName`, or `schemaName.tableName`. */
+function checkKnexMigrationsTable(value: string | undefined): void {
+  if (value === undefined) return;
+  const parts = value.split('.');
+  const valid =
+    parts.length <= 2 &&
+    parts.every((part) => {
+      try {
+        validateIdentifier(part, 'table');
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  if (!valid) {
+    throw new UsageError(
+      `--knex-migrations-table must be knex's tableName or schemaName.tableName, each matching [a-z_][a-z0-9_]*, got ${JSON.stringify(value)}`,
+    );
+  }
+}
 
 /** How a command opens the store. */
 export interface OpenOptions {
@@ -45,6 +77,11 @@ export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {
       `--schema must match [a-z_][a-z0-9_]*, got ${JSON.stringify(options.schema)}`,
     );
   }
+  checkKnexMigrationsTable(options.knexMigrationsTable);
+  const common: TargetCommon = {
+    schema: options.schema,
+    knexMigrationsTable: options.knexMigrationsTable,
+  };
   if (options.pglite !== undefined) {
     if (options.databaseUrl !== undefined) {
       throw new UsageError('give either --database-url or --pglite, not both');
@@ -56,7 +93,7 @@ export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {
         `--pglite ${JSON.stringify(dataDir)} is not a directory (justonce migrate, without --dry-run, creates one)`,
       );
     }
-    return { kind: 'pglite', dataDir, schema: options.schema };
+    return { ...common, kind: 'pglite', dataDir };
   }
   const url = options.databaseUrl ?? process.env['DATABASE_URL'];
   if (url === undefined || url === '') {
@@ -65,7 +102,7 @@ export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {
   if (!/^postgres(ql)?:\/\//.test(url)) {
     throw new UsageError('--database-url must be a postgres:// or postgresql:// URL');
   }
-  return { kind: 'postgres', url, schema: options.schema };
+  return { ...common, kind: 'postgres', url };
 }
 
 /** Opens the store for one command, runs `use`, and always closes it. */
@@ -75,10 +112,11 @@ export async function withStore<T>(
   open: OpenOptions = {},
 ): Promise<T> {
   const target = checkGlobalOptions(options, open);
+  const names = { schema: target.schema, knexMigrationsTable: target.knexMigrationsTable };
   const store = await createStore(
     target.kind === 'pglite'
-      ? { pglite: { dataDir: target.dataDir }, schema: target.schema }
-      : { connectionString: target.url, schema: target.schema, pool: { min: 0, max: 2 } },
+      ? { ...names, pglite: { dataDir: target.dataDir } }
+      : { ...names, connectionString: target.url, pool: { min: 0, max: 2 } },
   );
   try {
     return await use(store);
@@ -87,11 +125,19 @@ export async function withStore<T>(
   }
 }
 
-/** Thrown when the schema has no justonce tables: exit 1 with the hint to migrate. */
+/**
+ * Thrown when the schema has no justonce tables: exit 1 with the hint to migrate, or, when
+ * knex's migrator ran them, to name its table.
+ */
 export class NotMigratedError extends Error {
   override readonly name = 'NotMigratedError';
-  constructor(schema: string) {
-    super(`schema ${schema} has no justonce tables; run: justonce migrate`);
+  constructor(schema: string, knexMigrationsTable: string | undefined) {
+    super(
+      `schema ${schema} has no justonce tables; run: justonce migrate` +
+        (knexMigrationsTable === undefined
+          ? " (if your application runs them through knex's migrator under another table name than knex_migrations, pass --knex-migrations-table <name>)"
+          : ` (none recorded in knex's table ${knexMigrationsTable} either)`),
+    );
   }
 }
 
@@ -104,7 +150,9 @@ export async function withAdmin<T>(
   use: (admin: Admin, store: Store) => Promise<T>,
 ): Promise<T> {
   return withStore(options, async (store) => {
-    if ((await migrationStatus(store)).version === 0) throw new NotMigratedError(store.schema);
+    if ((await migrationStatus(store)).version === 0) {
+      throw new NotMigratedError(store.schema, options.knexMigrationsTable);
+    }
     return use(createAdmin(store), store);
   });
 }

@@ -29,6 +29,11 @@ export function buildProgram(): Command {
       'a PGlite data directory instead of PostgreSQL (stop the app using it first)',
     )
     .option('--schema <name>', "schema holding justonce's tables", 'justonce')
+    .option(
+      '--knex-migrations-table <name>',
+      "knex's migrations table, when justonce's migrations run through knex's migrator " +
+        '(tableName or schemaName.tableName; default: knex_migrations, if it exists)',
+    )
     .showHelpAfterError();
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   migrateCommand(program, globals);

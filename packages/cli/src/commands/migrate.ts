@@ -3,7 +3,11 @@ import type { Command } from 'commander';
 import { withStore, type GlobalOptions } from '../connect';
 import { printJson } from '../format';
 
-/** `justonce migrate [--dry-run]`. */
+/**
+ * `justonce migrate [--dry-run]`. A schema whose migrations knex's migrator records (or whose
+ * knex table is named) is knex's to migrate: with migrations pending, store.migrate() refuses
+ * (exit 2, nothing changed), so that knex's record stays whole.
+ */
 export function migrateCommand(program: Command, globals: () => GlobalOptions): void {
   program
     .command('migrate')
@@ -15,7 +19,7 @@ export function migrateCommand(program: Command, globals: () => GlobalOptions): 
         globals(),
         async (store) => {
           if (options.dryRun) {
-            const { pending, applied } = await migrationStatus(store);
+            const { pending, applied, recordedByKnex } = await migrationStatus(store);
             if (options.json) {
               printJson({ schema: store.schema, pending });
             } else if (pending.length === 0) {
@@ -24,6 +28,12 @@ export function migrateCommand(program: Command, globals: () => GlobalOptions): 
               console.log(`${pending.length} pending migration(s) in schema ${store.schema}:`);
               for (const m of pending)
                 console.log(`  ${String(m.version).padStart(3, '0')} ${m.name}`);
+              // migrate would refuse these (core's store.migrate leaves such a schema to knex).
+              if (recordedByKnex.length > 0 || store.knexMigrationsTable !== undefined) {
+                console.log(
+                  "apply them through knex's migrator (knex.migrate.latest), not justonce migrate",
+                );
+              }
             }
             return;
           }
