@@ -50,6 +50,10 @@ export interface Done {
   readonly what?: 'dead-letter' | 'outbox-event' | 'record';
   readonly n?: number;
   readonly failed?: number;
+  /** The outbox row a requeue made (JSON answers only). */
+  readonly outboxId?: string;
+  /** An action on one row: changing nothing is a 409 in a JSON answer. */
+  readonly one?: boolean;
 }
 
 const VERBS: Record<Done['done'], string> = {
@@ -93,8 +97,24 @@ export function noticeOf(c: Ctx): string | undefined {
     : `${text} ${failed} could not be changed (gone or not in a state that allows it).`;
 }
 
-/** A 303 to `path` (below the base) with the action's notice. */
+/**
+ * Whether the client asked for JSON (`Accept: application/json`), as a script may: actions
+ * and errors then answer JSON instead of a redirect or a page. Browsers never ask for it.
+ */
+export function wantsJson(c: Ctx): boolean {
+  return /\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
+}
+
+/**
+ * A 303 to `path` (below the base) with the action's notice; for a client that wants JSON,
+ * what was done: `{ done, what, n, failed, outboxId }` with 200, or 409 when an action on one
+ * row changed nothing.
+ */
 export function redirectDone(c: Ctx, deps: Deps, path: string, done: Done, query = ''): Response {
+  if (wantsJson(c)) {
+    const { one, ...answer } = done;
+    return c.json(answer, one === true && done.n === 0 ? 409 : 200);
+  }
   const params = new URLSearchParams(query);
   params.set('done', done.done);
   if (done.what !== undefined) params.set('what', done.what);

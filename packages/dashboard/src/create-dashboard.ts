@@ -1,4 +1,5 @@
-import { isJustonceError } from '@justonce/core';
+import { isJustonceError, type JustonceError } from '@justonce/core';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { Hono } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
@@ -125,6 +126,16 @@ function guardActions(deps: Deps) {
   };
 }
 
+/**
+ * A store error's status: an unknown letter 404, one that cannot go back through the outbox
+ * 409, another refusal (a bad argument, no destination known) 400, an outage 503.
+ */
+function statusOf(error: JustonceError): ContentfulStatusCode {
+  if (error.code === 'DEAD_LETTER_NOT_FOUND') return 404;
+  if (error.retriable) return 503;
+  return error.code === 'DEAD_LETTER_NOT_REDELIVERABLE' ? 409 : 400;
+}
+
 function onError(deps: Deps) {
   return (error: Error, c: Ctx): Response | Promise<Response> => {
     if (error instanceof HTTPException) {
@@ -140,9 +151,7 @@ function onError(deps: Deps) {
     }
     if (error instanceof BadInputError) return errorPage(c, deps, 400, error.message);
     if (isJustonceError(error)) {
-      const status =
-        error.code === 'DEAD_LETTER_NOT_FOUND' ? 404 : error.code === 'INVALID_CONFIG' ? 400 : 503;
-      return errorPage(c, deps, status, `${error.code}: ${error.message}`);
+      return errorPage(c, deps, statusOf(error), `${error.code}: ${error.message}`, error.code);
     }
     // Reads need no token: an unexpected error's text (SQL, hosts) is not shown to anyone.
     return errorPage(c, deps, 500, `Internal error (${error.name}).`);

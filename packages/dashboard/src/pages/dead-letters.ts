@@ -210,8 +210,11 @@ export function registerDeadLetterPages(app: App, deps: Deps): void {
     requeue: (id) => admin.redeliverDeadLetter(id),
     requeueOne: async (c, id) => {
       const destination = parseText((await formOf(c))['destination'], 'destination');
-      await admin.redeliverDeadLetter(id, destination === undefined ? {} : { destination });
-      return id;
+      const outboxId = await admin.redeliverDeadLetter(
+        id,
+        destination === undefined ? {} : { destination },
+      );
+      return { show: id, outboxId };
     },
     delete: (id) => admin.deadLetters.delete(id),
   });

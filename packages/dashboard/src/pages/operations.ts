@@ -135,7 +135,7 @@ export function registerOperationsPages(app: App, deps: Deps): void {
       c,
       deps,
       '/operations',
-      { done: 'released', what: 'record', ...singleResult(released) },
+      { done: 'released', what: 'record', ...singleResult(released), one: true },
       back,
     );
   });

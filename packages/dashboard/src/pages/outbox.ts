@@ -141,7 +141,10 @@ export function registerOutboxPages(app: App, deps: Deps): void {
     get: (id) => admin.outbox.get(id),
     detail: detailPage,
     requeue: (id) => admin.outbox.requeue(id),
-    requeueOne: (_c, id) => admin.outbox.requeue(id),
+    requeueOne: async (_c, id) => {
+      const outboxId = await admin.outbox.requeue(id);
+      return outboxId === null ? null : { show: outboxId, outboxId };
+    },
     delete: (id) => admin.outbox.delete(id),
   });
 }

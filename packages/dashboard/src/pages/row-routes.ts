@@ -17,8 +17,14 @@ export interface RowRoutes<Row extends { readonly id: string }> {
   readonly detail: (view: View, row: Row) => Html;
   /** Requeues one row of a bulk action: `false`, `null` or a justonce error count as failed. */
   readonly requeue: (id: string) => Promise<unknown>;
-  /** Requeues one row from its page: the id of the row to show next, `null` if not requeued. */
-  readonly requeueOne: (c: Ctx, id: string) => Promise<string | null>;
+  /**
+   * Requeues one row from its page: the id of the row to show next and of the outbox row made,
+   * `null` if not requeued.
+   */
+  readonly requeueOne: (
+    c: Ctx,
+    id: string,
+  ) => Promise<{ readonly show: string; readonly outboxId: string } | null>;
   /** Deletes one row: `false` when it was not there to delete. */
   readonly delete: (id: string) => Promise<boolean>;
 }
@@ -59,16 +65,23 @@ export function registerRowRoutes<Row extends { readonly id: string }>(
 
   app.post(`${path}/:id/requeue`, async (c) => {
     const id = parseId(c.req.param('id'));
-    const shown = await rows.requeueOne(c, id);
-    return redirectDone(c, deps, `${path}/${shown ?? id}`, {
+    const requeued = await rows.requeueOne(c, id);
+    return redirectDone(c, deps, `${path}/${requeued?.show ?? id}`, {
       done: 'requeued',
       what,
-      ...singleResult(shown !== null),
+      ...singleResult(requeued !== null),
+      ...(requeued === null ? {} : { outboxId: requeued.outboxId }),
+      one: true,
     });
   });
 
   app.post(`${path}/:id/delete`, async (c) => {
     const deleted = await rows.delete(parseId(c.req.param('id')));
-    return redirectDone(c, deps, path, { done: 'deleted', what, ...singleResult(deleted) });
+    return redirectDone(c, deps, path, {
+      done: 'deleted',
+      what,
+      ...singleResult(deleted),
+      one: true,
+    });
   });
 }
