@@ -19,8 +19,11 @@ const KEYS = optionKeys<KnexMigrationSourceOptions>()(['schema', 'tablePrefix'])
 /**
  * justonce's migrations as a knex `MigrationSource`, for applications that run their own
  * `knex migrate:latest`. Knex records them in its own migrations table, names prefixed
- * `justonce_`, each in its own transaction. They are forward-only: a rollback throws. Use either this or `store.migrate()` for a given
- * schema, not both: each keeps its own record of what ran.
+ * `justonce_`, each in its own transaction. They are forward-only: a rollback throws. Use
+ * either this or `store.migrate()` for a given schema, not both: each keeps its own record of
+ * what ran. `migrationStatus` and `store.migrate()` read knex's record too: `knex_migrations`
+ * by itself, a table of another name when given as `knexMigrationsTable`; `store.migrate()`
+ * then leaves the schema to knex, refusing while migrations are pending.
  *
  * ```ts
  * await knex.migrate.latest({ migrationSource: createKnexMigrationSource({ schema: 'justonce' }) });
