@@ -6,8 +6,16 @@
  */
 import { request } from 'node:http';
 import { createOutbox } from '@justonce/core';
-import { serveDashboard, type ServedDashboard } from '@justonce/dashboard';
-import { freshStore, type TestStore } from './fixtures';
+import express from 'express';
+import Fastify from 'fastify';
+import {
+  createDashboard,
+  dashboardListener,
+  fastifyDashboard,
+  serveDashboard,
+  type ServedDashboard,
+} from '@justonce/dashboard';
+import { freshStore, listen, type TestStore } from './fixtures';
 
 const TOKEN = 'operator-token-for-throttle-tests';
 const PERSON = '127.0.0.1';
@@ -134,4 +142,49 @@ describe('wrong tokens, counted per client', () => {
     expect((await logIn(SCRIPT, 'guess-once-more-xxxxxxxx')).status).toBe(401);
     expect(await t.admin.outbox.get(id)).toBeDefined();
   });
+});
+
+describe('the client address in Express and Fastify', () => {
+  const mounts: Record<
+    string,
+    (dashboard: ReturnType<typeof createDashboard>) => Promise<{
+      origin: string;
+      close(): Promise<void>;
+    }>
+  > = {
+    Express: async (dashboard) => {
+      const app = express();
+      app.use('/ops', dashboardListener(dashboard));
+      return listen(app);
+    },
+    Fastify: async (dashboard) => {
+      const app = Fastify();
+      await app.register(fastifyDashboard(dashboard), { prefix: '/ops' });
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.server.address() as { port: number };
+      return { origin: `http://127.0.0.1:${port}`, close: () => app.close() };
+    },
+  };
+
+  for (const [name, mount] of Object.entries(mounts)) {
+    it(`${name}: a script's wrong Bearer tokens do not lock another address's Bearer header`, async () => {
+      const dashboard = createDashboard({ admin: t.admin, token: TOKEN, basePath: '/ops' });
+      const server = await mount(dashboard);
+      try {
+        const id = await pendingEvent();
+        const bearer = (from: string, token: string): Promise<Answer> =>
+          postFrom(from, `${server.origin}/ops/outbox/${id}/delete`, {
+            authorization: `Bearer ${token}`,
+          });
+        for (let i = 0; i < 5; i++)
+          expect((await bearer(SCRIPT, 'stale-token-of-a-script')).status).toBe(401);
+        expect((await bearer(SCRIPT, TOKEN)).status).toBe(429);
+        expect((await bearer(PERSON, TOKEN)).status).toBe(303);
+        expect(await t.admin.outbox.get(id)).toBeUndefined();
+      } finally {
+        dashboard.close();
+        await server.close();
+      }
+    });
+  }
 });
