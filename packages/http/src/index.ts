@@ -10,7 +10,12 @@
 export { idempotent } from './fetch/idempotent';
 export type { IdempotentHandler } from './fetch/idempotent';
 export { toNodeListener } from './fetch/node-listener';
-export type { FingerprintOptions, IdempotencyContext, IdempotencyOptions } from './engine/options';
+export type {
+  ErrorLogging,
+  FingerprintOptions,
+  IdempotencyContext,
+  IdempotencyOptions,
+} from './engine/options';
 export { parseIdempotencyKey } from './engine/parse-key';
 export type { KeyRefusal, ParsedKey } from './engine/parse-key';
 export { PROBLEM_TYPES, PROBLEM_CONTENT_TYPE } from './engine/problem';
@@ -31,6 +36,7 @@ export {
 // an adapter gives `handleRequest` a view of its request and a function that runs the handler
 // in the transaction, and sends what the outcome says (see docs/http.md, "Other frameworks").
 export { handleRequest } from './engine/handle-request';
+export { errorResponse } from './engine/error-response';
 export type { EngineRequest, Outcome, RunHandler } from './engine/handle-request';
 export { resolveRoute } from './engine/resolve-options';
 export type { ResolvedRoute } from './engine/resolve-options';

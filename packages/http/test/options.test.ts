@@ -6,14 +6,15 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
-import { createOperations, isJustonceError, type Operations } from '@justonce/core';
+import { createOperations, isJustonceError, silentLogger, type Operations } from '@justonce/core';
 import {
   idempotent,
   isIdempotencyContextError,
   isStoredResponseError,
+  type ErrorLogging,
   type IdempotencyOptions,
 } from '@justonce/http';
-import { idempotency, idempotencyContext } from '@justonce/http/express';
+import { idempotency, idempotencyContext, idempotencyErrorHandler } from '@justonce/http/express';
 import { idempotencyPlugin } from '@justonce/http/fastify';
 import { openTestStore } from '../../core/test/db';
 
@@ -90,6 +91,7 @@ describe('options are validated at construction', () => {
       { storeStatuses: [200] },
       /storeStatuses must be a function/,
     ],
+    ['a logger without its four methods', { logger: console.log }, /logger must have debug/],
   ])('refuses %s', (_what, change, message) => {
     const options = { ...base(), ...change } as unknown as IdempotencyOptions<Request>;
     expect(configurationError(() => idempotent(options, ok)).message).toMatch(message);
@@ -101,7 +103,7 @@ describe('options are validated at construction', () => {
   });
 
   it('takes every option it documents', () => {
-    const every: Required<IdempotencyOptions<Request>> = {
+    const every: Required<IdempotencyOptions<Request> & ErrorLogging> = {
       operations,
       operation: 'create-order',
       scope: (request) => request.headers.get('x-client-id') ?? undefined,
@@ -113,8 +115,19 @@ describe('options are validated at construction', () => {
       inProgress: { waitMs: 100 },
       retentionMs: 60_000,
       maxKeyLength: 64,
+      logger: silentLogger,
     };
     expect(typeof idempotent(every, ok)).toBe('function');
+  });
+
+  it('idempotencyErrorHandler refuses an unknown option and a bad logger', () => {
+    expect(
+      configurationError(() => idempotencyErrorHandler({ loger: silentLogger } as never)).message,
+    ).toMatch(/unknown option `loger`; did you mean `logger`/);
+    expect(
+      configurationError(() => idempotencyErrorHandler({ logger: {} as never })).message,
+    ).toMatch(/idempotencyErrorHandler: logger must have debug/);
+    expect(idempotencyErrorHandler()).toHaveLength(4); // Express's mark of an error handler
   });
 
   it('accepts the smallest valid options', () => {

@@ -29,7 +29,8 @@ import { fromStoredResponse, toStoredResponse } from './stored-response';
  * - `rolled-back`: the handler answered a status the route does not store; its transaction
  *   rolled back and the key is free for a retry: send the response;
  * - `threw`: the handler threw; its transaction rolled back and the key is free for a
- *   retry: hand the error to the framework.
+ *   retry: send `errorResponse(error, route.logger, …)` (what this package's adapters do),
+ *   or hand the error to the framework.
  * Anything else (the store is down, the lease was lost before the commit) rejects.
  */
 export type Outcome =

@@ -1,4 +1,4 @@
-import type { KnexTransaction, Operations, Store } from '@justonce/core';
+import type { KnexTransaction, Logger, Operations, Store } from '@justonce/core';
 
 /** What counts in the default fingerprint besides the method, the path and the body. */
 export interface FingerprintOptions {
@@ -102,4 +102,18 @@ export interface IdempotencyContext<Tx = KnexTransaction> {
   readonly trx: Tx;
   /** The request's idempotency key; `undefined` on a route where it is optional and absent. */
   readonly key: string | undefined;
+}
+
+/**
+ * Where the adapters (`idempotent`, `idempotency`, `idempotencyPlugin`) log an error the
+ * handler throws, which they answer themselves; taken beside {@link IdempotencyOptions}.
+ */
+export interface ErrorLogging {
+  /**
+   * `logger.error` gets the 500's `instance`, the `operation` and the `error`; a thrown error
+   * with a 4xx status of its own goes to `logger.info`. The key is never logged. Default:
+   * `console.error`, as the frameworks' own error handlers printed these errors; other
+   * levels dropped.
+   */
+  readonly logger?: Logger;
 }

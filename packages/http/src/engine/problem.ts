@@ -17,6 +17,11 @@ export const PROBLEM_TYPES = {
   keyReused: 'urn:justonce:problem:idempotency-key-reused',
   /** 500: the first request with this key failed for good; send a new key. */
   keyFailed: 'urn:justonce:problem:idempotency-key-failed',
+  /**
+   * 500: the handler threw (or, in Express through `idempotencyErrorHandler`, anything
+   * failed); nothing of the error is told, `instance` names its log line. Retriable.
+   */
+  requestFailed: 'urn:justonce:problem:request-failed',
 } as const;
 
 /** An RFC 9457 problem details object, sent as `application/problem+json`. */
@@ -25,6 +30,11 @@ export interface Problem {
   readonly title: string;
   readonly status: number;
   readonly detail: string;
+  /**
+   * This occurrence, as `urn:uuid:…`: set on a `requestFailed` problem only, and logged with
+   * the error, so that a client's report can be matched with the server's log line.
+   */
+  readonly instance?: string;
 }
 
 /** The media type of a {@link Problem} body. */
@@ -102,6 +112,31 @@ export function keyFailed(): Problem {
     title: 'The request with this Idempotency-Key failed',
     status: 500,
     detail: 'The first request with this key failed and cannot be retried with it; send a new key.',
+  };
+}
+
+/** 500: the request failed on the server; nothing of the error is told. */
+export function requestFailed(instance: string): Problem {
+  return {
+    type: PROBLEM_TYPES.requestFailed,
+    title: 'The request failed',
+    status: 500,
+    detail:
+      'The server could not complete this request; it is safe to send it again with the same Idempotency-Key.',
+    instance,
+  };
+}
+
+/**
+ * A 4xx named by a thrown error's own status (`about:blank`: the status says it all). Its
+ * message is not told: it may name what only the server should know.
+ */
+export function clientError(status: number, phrase: string): Problem {
+  return {
+    type: 'about:blank',
+    title: phrase,
+    status,
+    detail: `The request was refused (${status} ${phrase}); nothing of it was applied.`,
   };
 }
 

@@ -2,13 +2,15 @@ import {
   ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
+  resolveLogger,
+  type Logger,
   type Operations,
   type Store,
 } from '@justonce/core';
-import type { FingerprintOptions, IdempotencyOptions } from './options';
+import type { ErrorLogging, FingerprintOptions, IdempotencyOptions } from './options';
 
 /** Every option of {@link IdempotencyOptions}, for the unknown-key check. */
-export const IDEMPOTENCY_KEYS = optionKeys<IdempotencyOptions<unknown>>()([
+export const IDEMPOTENCY_KEYS = optionKeys<IdempotencyOptions<unknown> & ErrorLogging>()([
   'operations',
   'operation',
   'scope',
@@ -20,6 +22,7 @@ export const IDEMPOTENCY_KEYS = optionKeys<IdempotencyOptions<unknown>>()([
   'inProgress',
   'retentionMs',
   'maxKeyLength',
+  'logger',
 ]);
 const FINGERPRINT_KEYS = optionKeys<FingerprintOptions>()(['headers', 'ignoreFields']);
 const IN_PROGRESS_KEYS = optionKeys<NonNullable<IdempotencyOptions<unknown>['inProgress']>>()([
@@ -49,12 +52,24 @@ export interface ResolvedRoute<Req> {
   readonly waitMs: number | undefined;
   readonly retentionMs: number | undefined;
   readonly maxKeyLength: number;
+  readonly logger: Logger;
 }
 
 const DEFAULT_MAX_KEY_LENGTH = 255;
 const MAX_OPERATION_LENGTH = 200;
 /** An HTTP field name (RFC 9110 §5.1: a token). */
 const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * The default `logger`: errors to `console.error` (the framework printed a thrown error
+ * before the adapters answered it themselves), nothing else.
+ */
+export const consoleErrors: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: (message, fields) => console.error(`@justonce/http: ${message}`, fields ?? {}),
+};
 
 /** Default `storeStatuses`: 2xx to 4xx. */
 export function storedByDefault(status: number): boolean {
@@ -68,7 +83,7 @@ export function storedByDefault(status: number): boolean {
  * @internal
  */
 export function resolveRoute<Req>(
-  options: Partial<IdempotencyOptions<Req>>,
+  options: Partial<IdempotencyOptions<Req>> & ErrorLogging,
   context: string,
 ): ResolvedRoute<Req> {
   rejectUnknownOptions(options, IDEMPOTENCY_KEYS, context);
@@ -93,7 +108,23 @@ export function resolveRoute<Req>(
     waitMs: durationOption(options.inProgress?.waitMs, 'inProgress.waitMs', 0, context),
     retentionMs: durationOption(options.retentionMs, 'retentionMs', 1, context),
     maxKeyLength: keyLengthOption(options.maxKeyLength, context),
+    logger: loggerOption(options.logger, context),
   };
+}
+
+/** The `logger` option: {@link consoleErrors} when absent. */
+export function loggerOption(value: unknown, context: string): Logger {
+  if (value === undefined) return consoleErrors;
+  try {
+    return resolveLogger(value);
+  } catch {
+    throw new ConfigurationError(
+      `${context}: logger must have debug, info, warn and error methods`,
+      {
+        logger: value === null ? 'null' : typeof value,
+      },
+    );
+  }
 }
 
 function operationsOption(value: unknown, context: string): Operations {

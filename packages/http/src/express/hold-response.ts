@@ -7,8 +7,16 @@ type HeldMethod = (typeof HELD_METHODS)[number];
 
 /** A Node response whose writes are held in memory until the engine says what to send. */
 export interface ResponseHold {
-  /** Resolves when the handler ends the response; rejects when `signal` aborts first. */
+  /**
+   * Resolves when the handler ends the response; rejects when `signal` aborts first, or with
+   * the error given to {@link ResponseHold.fail}.
+   */
   until(signal: AbortSignal): Promise<HeldResponse>;
+  /**
+   * The handler threw `error` before it ended the response: `until` rejects with it. False
+   * (and nothing happens) once the response was ended.
+   */
+  fail(error: unknown): boolean;
   /** Sends the held response as the handler wrote it, then runs the handler's callbacks. */
   release(): void;
   /** Gives the response back unsent, without the headers the handler set, for an error. */
@@ -29,8 +37,9 @@ export function holdResponse(res: ServerResponse): ResponseHold {
   }));
   const chunks: Buffer[] = [];
   const callbacks: (() => void)[] = [];
-  let settle: { resolve(response: HeldResponse): void } | undefined;
+  let settle: { resolve(response: HeldResponse): void; reject(error: unknown): void } | undefined;
   let ended: HeldResponse | undefined;
+  let failed: { readonly error: unknown } | undefined;
 
   const intercept = (name: HeldMethod, value: (...args: unknown[]) => unknown): void => {
     Object.defineProperty(res, name, { value, configurable: true, writable: true });
@@ -59,7 +68,7 @@ export function holdResponse(res: ServerResponse): ResponseHold {
     else collect(chunks, chunk, encoding);
     const done = typeof encoding === 'function' ? encoding : callback;
     if (typeof done === 'function') callbacks.push(done as () => void);
-    if (ended === undefined) {
+    if (ended === undefined && failed === undefined) {
       ended = {
         status: res.statusCode,
         headers: headerPairs(res.getHeaders()),
@@ -87,10 +96,17 @@ export function holdResponse(res: ServerResponse): ResponseHold {
     until: (signal) =>
       new Promise<HeldResponse>((resolve, reject) => {
         if (ended !== undefined) return resolve(ended);
-        settle = { resolve };
+        if (failed !== undefined) return reject(failed.error);
+        settle = { resolve, reject };
         if (signal.aborted) reject(signal.reason);
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       }),
+    fail(error) {
+      if (ended !== undefined || failed !== undefined) return false;
+      failed = { error };
+      settle?.reject(error);
+      return true;
+    },
     release() {
       restore();
       res.end(Buffer.concat(chunks), () => {

@@ -2,14 +2,29 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { KnexTransaction } from '@justonce/core';
 import { bodyFromBytes, type RequestBody, type RequestView } from '../engine/fingerprint';
+import { errorResponse } from '../engine/error-response';
 import { handleRequest, type Outcome } from '../engine/handle-request';
-import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
+import type { ErrorLogging, IdempotencyContext, IdempotencyOptions } from '../engine/options';
 import { resolveRoute, type ResolvedRoute } from '../engine/resolve-options';
 import { IDEMPOTENCY_KEY_HEADER, type HeldResponse } from '../engine/response';
 import { IdempotencyContextError } from '../errors/idempotency-context-error';
 import { holdResponse, type ResponseHold } from './hold-response';
 
 const contexts = new WeakMap<ServerResponse, IdempotencyContext>();
+/** The hold of a response whose handler runs, until the engine has decided. */
+const holds = new WeakMap<ServerResponse, ResponseHold>();
+
+/**
+ * For `idempotencyErrorHandler`: what became of an error that reached it for `res`.
+ * `handler`: the handler was running and threw it (the middleware now rolls back and
+ * answers); `held`: the handler had already answered (its held response goes out as
+ * decided); `none`: no handler of an idempotent route is running for `res`. @internal
+ */
+export function takeHandlerError(res: ServerResponse, error: unknown): 'handler' | 'held' | 'none' {
+  const hold = holds.get(res);
+  if (hold === undefined) return 'none';
+  return hold.fail(error) ? 'handler' : 'held';
+}
 
 /**
  * Express middleware that makes the rest of the route idempotent by its `Idempotency-Key`
@@ -27,14 +42,20 @@ const contexts = new WeakMap<ServerResponse, IdempotencyContext>();
  * writes to `res` is held in memory, stored with the operation record in that transaction,
  * and sent only after the commit. A duplicate gets the stored response with
  * `Idempotent-Replayed: true` and the handler does not run. A thrown error goes to Express's
- * error handler as usual; the response it makes is held like any other (a 5xx rolls back
- * and leaves the key free for a retry). Options are validated here, at construction.
+ * error handlers as usual: put `idempotencyErrorHandler()` after the handler, and it is
+ * answered with a problem that tells nothing of it (500, or the error's own 4xx), the
+ * transaction rolled back and the key free for a retry. Without it, the response another
+ * error handler makes is held like any other (a 5xx rolls back and leaves the key free).
+ * Options are validated here, at construction.
  */
 export function idempotency<Tx = KnexTransaction>(
-  options: IdempotencyOptions<Request, Tx>,
+  options: IdempotencyOptions<Request, Tx> & ErrorLogging,
 ): RequestHandler {
   // The engine only passes the operations' own transactions through: of type Tx.
-  const route = resolveRoute(options as unknown as IdempotencyOptions<Request>, 'idempotency');
+  const route = resolveRoute(
+    options as unknown as IdempotencyOptions<Request> & ErrorLogging,
+    'idempotency',
+  );
   return (req, res, next) => serve(route, req, res, next);
 }
 
@@ -73,15 +94,18 @@ async function serve(
       (context, signal) => {
         contexts.set(res, context);
         hold = holdResponse(res);
+        holds.set(res, hold);
         next();
         return hold.until(signal);
       },
     );
   } catch (error) {
+    holds.delete(res);
     hold?.discard();
     next(error);
     return;
   }
+  holds.delete(res);
   switch (outcome.kind) {
     case 'respond':
       send(res, outcome.response);
@@ -91,8 +115,9 @@ async function serve(
       hold?.release();
       return;
     case 'threw':
+      // Only idempotencyErrorHandler hands a thrown error to the hold: it is answered here.
       hold?.discard();
-      next(outcome.error);
+      send(res, errorResponse(outcome.error, route.logger, { operation: route.operation }));
       return;
   }
 }
@@ -140,8 +165,8 @@ async function readAll(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Sends a response the handler did not make (a problem or a replay) on `res`. */
-function send(res: ServerResponse, response: HeldResponse): void {
+/** Sends a response the handler did not make (a problem or a replay) on `res`. @internal */
+export function send(res: ServerResponse, response: HeldResponse): void {
   const grouped = new Map<string, string[]>();
   for (const [name, value] of response.headers)
     grouped.set(name, [...(grouped.get(name) ?? []), value]);

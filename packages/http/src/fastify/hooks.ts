@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RequestView } from '../engine/fingerprint';
 import { bodyFromBytes } from '../engine/fingerprint';
+import { errorResponse } from '../engine/error-response';
 import { handleRequest, type Outcome } from '../engine/handle-request';
 import type { IdempotencyContext } from '../engine/options';
 import type { ResolvedRoute } from '../engine/resolve-options';
@@ -15,7 +16,7 @@ interface Pending {
    */
   phase: 'before' | 'handler' | 'done';
   context?: IdempotencyContext;
-  /** The error the handler threw, seen by onError before the error handler answers. */
+  /** The error the handler threw, seen by onError once the error handler has answered. */
   threw?: { readonly error: unknown };
 }
 
@@ -108,6 +109,13 @@ export function routeHooks(route: ResolvedRoute<FastifyRequest>): RouteHooks {
         // Nothing committed: the handler's headers must not go out with the error response.
         for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
         throw error;
+      }
+      if (outcome.kind === 'threw') {
+        // Rolled back; the error handler's reply (Fastify's tells the message) is replaced.
+        for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
+        const answer = errorResponse(outcome.error, route.logger, { operation: route.operation });
+        sendHeaders(reply, answer);
+        return Buffer.from(answer.body);
       }
       if (outcome.kind === 'respond') {
         sendHeaders(reply, outcome.response);

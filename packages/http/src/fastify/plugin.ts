@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
+import type { ErrorLogging, IdempotencyContext, IdempotencyOptions } from '../engine/options';
 import { IDEMPOTENCY_KEYS, resolveRoute } from '../engine/resolve-options';
 import { rejectUnknownOptions } from '@justonce/core';
 import { IdempotencyContextError } from '../errors/idempotency-context-error';
 import { contextOf, routeHooks } from './hooks';
 
 /** Options of one Fastify route (`config: { idempotency }`), or the plugin's defaults. */
-export type FastifyIdempotencyOptions = IdempotencyOptions<FastifyRequest>;
+export type FastifyIdempotencyOptions = IdempotencyOptions<FastifyRequest> & ErrorLogging;
 
 /**
  * The plugin's options: defaults for every idempotent route (usually `operations` and
@@ -31,8 +31,11 @@ export type IdempotencyPluginOptions = Partial<FastifyIdempotencyOptions>;
  * is held in the `onSend` hook until the operation record and the transaction commit, then
  * sent. A duplicate gets the stored reply with `Idempotent-Replayed: true` from the
  * `preHandler` hook, and the handler does not run. A thrown error rolls the transaction
- * back and leaves the key free for a retry; Fastify's error handler answers as usual. Each
- * route's options are validated when the route is added.
+ * back and leaves the key free for a retry; the reply of Fastify's error handler is then
+ * replaced by a problem that tells nothing of the error (500, or the error's own 4xx), the
+ * error logged through `logger`. Errors before the handler (the body parser's, schema
+ * validation) stay Fastify's to answer. Each route's options are validated when the route
+ * is added.
  */
 async function idempotencyPluginFunction(
   fastify: FastifyInstance,

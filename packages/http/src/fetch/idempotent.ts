@@ -1,7 +1,8 @@
 import { ConfigurationError, type KnexTransaction } from '@justonce/core';
 import { bodyFromBytes, type RequestView } from '../engine/fingerprint';
+import { errorResponse } from '../engine/error-response';
 import { handleRequest } from '../engine/handle-request';
-import type { IdempotencyContext, IdempotencyOptions } from '../engine/options';
+import type { ErrorLogging, IdempotencyContext, IdempotencyOptions } from '../engine/options';
 import { resolveRoute } from '../engine/resolve-options';
 import { IDEMPOTENCY_KEY_HEADER, type HeaderPair, type HeldResponse } from '../engine/response';
 
@@ -21,7 +22,9 @@ export type IdempotentHandler<Tx = KnexTransaction> = (
  * first request is still running), 422 (the key was used for another request).
  *
  * A handler that throws rolls its transaction back, leaves the key free for a retry, and
- * the returned function rejects with its error. Options are validated here, at
+ * gets a problem that tells nothing of the error: 500 (its `instance` logged with the error
+ * through `logger`), or the error's own 4xx. Anything else that fails (the store, the
+ * commit) makes the returned function reject. Options are validated here, at
  * construction ({@link IdempotencyOptions}). Any runtime with Fetch API requests can serve
  * the result: Hono, Next.js route handlers, Deno, Bun, or node:http via
  * {@link toNodeListener}.
@@ -37,11 +40,14 @@ export type IdempotentHandler<Tx = KnexTransaction> = (
  * ```
  */
 export function idempotent<Tx = KnexTransaction>(
-  options: IdempotencyOptions<Request, Tx>,
+  options: IdempotencyOptions<Request, Tx> & ErrorLogging,
   handler: IdempotentHandler<Tx>,
 ): (request: Request) => Promise<Response> {
   // The engine only passes the operations' own transactions through: of type Tx.
-  const route = resolveRoute(options as unknown as IdempotencyOptions<Request>, 'idempotent');
+  const route = resolveRoute(
+    options as unknown as IdempotencyOptions<Request> & ErrorLogging,
+    'idempotent',
+  );
   if (typeof handler !== 'function') {
     throw new ConfigurationError('idempotent needs a handler function', {
       handler: typeof handler,
@@ -61,7 +67,9 @@ export function idempotent<Tx = KnexTransaction>(
       async (context) =>
         holdResponse(await handler(request, context as unknown as IdempotencyContext<Tx>)),
     );
-    if (outcome.kind === 'threw') throw outcome.error;
+    if (outcome.kind === 'threw') {
+      return toResponse(errorResponse(outcome.error, route.logger, { operation: route.operation }));
+    }
     return toResponse(outcome.response);
   };
 }

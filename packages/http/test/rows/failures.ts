@@ -3,11 +3,23 @@
  * stored statuses, rolled-back ones, thrown errors, a request still running, expiry, and a
  * response too large to store; for each adapter.
  */
+import { PROBLEM_TYPES } from '@justonce/http';
 import { freshKey, postOrder, sf } from '../support/client';
 import { expectProblem } from '../support/expect-problem';
 import type { Row } from '../support/harness';
 import { countEvents, countOrders, sleep, type OrdersEnv } from '../support/orders';
 import { waitFor } from '../../../../test-support/wait-for';
+
+/**
+ * Asserts that a response body tells nothing of the error behind it: not its message, no
+ * stack frame, no file path, not the key.
+ */
+function expectNothingOfTheError(text: string, key: string): void {
+  expect(text).not.toContain('the handler failed');
+  expect(text).not.toMatch(/\bat \S+ \(|node_modules|\.ts:\d|\.js:\d|<html|<pre/i);
+  expect(text).not.toContain(process.cwd());
+  expect(text).not.toContain(key);
+}
 
 /** Waits until the handler started for `key` (unquoted) `times` times. */
 function handlerStarted(env: OrdersEnv, key: string, times = 1): Promise<boolean> {
@@ -51,7 +63,7 @@ export const FAILURE_ROWS: readonly Row[] = [
     },
   },
   {
-    case: "the handler throws: the framework's 500, its writes rolled back, the key free",
+    case: 'the handler throws: 500 problem telling nothing of it, logged, rolled back, the key free',
     pglite: true,
     async run(app, env) {
       const key = freshKey('throw');
@@ -59,13 +71,69 @@ export const FAILURE_ROWS: readonly Row[] = [
       const body = { item, behaviour: 'throw-once' };
       const failed = await postOrder(app.url, { key: sf(key), body });
       expect(failed.status).toBe(500);
+      expect(failed.headers.get('content-type')).toBe('application/problem+json');
       expect(failed.headers.get('idempotent-replayed')).toBeNull();
       expect(failed.headers.get('location')).toBeNull();
+      expect(failed.headers.get('x-first-only')).toBeNull();
+      expect(failed.json).toEqual({
+        type: PROBLEM_TYPES.requestFailed,
+        title: 'The request failed',
+        status: 500,
+        detail: expect.any(String),
+        instance: expect.stringMatching(/^urn:uuid:[0-9a-f-]{36}$/),
+      });
+      expectNothingOfTheError(failed.bytes.toString('utf8'), key);
+      const instance = (failed.json as { instance: string }).instance;
+      const line = env.logged.find((logged) => logged.fields.instance === instance);
+      expect(line).toMatchObject({ level: 'error', fields: { operation: 'create-order' } });
+      expect((line?.fields.error as Error).message).toBe('the handler failed');
+      expect(JSON.stringify(line?.fields)).not.toContain(key);
       expect(await countOrders(env, item)).toBe(0);
       const retried = await postOrder(app.url, { key: sf(key), body });
       expect(retried.status).toBe(201);
+      expect(env.runs.get(key)).toBe(2);
       expect(await countOrders(env, item)).toBe(1);
       expect(await countEvents(env, item)).toBe(1);
+    },
+  },
+  {
+    case: 'the handler throws an error with a 4xx of its own: that status as a problem, rolled back',
+    pglite: true,
+    async run(app, env) {
+      const key = freshKey('throw-404');
+      const item = freshKey('throw-404-item');
+      const body = { item, behaviour: 'throw-not-found' };
+      const failed = await postOrder(app.url, { key: sf(key), body });
+      expect(failed.status).toBe(404);
+      expect(failed.headers.get('content-type')).toBe('application/problem+json');
+      expect(failed.json).toEqual({
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: expect.any(String),
+      });
+      expectNothingOfTheError(failed.bytes.toString('utf8'), key);
+      expect(await countOrders(env, item)).toBe(0);
+      const again = await postOrder(app.url, { key: sf(key), body });
+      expect(again.status).toBe(404);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+      expect(env.runs.get(key)).toBe(2);
+    },
+  },
+  {
+    case: 'a malformed JSON body: 400, no order, nothing of the parser told',
+    pglite: true,
+    async run(app, env) {
+      const key = freshKey('malformed');
+      const response = await postOrder(app.url, {
+        key: sf(key),
+        text: '{"item": "malformed-item", ',
+        contentType: 'application/json',
+      });
+      expect(response.status).toBe(400);
+      expectNothingOfTheError(response.bytes.toString('utf8'), key);
+      expect(env.runs.get(key)).toBeUndefined();
+      expect(await countOrders(env, 'malformed-item')).toBe(0);
     },
   },
   {

@@ -8,7 +8,7 @@ import express from 'express';
 import express4 from 'express4';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { idempotent, toNodeListener, type IdempotencyOptions } from '@justonce/http';
-import { idempotency, idempotencyContext } from '@justonce/http/express';
+import { idempotency, idempotencyContext, idempotencyErrorHandler } from '@justonce/http/express';
 import { idempotencyPlugin } from '@justonce/http/fastify';
 import { encodeBody, handleOrder, type OrdersEnv } from './orders';
 
@@ -77,10 +77,22 @@ const fetchAdapter: Adapter = {
   name: 'fetch',
   start(env, options) {
     const handle = idempotent(
-      routeOptions<Request>(options, (request, name) => request.headers.get(name) ?? undefined),
+      {
+        ...routeOptions<Request>(
+          options,
+          (request, name) => request.headers.get(name) ?? undefined,
+        ),
+        logger: env.logger,
+      },
       async (request, { trx, key }) => {
         const type = request.headers.get('content-type') ?? '';
-        const body: unknown = type.includes('json') ? await request.json() : await request.text();
+        let body: unknown;
+        try {
+          body = type.includes('json') ? await request.json() : await request.text();
+        } catch {
+          // The Fetch handler parses the body: one it cannot parse is the client's 400.
+          return Response.json({ error: 'malformed JSON' }, { status: 400 });
+        }
         const clientId = request.headers.get(CLIENT_HEADER) ?? undefined;
         const response = await handleOrder(env, trx, key, { body, clientId });
         const { bytes, type: contentType } = encodeBody(response);
@@ -105,8 +117,11 @@ function expressAdapter(name: 'express' | 'express 4', framework: typeof express
       app.post(
         '/orders',
         framework.json(),
-        idempotency(routeOptions<express.Request>(options, (req, name) => req.get(name))),
-        (req, res, next) => {
+        idempotency({
+          ...routeOptions<express.Request>(options, (req, name) => req.get(name)),
+          logger: env.logger,
+        }),
+        (req: express.Request, res: express.Response, next: express.NextFunction) => {
           const respond = async (): Promise<void> => {
             const { trx, key } = idempotencyContext(res);
             const body: unknown = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : req.body;
@@ -122,6 +137,7 @@ function expressAdapter(name: 'express' | 'express 4', framework: typeof express
           };
           respond().catch(next);
         },
+        idempotencyErrorHandler({ logger: env.logger }),
       );
       return listen(createServer(app));
     },
@@ -138,7 +154,7 @@ const fastifyAdapter: Adapter = {
     };
     // The plugin gets the shared part, the route the rest: the two are merged per route.
     const { operations, scope, ...own } = routeOptions<FastifyRequest>(options, header);
-    await app.register(idempotencyPlugin, { operations, scope });
+    await app.register(idempotencyPlugin, { operations, scope, logger: env.logger });
     app.post('/orders', { config: { idempotency: own } }, async (request, reply) => {
       const { trx, key } = request.idempotency;
       const response = await handleOrder(env, trx, key, {

@@ -3,7 +3,7 @@
  * order row and an outbox event in the request's transaction, then answers as the request
  * body asks (`behaviour`), so one table of cases drives all three frameworks.
  */
-import { createOutbox, type Outbox, type Store } from '@justonce/core';
+import { createOutbox, type Logger, type Outbox, type Store } from '@justonce/core';
 import type { Knex } from 'knex';
 import { openTestStore, type StoreKind } from '../../../core/test/db';
 
@@ -17,6 +17,8 @@ export type Behaviour =
   | 'server-error'
   /** Writes the order, then throws. */
   | 'throw'
+  /** Writes the order, then throws an error whose own status is 404 (as `http-errors` do). */
+  | 'throw-not-found'
   /** Like `server-error` on the item's first run, `create` after. */
   | 'server-error-once'
   /** Like `throw` on the item's first run, `create` after. */
@@ -43,6 +45,25 @@ export interface OrdersEnv {
   readonly runs: Map<string, number>;
   /** How many times the handler started, by item. */
   readonly itemRuns: Map<string, number>;
+  /** The logger every adapter is given; what it got is in `logged`. */
+  readonly logger: Logger;
+  readonly logged: LogLine[];
+}
+
+/** One line the adapters logged. */
+export interface LogLine {
+  readonly level: keyof Logger;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+function capturingLogger(logged: LogLine[]): Logger {
+  const at =
+    (level: keyof Logger) =>
+    (message: string, fields: Readonly<Record<string, unknown>> = {}): void => {
+      logged.push({ level, message, fields });
+    };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 /** Opens a migrated store with an `orders` table. */
@@ -56,11 +77,14 @@ export async function openOrdersEnv(kind: StoreKind): Promise<OrdersEnv> {
        idem_key text
      )`,
   );
+  const logged: LogLine[] = [];
   return {
     store,
     outbox: createOutbox({ store, notify: false }),
     runs: new Map(),
     itemRuns: new Map(),
+    logger: capturingLogger(logged),
+    logged,
   };
 }
 
@@ -128,6 +152,12 @@ export async function handleOrder(
       return { status: 503, headers: {}, body: { error: 'try later' } };
     case 'throw':
       throw new Error('the handler failed');
+    case 'throw-not-found':
+      throw Object.assign(new Error('the handler failed: no such customer'), {
+        statusCode: 404,
+        status: 404,
+        expose: true,
+      });
     case 'text':
       return {
         status: 201,
