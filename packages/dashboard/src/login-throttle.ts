@@ -25,7 +25,7 @@ interface Count {
  * The ceiling bounds guessing from many clients at once (many addresses, or clients a proxy
  * makes look alike): {@link CEILING} wrong tokens within a minute, from all clients together,
  * lock every client until the oldest of them is a minute old. One client alone never gets
- * there: it is locked after five, and then adds at most one wrong token a minute.
+ * there: it is locked after five, and then adds one wrong token per lockout at most.
  */
 export class LoginThrottle {
   /** Per client, least recently failed first. */

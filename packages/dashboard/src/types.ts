@@ -38,8 +38,9 @@ export interface DashboardClient {
 export interface Dashboard {
   /**
    * Answers one request; mount it in any Fetch server, or through {@link dashboardListener}.
-   * Pass `client.address` where the server knows it (Bun: `server.requestIP(request)`), so
-   * one client's wrong tokens do not throttle the others.
+   * Pass `client.address` where the server knows it (Bun:
+   * `server.requestIP(request)?.address`), so one client's wrong tokens do not throttle the
+   * others.
    */
   fetch(request: Request, client?: DashboardClient): Promise<Response>;
   /** The path prefix it serves (`''` for the root). */
