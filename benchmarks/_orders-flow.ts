@@ -11,7 +11,7 @@ import type { Knex } from 'knex';
 import { memoryLedger } from '../examples/order-service/provider/ledger';
 import { createProviderServer } from '../examples/order-service/provider/server';
 import type { NewOrder } from '../examples/order-service/orders/contract';
-import { machineCpu, percentile, reached, type Run } from './_support';
+import { costMeter, percentile, reached, type Run } from './_support';
 
 /** Partitions of the `order.created` topic, as the example's orchestrator creates it. */
 const PARTITIONS = 4;
@@ -237,7 +237,7 @@ export async function runFlow(
     const { shipped } = flow;
     await fireOrders(flow.baseUrl, load.warmup, load.concurrency, `${names.group}-warm`);
     await reached(() => shipped.size, load.warmup);
-    const cpu = machineCpu();
+    const cpu = costMeter();
     const started = performance.now();
     const sentAt = await fireOrders(flow.baseUrl, load.orders, load.concurrency, names.group);
     await reached(() => shipped.size, load.warmup + load.orders);

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { Client } from 'pg';
 import {
   createOutbox,
   createRelay,
@@ -91,7 +92,7 @@ export async function timedRelayRun(
     pollIntervalMs: 20,
     ...options,
   });
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await relay.start();
   await reached(() => counting.acked, count);
@@ -123,7 +124,6 @@ export async function fillOutbox(
   await store.knex.raw(`analyze ${store.names.table('outbox')}`);
 }
 
-/** The inbox's default retention of dedup records (7 days), as the hand-written claims set it. */
 /**
  * Runs `work` on every unit with `workers` concurrent loops, each taking the next unit of a
  * shared list; resolves to the elapsed seconds.
@@ -173,13 +173,48 @@ export function benchMessages(label: string, count: number): BenchMessage[] {
   });
 }
 
+/** The inbox's default retention of dedup records (7 days), as the hand-written claims set it. */
 export const INBOX_RETENTION_MS = 7 * 24 * 3_600_000;
+
+/** `text` with its `$n` placeholders (each used once, in order) written as knex binds them. */
+export function knexPlaceholders(text: string): string {
+  return text.replace(/\$\d+/g, '?');
+}
 
 /**
  * The inbox's single-row claim written by hand (inbox/sql/claim-messages.ts, claimMessage, for
  * a first delivery, which has no attempt counter to clear): a SUCCEEDED record in the
- * idempotency table `idempotency` with its request hash and an expiry `retentionMs` ahead.
- * Resolves to whether the record is new.
+ * idempotency table `idempotency` with its request hash and an expiry ahead. Binds $1 the
+ * operation, $2 the key, $3 the request hash, $4 the retention in milliseconds.
+ */
+export function claimOneText(idempotency: string): string {
+  return `insert into ${idempotency}
+     (scope, operation, key, status, request_hash, attempts, expires_at)
+   values ('default', $1, $2, 'SUCCEEDED', $3, 1,
+           now() + $4::double precision * interval '1 millisecond')
+   on conflict (scope, operation, key) do nothing returning scope, key`;
+}
+
+/**
+ * The inbox's multi-row claim written by hand (inbox/sql/claim-messages.ts, claimMessages): a
+ * SUCCEEDED record per message in the idempotency table `idempotency`, in the order of the
+ * arrays. Binds $1 the operation, $2 the retention in milliseconds, then the arrays $3 of
+ * scopes, $4 of keys, $5 of request hashes and $6 of attempts.
+ */
+export function claimBatchText(idempotency: string): string {
+  return `insert into ${idempotency}
+     (scope, operation, key, status, request_hash, attempts, expires_at)
+   select m.scope, $1, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
+          now() + $2::double precision * interval '1 millisecond'
+     from unnest($3::text[], $4::text[], $5::text[], $6::integer[]) with ordinality
+          as m (scope, key, request_hash, attempts, ord)
+    order by m.ord
+   on conflict (scope, operation, key) do nothing returning key`;
+}
+
+/**
+ * {@link claimOneText} through knex: the record of a first delivery with an expiry
+ * `retentionMs` ahead. Resolves to whether the record is new.
  */
 export async function handClaimOne(
   trx: Knex.Transaction,
@@ -188,22 +223,24 @@ export async function handClaimOne(
   retentionMs: number,
   message: { readonly id: string; readonly hash: string },
 ): Promise<boolean> {
-  const claimed = await trx.raw(
-    `insert into ${idempotency}
-       (scope, operation, key, status, request_hash, attempts, expires_at)
-     values ('default', ?, ?, 'SUCCEEDED', ?, 1,
-             now() + ?::double precision * interval '1 millisecond')
-     on conflict (scope, operation, key) do nothing returning scope, key`,
-    [operation, message.id, message.hash, retentionMs],
-  );
+  const claimed = await trx.raw(knexPlaceholders(claimOneText(idempotency)), [
+    operation,
+    message.id,
+    message.hash,
+    retentionMs,
+  ]);
   return rowsOf(claimed).length === 1;
 }
 
+/** `messages` in key order, as the inbox sorts them before its multi-row claim. */
+export function inKeyOrder<T extends { readonly id: string }>(messages: readonly T[]): T[] {
+  return [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 /**
- * The inbox's multi-row claim written by hand (inbox/sql/claim-messages.ts, claimMessages):
- * a SUCCEEDED record per message in the idempotency table `idempotency`, with its request
- * hash and an expiry `retentionMs` ahead, in key order as the inbox sorts them; first
- * deliveries have no attempt counter to clear. Resolves to the ids that were new.
+ * {@link claimBatchText} through knex: a record per message, in key order as the inbox sorts
+ * them, with an expiry `retentionMs` ahead; first deliveries have no attempt counter to
+ * clear. Resolves to the ids that were new.
  */
 export async function handClaim(
   trx: Knex.Transaction,
@@ -212,25 +249,15 @@ export async function handClaim(
   retentionMs: number,
   messages: ReadonlyArray<{ readonly id: string; readonly hash: string }>,
 ): Promise<Set<string>> {
-  const sorted = [...messages].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const claimed = await trx.raw(
-    `insert into ${idempotency}
-       (scope, operation, key, status, request_hash, attempts, expires_at)
-     select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
-            now() + ?::double precision * interval '1 millisecond'
-       from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
-            as m (scope, key, request_hash, attempts, ord)
-      order by m.ord
-     on conflict (scope, operation, key) do nothing returning key`,
-    [
-      operation,
-      retentionMs,
-      sorted.map(() => 'default'),
-      sorted.map((m) => m.id),
-      sorted.map((m) => m.hash),
-      sorted.map(() => 1),
-    ],
-  );
+  const sorted = inKeyOrder(messages);
+  const claimed = await trx.raw(knexPlaceholders(claimBatchText(idempotency)), [
+    operation,
+    retentionMs,
+    sorted.map(() => 'default'),
+    sorted.map((m) => m.id),
+    sorted.map((m) => m.hash),
+    sorted.map(() => 1),
+  ]);
   return new Set(rowsOf<{ key: string }>(claimed).map((r) => r.key));
 }
 
@@ -349,7 +376,10 @@ function groupOf(pid: number, command: string): keyof ProcessCpu | undefined {
 
 /**
  * Busy CPU time so far of each process of the three groups, in clock ticks, by pid (from
- * /proc/<pid>/stat: user and system time of all of a process's threads); null off Linux.
+ * /proc/<pid>/stat: user and system time of all of a process's threads); null off Linux. A
+ * PostgreSQL process also counts the time of its children it has reaped: the postmaster's
+ * holds that of every backend that ended (pgbench's connections end with it, before a run's
+ * last reading, and a pool may close one).
  */
 function processTicks(): Map<number, { group: keyof ProcessCpu; ticks: number }> | null {
   const found = new Map<number, { group: keyof ProcessCpu; ticks: number }>();
@@ -372,7 +402,11 @@ function processTicks(): Map<number, { group: keyof ProcessCpu; ticks: number }>
     const group = groupOf(Number(entry), stat.slice(stat.indexOf('(') + 1, close));
     if (group === undefined) continue;
     const fields = stat.slice(close + 2).split(' ');
-    found.set(Number(entry), { group, ticks: Number(fields[11]) + Number(fields[12]) });
+    // utime, stime; then cutime, cstime (reaped children), for the server's processes only:
+    // this process's children (pgbench) are not this process's work.
+    const own = Number(fields[11]) + Number(fields[12]);
+    const reaped = group === 'database' ? Number(fields[13]) + Number(fields[14]) : 0;
+    found.set(Number(entry), { group, ticks: own + reaped });
   }
   return found;
 }
@@ -380,7 +414,9 @@ function processTicks(): Map<number, { group: keyof ProcessCpu; ticks: number }>
 /**
  * The CPU each group used between two readings of {@link processTicks}, in microseconds: a
  * process still there at the end counts from the first reading (or from its start, if it
- * started in between); one that ended in between is not counted.
+ * started in between). One that ended in between is not counted, except PostgreSQL's: the
+ * postmaster's reaped children's time took in all of its CPU, so what it had used before the
+ * first reading is taken off.
  */
 function processBusyUs(
   start: ReturnType<typeof processTicks>,
@@ -389,29 +425,98 @@ function processBusyUs(
   if (start === null || end === null) return null;
   const used = { client: 0, database: 0, broker: 0 };
   for (const [pid, now] of end) used[now.group] += now.ticks - (start.get(pid)?.ticks ?? 0);
+  for (const [pid, then] of start) {
+    if (then.group === 'database' && !end.has(pid)) used.database -= then.ticks;
+  }
   const us = (ticks: number): number => (ticks * 1_000_000) / TICKS_PER_SECOND;
   return { client: us(used.client), database: us(used.database), broker: us(used.broker) };
 }
 
-/** The CPU figures of one run, per event (see {@link machineCpu}). */
+/** Statements sent through node-postgres in this process since this module loaded. */
+let statementsSent = 0;
+const statementListeners = new Set<(text: string) => void>();
+
+/**
+ * Counts every statement that reaches node-postgres in this process, by wrapping
+ * `Client.prototype.query` once: knex, `pg`'s pool, Kysely, drizzle and TypeORM all send
+ * through it, `begin` and `commit` included. No benchmark runs on PGlite, which this would
+ * not see.
+ */
+function watchStatements(): void {
+  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function query(this: unknown, ...args: unknown[]) {
+    statementsSent += 1;
+    if (statementListeners.size > 0) {
+      const first = args[0];
+      const text =
+        typeof first === 'string' ? first : String((first as { text?: unknown } | null)?.text);
+      for (const listener of statementListeners) listener(text);
+    }
+    return original.apply(this, args);
+  };
+}
+
+// Before any connection opens: the store binds each new connection's `query` as it finds it
+// (store/limits.ts), so a connection opened before the wrapping would go uncounted.
+watchStatements();
+
+/**
+ * Calls `listener` with the text of every statement sent through node-postgres in this
+ * process, until the returned function is called.
+ */
+export function onStatement(listener: (text: string) => void): () => void {
+  statementListeners.add(listener);
+  return () => statementListeners.delete(listener);
+}
+
+/** The CPU figures of one run, per event (see {@link costMeter}). */
 export interface CpuUsed {
   readonly machineCpuUsPerEvent: number | null;
   readonly processCpuUsPerEvent: ProcessCpu | null;
 }
 
 /**
- * Starts measuring busy CPU time: the whole machine's (every process: this one, the
- * database, the broker) and, within it, this process's, PostgreSQL's and the brokers'. The
- * returned function gives the microseconds used since, per `events`; a figure is null where
- * /proc is not available.
+ * What a measured section cost per event: per message, or per order in `pnpm bench orders`,
+ * per call in `pnpm bench operations`.
  */
-export function machineCpu(): (events: number) => CpuUsed {
+export interface Cost {
+  /** CPU time of this process (`process.cpuUsage`, user + system), in µs. */
+  readonly nodeCpuUs: number;
+  /** CPU time of PostgreSQL's server processes (from /proc), in µs; null off Linux. */
+  readonly postgresCpuUs: number | null;
+  /** Statements that reached node-postgres (`Client.prototype.query`). */
+  readonly statements: number;
+}
+
+/** What {@link costMeter} measured over one section. */
+export interface Measured extends CpuUsed {
+  readonly cost: Cost;
+  /** Statements that reached node-postgres in the section, in all. */
+  readonly statementsSent: number;
+}
+
+const roundTo = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/**
+ * Starts measuring a section: the busy CPU time of the whole machine (every process: this
+ * one, the database, the brokers) and, within it, this process's, PostgreSQL's and the
+ * brokers' (from /proc), this process's CPU time (`process.cpuUsage`), and the statements
+ * sent through node-postgres. The returned function ends the section and gives the figures
+ * per `events`; a /proc figure is null where /proc is not available.
+ */
+export function costMeter(): (events: number) => Measured {
   const start = machineBusyUs();
   const startByProcess = processTicks();
+  const startStatements = statementsSent;
+  // Last at the start and first at the end: reading /proc is this process's work too.
+  const startNode = process.cpuUsage();
   return (events) => {
+    const node = process.cpuUsage(startNode);
+    const sent = statementsSent - startStatements;
     const end = machineBusyUs();
     const byProcess = processBusyUs(startByProcess, processTicks());
-    const per = (used: number): number => Math.round((used / events) * 10) / 10;
+    const per = (used: number): number => roundTo(used / events, 1);
     return {
       machineCpuUsPerEvent: start === null || end === null ? null : per(end - start),
       processCpuUsPerEvent:
@@ -422,15 +527,98 @@ export function machineCpu(): (events: number) => CpuUsed {
               database: per(byProcess.database),
               broker: per(byProcess.broker),
             },
+      cost: {
+        nodeCpuUs: per(node.user + node.system),
+        postgresCpuUs: byProcess === null ? null : per(byProcess.database),
+        statements: roundTo(sent / events, 3),
+      },
+      statementsSent: sent,
     };
   };
 }
 
-/** One timed run of one side: events per second, and the CPU used per event if known. */
+/** The median of each figure of `costs` (non-empty); PostgreSQL's is null if any is. */
+export function medianCost(costs: readonly Cost[]): Cost {
+  const pg = costs.flatMap((c) => (c.postgresCpuUs === null ? [] : [c.postgresCpuUs]));
+  return {
+    nodeCpuUs: roundTo(median(costs.map((c) => c.nodeCpuUs)), 1),
+    postgresCpuUs: pg.length === costs.length ? roundTo(median(pg), 1) : null,
+    statements: roundTo(median(costs.map((c) => c.statements)), 3),
+  };
+}
+
+/** One figure of a {@link Cost} as a table shows it: µs whole, statements to 3 places. */
+function costFigure(value: number | null | undefined, digits = 0): string {
+  return value == null ? 'n/a' : String(roundTo(value, digits));
+}
+
+/** The three cells of the cost columns: `a vs b` with a baseline, `a` without one. */
+export function costCells(cost: Cost | undefined, baseline?: Cost): string[] {
+  const cell = (pick: (c: Cost) => number | null, digits = 0): string =>
+    baseline === undefined
+      ? costFigure(cost && pick(cost), digits)
+      : `${costFigure(cost && pick(cost), digits)} vs ${costFigure(pick(baseline), digits)}`;
+  return [cell((c) => c.nodeCpuUs), cell((c) => c.postgresCpuUs), cell((c) => c.statements, 3)];
+}
+
+/** The cost figures in a sentence: `a vs b` with a baseline, `a` without one. */
+export function costLine(cost: Cost | undefined, baseline?: Cost): string {
+  const [node, pg, statements] = costCells(cost, baseline);
+  return `node CPU ${node} µs, PostgreSQL CPU ${pg} µs, statements ${statements}`;
+}
+
+/** The headers of {@link costCells}, per `unit` (message, order, call…). */
+export function costHeads(unit: string): string[] {
+  return [`node CPU µs/${unit}`, `PostgreSQL CPU µs/${unit}`, `statements/${unit}`];
+}
+
+/** Prints `rows` under `head`, each column as wide as its widest cell. */
+export function printTable(head: readonly string[], rows: ReadonlyArray<readonly string[]>): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  for (const line of [head, ...rows]) {
+    console.log(
+      line
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
+  }
+}
+
+/** A line of {@link printCostTable}: a case, its rates and what it cost per event. */
+export interface CostRow {
+  readonly case: string;
+  readonly perSec: number;
+  readonly baselinePerSec?: number;
+  readonly ratio?: number;
+  readonly cost?: Cost;
+  readonly baselineCost?: Cost;
+}
+
+/**
+ * Prints the summary of a benchmark: per case, both sides' rates, the ratio, and what each
+ * side cost per `unit` (justonce vs baseline).
+ */
+export function printCostTable(rows: readonly CostRow[], unit = 'message'): void {
+  console.log('');
+  printTable(
+    ['case', 'justonce /s', 'baseline /s', 'ratio', ...costHeads(unit)],
+    rows.map((r) => [
+      r.case,
+      String(Math.round(r.perSec)),
+      r.baselinePerSec === undefined ? '' : String(Math.round(r.baselinePerSec)),
+      r.ratio === undefined ? '' : String(r.ratio),
+      ...costCells(r.cost, r.baselineCost),
+    ]),
+  );
+}
+
+/** One timed run of one side: events per second, and what an event cost if measured. */
 export interface Run {
   readonly perSec: number;
   readonly machineCpuUsPerEvent?: number | null;
   readonly processCpuUsPerEvent?: ProcessCpu | null;
+  readonly cost?: Cost;
 }
 
 /** What {@link measureCase} prints in the JSON line for one case. */
@@ -445,13 +633,16 @@ export interface CaseResult {
   /** Median busy CPU per event of this process, PostgreSQL and the broker, in µs. */
   processCpuUsPerEvent?: ProcessCpu;
   baselineProcessCpuUsPerEvent?: ProcessCpu;
+  /** Median cost per event (see {@link costMeter}) of each side, when every run measured it. */
+  cost?: Cost;
+  baselineCost?: Cost;
 }
 
 /**
  * Runs a case: one untimed warm-up of each side, then `rounds` rounds alternating which side
  * goes first, each printed as it ends. `perSec` and `baselinePerSec` are medians, `ratio` the
  * median of the rounds' ratios rounded to `digits`; the CPU figures (each process group's
- * separately) are medians when every run reported one.
+ * separately) and the costs are medians when every run reported one.
  */
 export async function measureCase(
   name: string,
@@ -488,9 +679,10 @@ export async function measureCase(
     f.push(fw);
     b.push(base);
     ratios.push(fw.perSec / base.perSec);
+    const costs = fw.cost && base.cost ? `; per event ${costLine(fw.cost, base.cost)}` : '';
     console.log(
       `${name} round ${round + 1}: ${fw.perSec.toFixed(0)}/s${cpu(fw)} vs baseline ` +
-        `${base.perSec.toFixed(0)}/s${cpu(base)} (${(fw.perSec / base.perSec).toFixed(2)})`,
+        `${base.perSec.toFixed(0)}/s${cpu(base)} (${(fw.perSec / base.perSec).toFixed(2)})${costs}`,
     );
   }
   const cpuOf = (runs: Run[]): number | undefined => {
@@ -512,6 +704,12 @@ export async function measureCase(
   };
   const fwProcessCpu = processCpuOf(f);
   const baseProcessCpu = processCpuOf(b);
+  const costOf = (runs: Run[]): Cost | undefined => {
+    const known = runs.flatMap((r) => (r.cost ? [r.cost] : []));
+    return known.length === runs.length ? medianCost(known) : undefined;
+  };
+  const fwCost = costOf(f);
+  const baseCost = costOf(b);
   const scale = 10 ** digits;
   return {
     case: name,
@@ -523,6 +721,9 @@ export async function measureCase(
       : {}),
     ...(fwProcessCpu !== undefined && baseProcessCpu !== undefined
       ? { processCpuUsPerEvent: fwProcessCpu, baselineProcessCpuUsPerEvent: baseProcessCpu }
+      : {}),
+    ...(fwCost !== undefined && baseCost !== undefined
+      ? { cost: fwCost, baselineCost: baseCost }
       : {}),
   };
 }

@@ -11,16 +11,17 @@
  *
  * A warm-up of each side, then BENCH_ROUNDS rounds (default 6) alternating which side goes
  * first; tables are truncated before every side's run. `ratio` is the median of the rounds'
- * ratios. After the rounds an untimed pass counts the statements each side sends per message
- * (every library here runs on node-postgres: its `Client.prototype.query` is wrapped), which
- * is where an adapter's extra cost shows. `BENCH_ADAPTERS_CASES` (comma-separated library
+ * ratios. Each run measures what a message cost (_support.ts, costMeter: this process's CPU,
+ * PostgreSQL's, and the statements sent; every library here runs on node-postgres, whose
+ * `Client.prototype.query` is counted), and after the rounds an untimed pass sorts each side's
+ * statements by kind, which is where an adapter's extra cost shows. `BENCH_ADAPTERS_CASES` (comma-separated library
  * names) runs only some; `BENCH_ADAPTERS_COUNT` sets the messages per run (default 2 000).
  * `BENCH_ADAPTERS_PROFILE=<library>:<inbox|hand>` runs that one side alone, BENCH_ROUNDS
  * times, and prints no comparison: for a CPU profile of one side (`node --cpu-prof`).
  */
 import { randomBytes } from 'node:crypto';
 import createKnex from 'knex';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import {
   createInbox,
   createStore,
@@ -43,10 +44,15 @@ import {
   benchRounds,
   type BenchMessage,
   timedWorkers,
+  claimOneText,
+  costCells,
+  costHeads,
+  costMeter,
   handClaimOne,
   INBOX_RETENTION_MS,
-  machineCpu,
   measureCase,
+  onStatement,
+  printTable as printRows,
   wantedCases,
   type CaseResult,
   type Run,
@@ -84,13 +90,7 @@ interface Context {
   readonly schema: string;
 }
 
-/** The claim of handClaimOne with `$n` placeholders, for the libraries that bind those. */
-const claimText = (idempotency: string): string =>
-  `insert into ${idempotency}
-     (scope, operation, key, status, request_hash, attempts, expires_at)
-   values ('default', $1, $2, 'SUCCEEDED', $3, 1,
-           now() + $4::double precision * interval '1 millisecond')
-   on conflict (scope, operation, key) do nothing returning scope, key`;
+/** The values of handClaimOne's claim, for the libraries that bind `$n` ({@link claimOneText}). */
 const claimValues = (m: Message) => ['hand', m.id, m.hash, INBOX_RETENTION_MS];
 
 /** The inbox side on `adapter`: process one message with `insert` as the handler's write. */
@@ -148,7 +148,7 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
         const client = await clients.connect();
         try {
           await client.query('BEGIN');
-          const claimed = await client.query(claimText(ctx.idempotency), claimValues(m));
+          const claimed = await client.query(claimOneText(ctx.idempotency), claimValues(m));
           if (claimed.rows.length === 1) await client.query(insert, [m.id, m.envelope.body.length]);
           await client.query('COMMIT');
         } catch (error) {
@@ -236,7 +236,7 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
       hand: (m) =>
         dataSource.transaction(async (manager) => {
           const claimed: unknown[] = await manager.query(
-            claimText(ctx.idempotency),
+            claimOneText(ctx.idempotency),
             claimValues(m),
           );
           if (claimed.length === 1) await manager.getRepository(RowEntity).insert(rowOf(m));
@@ -253,7 +253,6 @@ function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promis
 
 /** Statements node-postgres sent while counting, by kind. */
 const sent = new Map<string, number>();
-let counting = false;
 
 /** What a statement is, for the per-message breakdown. */
 function kindOf(text: string): string {
@@ -267,33 +266,21 @@ function kindOf(text: string): string {
   return t.replace(/\s+/g, ' ').slice(0, 40);
 }
 
-/** Wraps node-postgres's `Client.prototype.query`, which every library here sends through. */
-function watchStatements(): void {
-  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  proto.query = function query(this: unknown, ...args: unknown[]) {
-    if (counting) {
-      const first = args[0];
-      const text =
-        typeof first === 'string' ? first : String((first as { text?: unknown } | null)?.text);
-      const kind = kindOf(text);
-      sent.set(kind, (sent.get(kind) ?? 0) + 1);
-    }
-    return original.apply(this, args);
-  };
-}
-
 /** Statements per message of one side, by kind, over an untimed pass of `units`. */
 async function statementsPerMessage(
   units: readonly Message[],
   side: (m: Message) => Promise<void>,
 ): Promise<Record<string, number>> {
   sent.clear();
-  counting = true;
+  // Every library here runs on node-postgres, whose statements the shared counter sees.
+  const off = onStatement((text) => {
+    const kind = kindOf(text);
+    sent.set(kind, (sent.get(kind) ?? 0) + 1);
+  });
   try {
     await timed(units, side);
   } finally {
-    counting = false;
+    off();
   }
   const per: Record<string, number> = {};
   let total = 0;
@@ -311,21 +298,16 @@ interface AdapterResult extends CaseResult {
 }
 
 function printTable(results: readonly AdapterResult[]): void {
-  const head = ['adapter', 'inbox /s', 'by hand /s', 'ratio', 'statements/msg', 'node CPU µs/msg'];
-  const lines = results.map((r) => [
-    r.case,
-    String(r.perSec),
-    String(r.baselinePerSec),
-    `${r.ratio}${r.ratio >= r.target ? '' : ' (MISSED)'}`,
-    `${r.statementsPerMessage.total} vs ${r.baselineStatementsPerMessage.total}`,
-    r.processCpuUsPerEvent && r.baselineProcessCpuUsPerEvent
-      ? `${r.processCpuUsPerEvent.client} vs ${r.baselineProcessCpuUsPerEvent.client}`
-      : 'n/a',
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  for (const line of [head, ...lines]) {
-    console.log(line.map((cell, i) => cell.padEnd(widths[i]!)).join('  '));
-  }
+  printRows(
+    ['adapter', 'inbox /s', 'by hand /s', 'ratio', ...costHeads('msg')],
+    results.map((r) => [
+      r.case,
+      String(r.perSec),
+      String(r.baselinePerSec),
+      `${r.ratio}${r.ratio >= r.target ? '' : ' (MISSED)'}`,
+      ...costCells(r.cost, r.baselineCost),
+    ]),
+  );
   for (const r of results) {
     const extra = Object.entries(r.statementsPerMessage).filter(
       ([kind, n]) => kind !== 'total' && n !== (r.baselineStatementsPerMessage[kind] ?? 0),
@@ -352,10 +334,10 @@ async function profileOne(
   const sides = await open(ctx);
   try {
     for (let round = 0; round < rounds; round += 1) {
-      const { perSec, processCpuUsPerEvent } = await run(sides[side])();
+      const { perSec, cost } = await run(sides[side])();
       console.log(
         `${which} run ${round + 1}: ${Math.round(perSec)}/s, node CPU ` +
-          `${processCpuUsPerEvent?.client ?? 'n/a'} µs/message`,
+          `${cost?.nodeCpuUs ?? 'n/a'} µs/message`,
       );
     }
   } finally {
@@ -387,7 +369,7 @@ export async function main(): Promise<void> {
     const all = benchMessages('adapters', COUNT);
     const run = (side: (m: Message) => Promise<void>) => async (): Promise<Run> => {
       await reset();
-      const cpu = machineCpu();
+      const cpu = costMeter();
       const seconds = await timed(all, side);
       const used = cpu(COUNT);
       const [row] = rowsOf<{ n: string }>(await knex.raw(`select count(*) as n from ${ctx.rows}`));
@@ -404,7 +386,6 @@ export async function main(): Promise<void> {
       await profileOne(ctx, profiled, rounds, run);
       return;
     }
-    watchStatements();
     const wanted = wantedCases('BENCH_ADAPTERS_CASES');
     const results: AdapterResult[] = [];
     for (const [name, open] of Object.entries(LIBRARIES)) {

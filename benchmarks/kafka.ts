@@ -42,9 +42,10 @@ import {
   handClaim,
   INBOX_RETENTION_MS,
   handRelayLoops,
-  machineCpu,
+  costMeter,
   reached,
   measureCases,
+  printCostTable,
   wantedCases,
   type Run,
 } from './_support';
@@ -122,13 +123,13 @@ async function inboxRun(
   mode: 'batch' | 'message',
 ): Promise<Run> {
   let started = 0;
-  let cpu = machineCpu(); // restarted with the clock at the first batch
+  let cpu = costMeter(); // restarted with the clock at the first batch
   let done = 0;
   const name = `bench-${tag()}`;
   const consumer = createKafkaConsumer({
     kafka: timedClient(env.kafka, () => {
       started = performance.now();
-      cpu = machineCpu();
+      cpu = costMeter();
     }),
     groupId: name,
     topics: [topic],
@@ -164,7 +165,7 @@ async function rawRun(
   mode: 'batch' | 'message',
 ): Promise<Run> {
   let started = 0;
-  let cpu = machineCpu(); // restarted with the clock at the first batch
+  let cpu = costMeter(); // restarted with the clock at the first batch
   let done = 0;
   const name = `bench-raw-${tag()}`;
   const consumer: Consumer = env.kafka.consumer({ groupId: name, ...GROUP });
@@ -196,7 +197,7 @@ async function rawRun(
     eachBatch: async ({ batch, heartbeat, commitOffsetsIfNecessary, resolveOffset }) => {
       if (started === 0) {
         started = performance.now();
-        cpu = machineCpu();
+        cpu = costMeter();
       }
       for (let i = 0; i < batch.messages.length; i += CHUNK) {
         const chunk = batch.messages.slice(i, i + CHUNK).map((m) => ({
@@ -275,7 +276,7 @@ async function rawProducerRun(env: Env, count: number): Promise<Run> {
       'message-id': randomUUID(),
     },
   }));
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   let next = 0;
   const lane = async (): Promise<void> => {
@@ -303,7 +304,7 @@ async function handRelayRun(env: Env, count: number): Promise<Run> {
   await fillRelayOutbox(env, topic, count);
   const producer = rawProducer(env);
   await producer.connect();
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const elapsed = await handRelayLoops(env.store, {
     loops: RELAY_CONCURRENCY,
     batchSize: RELAY_BATCH,
@@ -379,6 +380,7 @@ export async function main(): Promise<void> {
       ],
       wanted,
     );
+    printCostTable(results);
     console.log(JSON.stringify({ bench: 'kafka', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);

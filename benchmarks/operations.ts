@@ -11,12 +11,22 @@
  *
  * Each case: a warm-up round, then BENCH_ROUNDS rounds (default 6) alternating which side
  * runs first, on fresh keys. `perSec` and `baselinePerSec` are medians over the rounds;
- * `ratio` is the median of the per-round ratios. The last line printed is the JSON result.
+ * `ratio` is the median of the per-round ratios; each side's cost per call (_support.ts,
+ * costMeter: this process's CPU, PostgreSQL's CPU, statements sent) is the median over the
+ * rounds. The last line printed is the JSON result.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import createKnex, { type Knex } from 'knex';
 import { createOperations, createStore, type Operations } from '@justonce/core';
-import { benchRounds, measureCases, timedWorkers, type Case } from './_support';
+import {
+  benchRounds,
+  costMeter,
+  measureCases,
+  printCostTable,
+  timedWorkers,
+  type Case,
+  type Run,
+} from './_support';
 
 const CALLS = 4_000;
 const POOL = 20;
@@ -44,13 +54,17 @@ async function handRun(db: Knex, table: string, key: string, request: unknown): 
   );
 }
 
-/** One side of a case: CALLS calls on fresh keys, `callers` at a time; resolves to calls/s. */
-function side(callers: number, call: (key: string) => Promise<void>): () => Promise<number> {
+/**
+ * One side of a case: CALLS calls on fresh keys, `callers` at a time; resolves to calls/s and
+ * what a call cost.
+ */
+function side(callers: number, call: (key: string) => Promise<void>): () => Promise<Run> {
   return async () => {
     const tag = randomBytes(4).toString('hex');
     const keys = Array.from({ length: CALLS }, (_, i) => `${tag}-${i}`);
+    const meter = costMeter();
     const seconds = await timedWorkers(keys, callers, call);
-    return CALLS / seconds;
+    return { perSec: CALLS / seconds, ...meter(CALLS) };
   };
 }
 
@@ -76,6 +90,7 @@ export async function main(): Promise<void> {
     const ops = createOperations({ store, operation: 'bench', leaseMs: 3_000 });
     const table = store.names.table('idempotency');
     const results = await measureCases(benchRounds(), cases(ops, db, table), () => true);
+    printCostTable(results, 'call');
     console.log(JSON.stringify({ bench: 'operations', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`);

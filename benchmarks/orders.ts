@@ -22,7 +22,10 @@
  * and the p50 and p99 of each order's time from its request to its shipment. A warm-up run of
  * each side first, then BENCH_ROUNDS rounds (default 6) alternating which side goes first;
  * rates, latencies and CPU figures are medians over the rounds, `ratio` the median of the
- * rounds' ratios (justonce ÷ hand-written). The last line printed is the JSON result.
+ * rounds' ratios (justonce ÷ hand-written). The table and the JSON line give each side's
+ * cost per order (_support.ts, costMeter): this process's CPU (all six services run in it),
+ * PostgreSQL's CPU, and the statements sent through node-postgres. The last line printed is
+ * the JSON result.
  */
 import { connect } from 'amqplib';
 import { Kafka, logLevel } from 'kafkajs';
@@ -39,7 +42,15 @@ import {
 } from './_orders-flow';
 import { startHandFlow } from './_orders-hand';
 import { startJustonceFlow } from './_orders-justonce';
-import { benchRounds, measureCase, median } from './_support';
+import {
+  benchRounds,
+  costCells,
+  costHeads,
+  measureCase,
+  median,
+  printTable,
+  type Cost,
+} from './_support';
 
 function positive(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -97,11 +108,11 @@ async function connectEnv(providerUrl: string): Promise<{ env: BenchEnv; close()
 }
 
 /** One side's line of the table. */
-function row(name: string, r: { perSec: number; p50Ms: number; p99Ms: number }): string {
-  return (
-    `${name.padEnd(12)}  ${String(r.perSec).padStart(8)}  ` +
-    `${r.p50Ms.toFixed(0).padStart(6)}  ${r.p99Ms.toFixed(0).padStart(6)}`
-  );
+function row(
+  name: string,
+  r: { perSec: number; p50Ms: number; p99Ms: number; cost?: Cost },
+): string[] {
+  return [name, String(r.perSec), r.p50Ms.toFixed(0), r.p99Ms.toFixed(0), ...costCells(r.cost)];
 }
 
 /** Runs the case and prints the table, then the JSON line. */
@@ -121,18 +132,24 @@ export async function main(): Promise<void> {
       side(env, 'jo', startJustonceFlow, load, latencies.justonce),
       side(env, 'hand', startHandFlow, load, latencies.hand),
     );
-    const justonce = { perSec: result.perSec, ...medianLatency(latencies.justonce) };
-    const hand = { perSec: result.baselinePerSec, ...medianLatency(latencies.hand) };
+    const justonce = {
+      perSec: result.perSec,
+      ...medianLatency(latencies.justonce),
+      ...(result.cost ? { cost: result.cost } : {}),
+    };
+    const hand = {
+      perSec: result.baselinePerSec,
+      ...medianLatency(latencies.hand),
+      ...(result.baselineCost ? { cost: result.baselineCost } : {}),
+    };
     console.log(
-      [
-        '',
-        `${load.orders} orders, ${load.concurrency} requests in flight; medians of the rounds`,
-        'side          orders/s  p50 ms  p99 ms',
-        row('justonce', justonce),
-        row('hand-written', hand),
-        `ratio (justonce / hand-written, median of the rounds' ratios): ${result.ratio}`,
-      ].join('\n'),
+      `\n${load.orders} orders, ${load.concurrency} requests in flight; medians of the rounds`,
     );
+    printTable(
+      ['side', 'orders/s', 'p50 ms', 'p99 ms', ...costHeads('order')],
+      [row('justonce', justonce), row('hand-written', hand)],
+    );
+    console.log(`ratio (justonce / hand-written, median of the rounds' ratios): ${result.ratio}`);
     console.log(
       JSON.stringify({
         bench: 'orders',

@@ -43,8 +43,9 @@ import {
   timedRelayRun,
   fillOutbox,
   INBOX_RETENTION_MS,
-  machineCpu,
+  costMeter,
   measureCases,
+  printCostTable,
   wantedCases,
 } from './_support';
 
@@ -97,7 +98,7 @@ async function inboxConsumer(url: string, store: Store, queue: string, count: nu
       if (event.action !== 'held' && ++settled === count) finished();
     },
   });
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await consumer.start();
   await done;
@@ -156,7 +157,7 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
     }
   }
 
-  const cpu = machineCpu();
+  const cpu = costMeter();
 
   const started = performance.now();
   await channel.consume(queue, (message) => {
@@ -202,7 +203,7 @@ async function rawPublish(url: string, admin: Channel, queue: string, count: num
   }));
   await publishRaw(channel, queue, messages.slice(0, 1));
   let next = 1;
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -269,7 +270,7 @@ async function handRelay(url: string, store: Store, admin: Channel, queue: strin
   const channel = await model.createConfirmChannel();
   const outbox = store.names.table('outbox');
   let done = 0;
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -328,7 +329,7 @@ async function publisherOnly(url: string, admin: Channel, queue: string, count: 
   const messages = outgoingMessages(queue, count);
   await publisher.publish(messages.slice(0, 1)); // connect before the clock starts
   let next = 1;
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: RELAY_CYCLES }, async () => {
@@ -404,6 +405,7 @@ export async function main(): Promise<void> {
       wantedCases('BENCH_RABBIT_CASES'),
       3,
     );
+    printCostTable(results);
     console.log(JSON.stringify({ bench: 'rabbitmq', results }));
   } finally {
     for (const queue of queues) await admin.deleteQueue(queue);

@@ -10,15 +10,17 @@
  * processes: the cheapest correct single-process loop). Both ratios are against that loop. Beside it, the same loop marking
  * rows published instead of deleting them (`hand keep`) shows what `onPublished: 'keep'`'s
  * extra write costs by itself. Each round runs all on a fresh fill; medians of several
- * rounds after a warm-up, with this process's CPU time per event and the statements sent
- * per batch (round trips; `begin` and `commit` included).
+ * rounds after a warm-up, with the statements sent per batch (round trips; `begin` and
+ * `commit` included) and what an event cost (_support.ts, costMeter: this process's CPU,
+ * PostgreSQL's CPU and the statements sent, per event).
  *
  * Latency: single-event transactions at a steady rate, from a pool of connections; latency is
  * from the commit's return to the publisher accepting the message. The producer commits with
  * `synchronous_commit = off`: PostgreSQL serializes commits that notify, and with a flush to
  * disk in each of them the offered load would be capped by the machine's fsync rate rather
  * than set by BENCH_RATE (the relay's own transactions commit as configured). `perSec` is the
- * rate actually offered.
+ * rate actually offered; the cost per event covers both the producing transactions and the
+ * relay, from the relay's start to the last event published.
  *
  * Environment: BENCH_EVENTS (default 20 000), BENCH_ROUNDS (5), BENCH_RATE (1 000/s),
  * BENCH_SECONDS (4), BENCH_CONCURRENCY (relay loops, 2).
@@ -32,7 +34,16 @@ import {
   rowsOf,
   type Store,
 } from '@justonce/core';
-import { median, percentile } from './_support';
+import {
+  costMeter,
+  costLine,
+  medianCost,
+  median,
+  percentile,
+  printCostTable,
+  type Cost,
+  type CostRow,
+} from './_support';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -64,33 +75,23 @@ async function emptyTable(store: Store): Promise<void> {
 /** What one drain measured. */
 interface Drain {
   readonly perSec: number;
-  /** CPU time of this process (user + system) per event, in microseconds. */
-  readonly cpuUsPerEvent: number;
+  /** What an event cost: this process's CPU, PostgreSQL's, statements sent. */
+  readonly cost: Cost;
   /** Statements sent per `publish` call (batch). */
   readonly roundTripsPerBatch: number;
 }
 
 /** Runs `drain` and measures it; `drain` resolves with the number of `publish` calls. */
-async function measure(store: Store, count: number, drain: () => Promise<number>): Promise<Drain> {
-  let statements = 0;
-  const onQuery = (): void => {
-    statements += 1;
-  };
-  store.knex.on('query', onQuery);
-  const cpu = process.cpuUsage();
+async function measure(count: number, drain: () => Promise<number>): Promise<Drain> {
+  const meter = costMeter();
   const started = performance.now();
-  let batches: number;
-  try {
-    batches = await drain();
-  } finally {
-    store.knex.removeListener('query', onQuery);
-  }
+  const batches = await drain();
   const elapsed = performance.now() - started;
-  const used = process.cpuUsage(cpu);
+  const { cost, statementsSent } = meter(count);
   return {
     perSec: count / (elapsed / 1000),
-    cpuUsPerEvent: (used.user + used.system) / count,
-    roundTripsPerBatch: statements / Math.max(1, batches),
+    cost,
+    roundTripsPerBatch: statementsSent / Math.max(1, batches),
   };
 }
 
@@ -106,7 +107,7 @@ function relayRun(store: Store, count: number, onPublished: 'keep' | 'delete'): 
     onPublished,
     concurrency: Number(process.env.BENCH_CONCURRENCY ?? 2),
   });
-  return measure(store, count, async () => {
+  return measure(count, async () => {
     await relay.start();
     await publisher.waitForCount(count, 120_000);
     const batches = publisher.calls;
@@ -122,7 +123,7 @@ function relayRun(store: Store, count: number, onPublished: 'keep' | 'delete'): 
 function handRun(store: Store, count: number, keep = false): Promise<Drain> {
   const publisher = createMemoryPublisher();
   const t = store.names.table('outbox');
-  return measure(store, count, async () => {
+  return measure(count, async () => {
     await handLoop(store, t, publisher, count, keep);
     return publisher.calls;
   });
@@ -201,6 +202,7 @@ async function latencyRun(
     else latencies.push(m.publishedAt - at);
   });
   await relay.start();
+  const meter = costMeter();
   const total = Math.round(rate * seconds);
   const tickMs = 10;
   const perTick = (rate * tickMs) / 1000;
@@ -231,11 +233,13 @@ async function latencyRun(
   await Promise.all(inFlight);
   const sendSeconds = (performance.now() - started) / 1000;
   await publisher.waitForCount(total, 60_000);
+  const { cost } = meter(total);
   await relay.stop();
   return {
     perSec: total / sendSeconds,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    cost,
   };
 }
 
@@ -252,7 +256,7 @@ export async function main(): Promise<void> {
     schema,
     pool: { max: 4 },
   });
-  const results: Array<Record<string, number | string>> = [];
+  const results: Array<CostRow & Record<string, unknown>> = [];
   try {
     await store.migrate();
     // Warm-up: JIT, connections, caches.
@@ -289,7 +293,7 @@ export async function main(): Promise<void> {
       }
       const last = (name: keyof typeof runs): string => {
         const d = runs[name].at(-1)!;
-        return `${d.perSec.toFixed(0)}/s ${d.cpuUsPerEvent.toFixed(1)} µs cpu/event ${d.roundTripsPerBatch.toFixed(2)} statements/batch`;
+        return `${d.perSec.toFixed(0)}/s, ${d.roundTripsPerBatch.toFixed(2)} statements/batch, per event ${costLine(d.cost)}`;
       };
       console.error(
         `round ${round + 1}: relay keep ${last('keep')}; relay delete ${last('delete')}; hand loop ${last('hand')}; hand keep ${last('handKeep')}`,
@@ -297,7 +301,7 @@ export async function main(): Promise<void> {
     }
     const summary = (drains: Drain[]) => ({
       perSec: median(drains.map((d) => d.perSec)),
-      cpuUsPerEvent: Number(median(drains.map((d) => d.cpuUsPerEvent)).toFixed(1)),
+      cost: medianCost(drains.map((d) => d.cost)),
       roundTripsPerBatch: Number(median(drains.map((d) => d.roundTripsPerBatch)).toFixed(2)),
     });
     const hand = summary(runs.hand);
@@ -313,10 +317,11 @@ export async function main(): Promise<void> {
           ? {
               handKeepPerSec: Math.round(handKeep.perSec),
               ratioToHandKeep: Number((relay.perSec / handKeep.perSec).toFixed(3)),
+              handKeepCost: handKeep.cost,
             }
           : {}),
-        cpuUsPerEvent: relay.cpuUsPerEvent,
-        baselineCpuUsPerEvent: hand.cpuUsPerEvent,
+        cost: relay.cost,
+        baselineCost: hand.cost,
         roundTripsPerBatch: relay.roundTripsPerBatch,
         baselineRoundTripsPerBatch: hand.roundTripsPerBatch,
       });
@@ -336,8 +341,10 @@ export async function main(): Promise<void> {
         perSec: Math.round(median(runs.map((r) => r.perSec))),
         p50Ms,
         p99Ms,
+        cost: medianCost(runs.map((r) => r.cost)),
       });
     }
+    printCostTable(results, 'event');
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`);
     await relayStore.close();

@@ -54,11 +54,12 @@ import {
   handClaimOne,
   INBOX_RETENTION_MS,
   handRelayLoops,
-  machineCpu,
+  costMeter,
   reached,
   type Run,
   type ClaimedRow,
   measureCases,
+  printCostTable,
   wantedCases,
 } from './_support';
 
@@ -150,7 +151,7 @@ async function consumerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
     },
   });
   await consumer.start();
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await reached(() => deleted, count);
   const elapsed = performance.now() - started;
@@ -220,7 +221,7 @@ async function rawConsumerRun(b: Bench, count: number, mode: Mode): Promise<Run>
       deleted += Messages.length;
     }
   };
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await Promise.all(Array.from({ length: pollers(mode) }, poller));
   const elapsed = performance.now() - started;
@@ -278,7 +279,7 @@ async function rawSendRun(b: Bench, count: number): Promise<Run> {
       if (response.Failed?.length) throw new Error(JSON.stringify(response.Failed));
     }
   };
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const started = performance.now();
   await Promise.all(Array.from({ length: RELAY_CONCURRENCY * PUBLISHER_CONCURRENCY }, lane));
   const elapsed = performance.now() - started;
@@ -295,7 +296,7 @@ async function rawSendRun(b: Bench, count: number): Promise<Run> {
 async function handRelayRun(b: Bench, count: number): Promise<Run> {
   const queueUrl = await createQueue(b, 'hand');
   await fillRelayOutbox(b, queueUrl, count);
-  const cpu = machineCpu();
+  const cpu = costMeter();
   const elapsed = await handRelayLoops(b.store, {
     loops: RELAY_CONCURRENCY,
     batchSize: RELAY_BATCH,
@@ -383,6 +384,7 @@ export async function main(): Promise<void> {
       ],
       wantedCases('BENCH_SQS_CASES'),
     );
+    printCostTable(results);
     console.log(JSON.stringify({ bench: 'sqs', results }));
   } finally {
     for (const queueUrl of b.queues) {
