@@ -1,46 +1,102 @@
 /**
  * `pnpm bench inbox`: the inbox on real PostgreSQL against the same SQL statements written by
- * hand in a plain knex transaction, in the same process and the same run.
+ * hand, through knex and through raw node-postgres, and against pgbench running the same
+ * statements, in the same process and the same run.
  *
  * Cases (every one with 8 workers, each taking the next unit of work from a shared list):
- * - per-message: `inbox.process` per delivery, beside the hand-written transaction the inbox
- *   issues for a first delivery (claim, business insert, commit).
- * - batch: `inbox.processBatch` of 100 per transaction, beside the hand-written transaction
- *   the inbox issues for a batch (one multi-row claim, the business inserts, the
- *   attempt-counter cleanup, commit).
+ * - per-message: `inbox.process` per delivery, beside the transaction the inbox issues for a
+ *   first delivery (the claim, the business insert, commit) written by hand in a knex
+ *   transaction, and the same with node-postgres (a pooled client, named prepared statements,
+ *   no knex); pgbench's limit runs the same statements with 8 clients.
+ * - batch: `inbox.processBatch` of 100 per transaction, beside the transaction the inbox
+ *   issues for a batch (one multi-row claim, the business inserts, commit) by hand through
+ *   knex and through node-postgres; pgbench's limit runs it with 4 clients, the claim's rows
+ *   from `generate_series` rather than from arrays sent by the client.
  * - batch vs per-message: the inbox's batch throughput over its per-message throughput.
  *
- * Each case: a warm-up round, then BENCH_ROUNDS rounds (default 6) alternating which side
- * runs first; tables are truncated before every round. `perSec` and `baselinePerSec` are
- * medians over the rounds; `ratio` is the median of the per-round ratios (the two sides of a
- * round run back to back, so drift in the machine's load cancels out); the CPU figures are
- * this process's user + system time per message, which load on the machine affects less than
- * wall-clock time. The last line printed is the JSON result.
+ * Each case: a warm-up of the node sides, then BENCH_ROUNDS rounds (default 6), the sides in
+ * one order and then the reverse (inbox, knex, pg, pgbench); tables are truncated before every
+ * side. Rates are medians over the rounds; each ratio is the median of the rounds' ratios
+ * (the sides of a round run back to back, so drift in the machine's load cancels out). Every
+ * side also reports its cost per message (_support.ts, costMeter): this process's CPU,
+ * PostgreSQL's CPU, and the statements sent (for pgbench: its script's SQL commands).
+ * BENCH_INBOX_MESSAGES sets the per-message case's messages per round (default 2 000; the
+ * batch case takes five times as many), BENCH_PGBENCH_SECONDS each pgbench run's length
+ * (default 5). The last line printed is the JSON result.
  */
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { Pool, type PoolClient } from 'pg';
 import { createInbox, createStore, rowsOf, type Handler, type Store } from '@justonce/core';
+import {
+  medianPgbenchCost,
+  pgbenchCommand,
+  pgbenchVersion,
+  runPgbench,
+  type PgbenchCost,
+  type PgbenchScript,
+} from './_pgbench';
 import {
   benchMessages,
   benchRounds,
   type BenchMessage,
+  claimBatchText,
+  claimOneText,
+  costCells,
+  costHeads,
+  costLine,
+  costMeter,
   handClaim,
   handClaimOne,
   INBOX_RETENTION_MS,
+  inKeyOrder,
+  knexPlaceholders,
   median,
+  medianCost,
+  printTable,
   timedWorkers,
+  type Cost,
 } from './_support';
 
 const WORKERS = 8;
 const BATCH_SIZE = 100;
-const PER_MESSAGE_COUNT = 2_000;
-const BATCH_COUNT = 10_000;
+/** pgbench's clients: one per worker for messages, four for batches. */
+const PGBENCH_CLIENTS = { message: WORKERS, batch: 4 };
 
 type Message = BenchMessage;
 
+/** The node sides of a case, each handling every message once. */
 interface Sides {
-  readonly framework: () => Promise<void>;
-  readonly baseline: () => Promise<void>;
+  readonly inbox: () => Promise<void>;
+  readonly knex: () => Promise<void>;
+  readonly pg: () => Promise<void>;
+}
+type NodeSide = keyof Sides;
+const NODE_SIDES: readonly NodeSide[] = ['inbox', 'knex', 'pg'];
+
+/** A node side's figures for one round. */
+interface Sample {
+  readonly perSec: number;
+  readonly cost: Cost;
+}
+
+/** pgbench's figures for one round. */
+interface PgbenchSample {
+  readonly perSec: number;
+  readonly cost: PgbenchCost;
+}
+
+/** Every round of a case. */
+interface Measured {
+  readonly samples: Record<NodeSide, Sample[]>;
+  /** Empty when pgbench is not installed. */
+  readonly pgbench: PgbenchSample[];
+}
+
+function positive(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer`);
+  return value;
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
@@ -54,186 +110,447 @@ function timed<T>(units: readonly T[], work: (unit: T) => Promise<void>): Promis
   return timedWorkers(units, WORKERS, work);
 }
 
-/** Runs the benchmark and prints its JSON line last. */
-export async function main(): Promise<void> {
-  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const rounds = benchRounds();
-  const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
-  const store: Store = await createStore({
-    connectionString: url,
-    schema,
-    pool: { max: WORKERS + 2 },
-  });
+/** Runs `work` in a transaction on a client of `pool`, as a service on node-postgres would. */
+async function pgTransaction(pool: Pool, work: (client: PoolClient) => Promise<void>) {
+  const client = await pool.connect();
   try {
-    await store.migrate();
-    const { names, knex } = store;
-    const idempotency = names.table('idempotency');
-    const attempts = names.table('inbox_attempts');
-    const effects = names.table('bench_effects');
-    await knex.raw(
-      `create table ${effects} (message_id text not null, body_length integer not null)`,
-    );
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+    client.release();
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release(true);
+    throw error;
+  }
+}
 
-    const FRAMEWORK = 'bench-framework';
-    const BASELINE = 'bench-baseline';
-    const inbox = createInbox({ store, consumer: FRAMEWORK, retentionMs: INBOX_RETENTION_MS });
-    const insertEffect = `insert into ${effects} (message_id, body_length) values (?, ?)`;
-    const handler: Handler = async ({ trx, messageId, message }) => {
-      await trx.raw(insertEffect, [messageId, message.body.length]);
-    };
-    const reset = async (): Promise<void> => {
-      await knex.raw(`truncate ${idempotency}, ${attempts}, ${effects}`);
-    };
+/** The tables and statements both hand-written sides and pgbench share. */
+interface Sql {
+  readonly idempotency: string;
+  readonly effects: string;
+  /** The handler's business insert: $1 the message id, $2 the body's length. */
+  readonly effect: string;
+}
 
-    // The statements of processOne for a first delivery, by hand (inbox/sql/claim-messages.ts,
-    // claimMessage): the claim, the handler's insert, commit. A first delivery skips the
-    // attempt-counting statement, and so has no counter to clear.
-    const baselineOne = async (m: Message): Promise<void> => {
+/**
+ * pgbench's scripts of the hand-written transactions: for a message (the claim, the business
+ * insert) and for a batch of {@link BATCH_SIZE} (one multi-row claim of keys `base + g`, then
+ * the business insert of each), each between BEGIN and COMMIT. Keys are random in a range
+ * wide enough that a conflict is rare; a claim that conflicted still inserts its effect.
+ */
+function pgbenchScripts(sql: Sql): { message: PgbenchScript; batch: PgbenchScript } {
+  const claimBatch =
+    `insert into ${sql.idempotency} ` +
+    '(scope, operation, key, status, request_hash, attempts, expires_at) ' +
+    "select 'default', :operation, (:base::bigint + g)::text, 'SUCCEEDED', :hash, 1, " +
+    "now() + :retention::double precision * interval '1 millisecond' " +
+    `from generate_series(0, ${BATCH_SIZE - 1}) as g order by g ` +
+    'on conflict (scope, operation, key) do nothing returning key';
+  const keys = Array.from({ length: BATCH_SIZE }, (_, i) => i);
+  return {
+    message: {
+      messagesPerTransaction: 1,
+      lines: [
+        '\\set key random(1, 1000000000000)',
+        'BEGIN;',
+        `${pgbenchCommand(claimOneText(sql.idempotency), ['operation', 'key', 'hash', 'retention'])};`,
+        `${pgbenchCommand(sql.effect, ['key', 'length'])};`,
+        'COMMIT;',
+      ],
+    },
+    batch: {
+      messagesPerTransaction: BATCH_SIZE,
+      lines: [
+        `\\set base ${BATCH_SIZE} * random(0, 10000000000)`,
+        ...keys.map((i) => `\\set k${i} :base + ${i}`),
+        'BEGIN;',
+        `${claimBatch};`,
+        ...keys.map((i) => `${pgbenchCommand(sql.effect, [`k${i}`, 'length'])};`),
+        'COMMIT;',
+      ],
+    },
+  };
+}
+
+/** What the parts of the benchmark share. */
+interface Bench {
+  readonly url: string;
+  readonly store: Store;
+  readonly pool: Pool;
+  readonly sql: Sql;
+  readonly rounds: number;
+  /** pgbench's version, or null when it is not installed. */
+  readonly pgbench: string | null;
+  readonly pgbenchSeconds: number;
+  /** Empties the tables every side writes. */
+  reset(): Promise<void>;
+  /** The business rows written since the last reset. */
+  effects(): Promise<number>;
+}
+
+/** One message or one batch, handled in one transaction. */
+interface Transactions {
+  readonly one: (m: Message) => Promise<void>;
+  readonly batch: (batch: readonly Message[]) => Promise<void>;
+}
+
+/** The inbox: `process` per message, `processBatch` per batch, the handler's insert. */
+function inboxTransactions(b: Bench): Transactions {
+  const inbox = createInbox({
+    store: b.store,
+    consumer: 'bench-inbox',
+    retentionMs: INBOX_RETENTION_MS,
+  });
+  const insertEffect = knexPlaceholders(b.sql.effect);
+  const handler: Handler = async ({ trx, messageId, message }) => {
+    await trx.raw(insertEffect, [messageId, message.body.length]);
+  };
+  return {
+    one: async (m) => {
+      const outcome = await inbox.process(m.envelope, handler);
+      if (outcome.status !== 'processed') throw new Error(`unexpected ${outcome.status}`);
+    },
+    batch: async (batch) => {
+      const outcomes = await inbox.processBatch(
+        batch.map((m) => m.envelope),
+        handler,
+      );
+      if (outcomes.some((o) => o.status !== 'processed')) throw new Error('batch not processed');
+    },
+  };
+}
+
+/**
+ * The inbox's statements by hand in knex transactions: for a first delivery (inbox/sql/
+ * claim-messages.ts, claimMessage) the claim, the handler's insert, commit (a first delivery
+ * skips the attempt-counting statement, and so has no counter to clear); for a batch of first
+ * deliveries the multi-row claim (handClaim), the handlers' inserts, commit.
+ */
+function knexTransactions(b: Bench): Transactions {
+  const { knex } = b.store;
+  const { idempotency } = b.sql;
+  const insertEffect = knexPlaceholders(b.sql.effect);
+  return {
+    one: async (m) => {
       await knex.transaction(async (trx) => {
-        if (await handClaimOne(trx, idempotency, BASELINE, INBOX_RETENTION_MS, m)) {
+        if (await handClaimOne(trx, idempotency, 'bench-knex', INBOX_RETENTION_MS, m)) {
           await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
         }
       });
-    };
-
-    // The statements of processBatch for first deliveries, by hand: the multi-row claim
-    // (handClaim), the handlers' inserts, commit.
-    const baselineBatch = async (batch: readonly Message[]): Promise<void> => {
+    },
+    batch: async (batch) => {
       await knex.transaction(async (trx: Knex.Transaction) => {
-        const claimed = await handClaim(trx, idempotency, BASELINE, INBOX_RETENTION_MS, batch);
-        const done = batch.filter((m) => claimed.has(m.id));
-        for (const m of done) await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+        const claimed = await handClaim(trx, idempotency, 'bench-knex', INBOX_RETENTION_MS, batch);
+        for (const m of batch.filter((m) => claimed.has(m.id))) {
+          await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
+        }
       });
-    };
+    },
+  };
+}
 
-    const perMessage = (msgs: readonly Message[]): Sides => ({
-      framework: async () => {
-        await timed(msgs, async (m) => {
-          const outcome = await inbox.process(m.envelope, handler);
-          if (outcome.status !== 'processed') throw new Error(`unexpected ${outcome.status}`);
+/**
+ * The same transactions as {@link knexTransactions} on node-postgres, as named prepared
+ * statements (each connection parses and plans them once), no knex.
+ */
+function pgTransactions(b: Bench): Transactions {
+  const claimOne = claimOneText(b.sql.idempotency);
+  const claimBatch = claimBatchText(b.sql.idempotency);
+  const effect = (client: PoolClient, m: Message) =>
+    client.query({
+      name: 'bench-effect',
+      text: b.sql.effect,
+      values: [m.id, m.envelope.body.length],
+    });
+  return {
+    one: (m) =>
+      pgTransaction(b.pool, async (client) => {
+        const claimed = await client.query({
+          name: 'bench-claim-one',
+          text: claimOne,
+          values: ['bench-pg', m.id, m.hash, INBOX_RETENTION_MS],
         });
+        if (claimed.rows.length === 1) await effect(client, m);
+      }),
+    batch: (batch) =>
+      pgTransaction(b.pool, async (client) => {
+        const sorted = inKeyOrder(batch);
+        const claimed = await client.query<{ key: string }>({
+          name: 'bench-claim-batch',
+          text: claimBatch,
+          values: [
+            'bench-pg',
+            INBOX_RETENTION_MS,
+            sorted.map(() => 'default'),
+            sorted.map((m) => m.id),
+            sorted.map((m) => m.hash),
+            sorted.map(() => 1),
+          ],
+        });
+        const isNew = new Set(claimed.rows.map((r) => r.key));
+        for (const m of batch) if (isNew.has(m.id)) await effect(client, m);
+      }),
+  };
+}
+
+/** One pgbench run of `script` on emptied tables, checked against the rows it left. */
+async function pgbenchSample(
+  b: Bench,
+  script: PgbenchScript,
+  clients: number,
+): Promise<PgbenchSample> {
+  const sample = benchMessages('pgbench', 1)[0]!;
+  await b.reset();
+  const result = await runPgbench(b.url, script, {
+    clients,
+    seconds: b.pgbenchSeconds,
+    variables: {
+      operation: 'bench-pgbench',
+      hash: sample.hash,
+      retention: INBOX_RETENTION_MS,
+      length: sample.envelope.body.length,
+    },
+  });
+  const rows = await b.effects();
+  if (rows !== result.messages) {
+    throw new Error(`pgbench: ${rows} effects, expected ${result.messages}`);
+  }
+  return { perSec: result.perSec, cost: result.cost };
+}
+
+/** One node side's run over every message, on emptied tables, with its cost. */
+async function nodeSample(b: Bench, label: string, count: number, run: () => Promise<void>) {
+  await b.reset();
+  const meter = costMeter();
+  const started = performance.now();
+  await run();
+  const seconds = (performance.now() - started) / 1000;
+  const sample: Sample = { perSec: count / seconds, cost: meter(count).cost };
+  const rows = await b.effects();
+  if (rows !== count) throw new Error(`${label}: ${rows} effects, expected ${count}`);
+  return sample;
+}
+
+/**
+ * A case: a warm-up of the node sides, then `b.rounds` rounds, inbox, knex, pg, pgbench in
+ * one round and the reverse in the next. `sides` builds the node sides over a list.
+ */
+async function measure(
+  b: Bench,
+  label: string,
+  count: number,
+  sides: (msgs: readonly Message[]) => Sides,
+  limit: { script: PgbenchScript; clients: number },
+): Promise<Measured> {
+  const warm = sides(benchMessages(`${label}-warm`, Math.min(count, 1_000)));
+  for (const side of NODE_SIDES) {
+    await b.reset();
+    await warm[side]();
+  }
+  const measured: Measured = { samples: { inbox: [], knex: [], pg: [] }, pgbench: [] };
+  const run = sides(benchMessages(label, count));
+  const order: Array<NodeSide | 'pgbench'> = [...NODE_SIDES];
+  if (b.pgbench !== null) order.push('pgbench');
+  for (let r = 0; r < b.rounds; r += 1) {
+    for (const side of r % 2 === 0 ? order : [...order].reverse()) {
+      if (side === 'pgbench') {
+        measured.pgbench.push(await pgbenchSample(b, limit.script, limit.clients));
+      } else {
+        measured.samples[side].push(await nodeSample(b, `${label} ${side}`, count, run[side]));
+      }
+    }
+    const rate = (s: { perSec: number } | undefined): string => `${Math.round(s?.perSec ?? 0)}/s`;
+    const { inbox, knex, pg } = measured.samples;
+    console.log(
+      `  ${label} round ${r + 1}/${b.rounds}: inbox ${rate(inbox[r])}, knex ${rate(knex[r])}, ` +
+        `pg ${rate(pg[r])}` +
+        (b.pgbench === null ? '' : `, pgbench ${rate(measured.pgbench[r])}`),
+    );
+  }
+  return measured;
+}
+
+/** Runs the benchmark and prints its JSON line last. */
+export async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
+  const store = await createStore({ connectionString: url, schema, pool: { max: WORKERS + 2 } });
+  const pool = new Pool({ connectionString: url, max: WORKERS });
+  try {
+    await store.migrate();
+    const { names, knex } = store;
+    const effects = names.table('bench_effects');
+    const sql: Sql = {
+      idempotency: names.table('idempotency'),
+      effects,
+      effect: `insert into ${effects} (message_id, body_length) values ($1, $2)`,
+    };
+    await knex.raw(
+      `create table ${effects} (message_id text not null, body_length integer not null)`,
+    );
+    const b: Bench = {
+      url,
+      store,
+      pool,
+      sql,
+      rounds: benchRounds(),
+      pgbench: await pgbenchVersion(),
+      pgbenchSeconds: positive('BENCH_PGBENCH_SECONDS', 5),
+      reset: async () => {
+        await knex.raw(`truncate ${sql.idempotency}, ${names.table('inbox_attempts')}, ${effects}`);
       },
-      baseline: async () => {
-        await timed(msgs, baselineOne);
+      effects: async () => {
+        const [row] = rowsOf<{ n: string }>(await knex.raw(`select count(*) as n from ${effects}`));
+        return Number(row?.n);
       },
+    };
+    const perMessageCount = positive('BENCH_INBOX_MESSAGES', 2_000);
+    const batchCount = 5 * perMessageCount;
+    const tx = { inbox: inboxTransactions(b), knex: knexTransactions(b), pg: pgTransactions(b) };
+    const perMessage = (msgs: readonly Message[]): Sides => ({
+      inbox: async () => void (await timed(msgs, tx.inbox.one)),
+      knex: async () => void (await timed(msgs, tx.knex.one)),
+      pg: async () => void (await timed(msgs, tx.pg.one)),
     });
     const batched = (msgs: readonly Message[]): Sides => {
       const batches = chunks(msgs, BATCH_SIZE);
       return {
-        framework: async () => {
-          await timed(batches, async (batch) => {
-            const outcomes = await inbox.processBatch(
-              batch.map((m) => m.envelope),
-              handler,
-            );
-            if (outcomes.some((o) => o.status !== 'processed'))
-              throw new Error('batch not processed');
-          });
-        },
-        baseline: async () => {
-          await timed(batches, baselineBatch);
-        },
+        inbox: async () => void (await timed(batches, tx.inbox.batch)),
+        knex: async () => void (await timed(batches, tx.knex.batch)),
+        pg: async () => void (await timed(batches, tx.pg.batch)),
       };
     };
-
-    /** One side's figures for one round. */
-    interface Sample {
-      readonly perSec: number;
-      /** Node CPU time (user + system) per message, in microseconds. */
-      readonly cpuUs: number;
-    }
-    const sample = async (count: number, run: () => Promise<void>): Promise<Sample> => {
-      const cpu = process.cpuUsage();
-      const started = performance.now();
-      await run();
-      const seconds = (performance.now() - started) / 1000;
-      const used = process.cpuUsage(cpu);
-      return { perSec: count / seconds, cpuUs: (used.user + used.system) / count };
-    };
-
-    /** Warm-up, then `rounds` rounds alternating which side goes first. */
-    const measure = async (
-      label: string,
-      count: number,
-      sides: (msgs: readonly Message[]) => Sides,
-    ): Promise<{ framework: Sample[]; baseline: Sample[] }> => {
-      const warm = sides(benchMessages(`${label}-warm`, Math.min(count, 1_000)));
-      await reset();
-      await warm.framework();
-      await warm.baseline();
-      const framework: Sample[] = [];
-      const baseline: Sample[] = [];
-      const run = sides(benchMessages(label, count));
-      for (let r = 0; r < rounds; r += 1) {
-        const order =
-          r % 2 === 0 ? (['framework', 'baseline'] as const) : (['baseline', 'framework'] as const);
-        for (const side of order) {
-          await reset();
-          (side === 'framework' ? framework : baseline).push(await sample(count, run[side]));
-          const [row] = rowsOf<{ n: string }>(
-            await knex.raw(`select count(*) as n from ${effects}`),
-          );
-          if (Number(row?.n) !== count) {
-            throw new Error(`${label} ${side}: ${row?.n} effects, expected ${count}`);
-          }
-        }
-        console.log(
-          `  ${label} round ${r + 1}/${rounds}: inbox ${Math.round(framework[r]?.perSec ?? 0)}/s, ` +
-            `hand-written ${Math.round(baseline[r]?.perSec ?? 0)}/s`,
-        );
-      }
-      return { framework, baseline };
-    };
+    const scripts = pgbenchScripts(sql);
 
     console.log(
-      `inbox benchmark on PostgreSQL, ${WORKERS} workers, ${rounds} rounds after a warm-up ` +
-        `(per-message ${PER_MESSAGE_COUNT}, batch ${BATCH_COUNT} messages per round)`,
+      `inbox benchmark on PostgreSQL, ${WORKERS} workers, ${b.rounds} rounds after a warm-up ` +
+        `(per-message ${perMessageCount}, batch ${batchCount} messages per round); ` +
+        (b.pgbench
+          ? `pgbench limit: ${b.pgbench}, ${b.pgbenchSeconds} s a run`
+          : 'pgbench not found: no limit measured'),
     );
-    const one = await measure('per-message', PER_MESSAGE_COUNT, perMessage);
-    const many = await measure('batch', BATCH_COUNT, batched);
-
-    const round2 = (x: number): number => Math.round(x * 100) / 100;
-    const perSec = (samples: readonly Sample[]): number => median(samples.map((s) => s.perSec));
-    const cpuUs = (samples: readonly Sample[]): number =>
-      Math.round(median(samples.map((s) => s.cpuUs)));
-    /** The median of the per-round ratios: each round's two sides ran back to back. */
-    const pairedRatio = (a: readonly Sample[], b: readonly Sample[]): number =>
-      round2(median(a.map((s, i) => s.perSec / (b[i] as Sample).perSec)));
-    const versus = (name: string, m: { framework: Sample[]; baseline: Sample[] }) => ({
-      case: name,
-      perSec: Math.round(perSec(m.framework)),
-      baselinePerSec: Math.round(perSec(m.baseline)),
-      ratio: pairedRatio(m.framework, m.baseline),
-      target: 0.9,
-      cpuUsPerMessage: cpuUs(m.framework),
-      baselineCpuUsPerMessage: cpuUs(m.baseline),
+    const one = await measure(b, 'per-message', perMessageCount, perMessage, {
+      script: scripts.message,
+      clients: PGBENCH_CLIENTS.message,
+    });
+    const many = await measure(b, 'batch', batchCount, batched, {
+      script: scripts.batch,
+      clients: PGBENCH_CLIENTS.batch,
     });
     const results = [
-      versus(`per-message (${WORKERS} concurrent) vs hand-written SQL`, one),
-      versus(
+      summarize(`per-message (${WORKERS} concurrent) vs hand-written SQL`, one),
+      summarize(
         `batch (${BATCH_SIZE} per transaction, ${WORKERS} concurrent) vs hand-written SQL`,
         many,
       ),
-      {
-        case: 'batch vs per-message (inbox both)',
-        perSec: Math.round(perSec(many.framework)),
-        baselinePerSec: Math.round(perSec(one.framework)),
-        ratio: round2(perSec(many.framework) / perSec(one.framework)),
-        target: 5,
-      },
     ];
-    for (const r of results) {
-      console.log(
-        `${r.ratio >= r.target ? 'met   ' : 'MISSED'} ${r.case}: ${r.perSec}/s vs ` +
-          `${r.baselinePerSec}/s, ratio ${r.ratio} (target >= ${r.target})` +
-          ('cpuUsPerMessage' in r
-            ? `; node CPU ${r.cpuUsPerMessage} vs ${r.baselineCpuUsPerMessage} us/message`
-            : ''),
-      );
-    }
-    console.log(JSON.stringify({ bench: 'inbox', results }));
+    const batchVsOne: BatchVsOne = {
+      case: 'batch vs per-message (inbox both)',
+      perSec: Math.round(perSec(many.samples.inbox)),
+      baselinePerSec: Math.round(perSec(one.samples.inbox)),
+      ratio: round2(perSec(many.samples.inbox) / perSec(one.samples.inbox)),
+      target: 5,
+      cost: medianCost(many.samples.inbox.map((s) => s.cost)),
+      baselineCost: medianCost(one.samples.inbox.map((s) => s.cost)),
+    };
+    printResults(results, batchVsOne);
+    console.log(JSON.stringify({ bench: 'inbox', results: [...results, batchVsOne] }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`);
     await store.close();
+    await pool.end();
   }
+}
+
+/** The inbox's batch case over its per-message case. */
+interface BatchVsOne {
+  readonly case: string;
+  readonly perSec: number;
+  readonly baselinePerSec: number;
+  readonly ratio: number;
+  readonly target: number;
+  readonly cost: Cost;
+  readonly baselineCost: Cost;
+}
+
+const round2 = (x: number): number => Math.round(x * 100) / 100;
+const perSec = (samples: ReadonlyArray<{ perSec: number }>): number =>
+  median(samples.map((s) => s.perSec));
+/** The median of the per-round ratios: each round's sides ran back to back. */
+const pairedRatio = (
+  a: ReadonlyArray<{ perSec: number }>,
+  b: ReadonlyArray<{ perSec: number }>,
+): number => round2(median(a.map((s, i) => s.perSec / b[i]!.perSec)));
+
+/** A case's JSON: the inbox against knex by hand (the target's ratio), pg by hand, pgbench. */
+function summarize(name: string, m: Measured) {
+  const { inbox, knex, pg } = m.samples;
+  return {
+    case: name,
+    perSec: Math.round(perSec(inbox)),
+    baselinePerSec: Math.round(perSec(knex)),
+    ratio: pairedRatio(inbox, knex),
+    target: 0.9,
+    cost: medianCost(inbox.map((s) => s.cost)),
+    baselineCost: medianCost(knex.map((s) => s.cost)),
+    rawPgPerSec: Math.round(perSec(pg)),
+    rawPgCost: medianCost(pg.map((s) => s.cost)),
+    ratioToRawPg: pairedRatio(inbox, pg),
+    ...(m.pgbench.length === 0
+      ? {}
+      : {
+          pgbenchPerSec: Math.round(perSec(m.pgbench)),
+          pgbenchCost: medianPgbenchCost(m.pgbench.map((s) => s.cost)),
+          ratioToPgbench: pairedRatio(inbox, m.pgbench),
+          baselineRatioToPgbench: pairedRatio(knex, m.pgbench),
+          rawPgRatioToPgbench: pairedRatio(pg, m.pgbench),
+        }),
+  };
+}
+
+/** Prints each case's sides with their rates, their ratio to pgbench and their costs. */
+function printResults(
+  results: ReadonlyArray<ReturnType<typeof summarize>>,
+  batchVsOne: BatchVsOne,
+): void {
+  const text = (ratio: number | undefined): string => (ratio === undefined ? 'n/a' : String(ratio));
+  for (const r of results) {
+    console.log(`\n${r.case}`);
+    const rows = [
+      ['justonce inbox (knex)', r.perSec, r.ratioToPgbench, costCells(r.cost)],
+      ['by hand, knex', r.baselinePerSec, r.baselineRatioToPgbench, costCells(r.baselineCost)],
+      ['by hand, pg prepared', r.rawPgPerSec, r.rawPgRatioToPgbench, costCells(r.rawPgCost)],
+    ] as const;
+    const limit =
+      r.pgbenchCost === undefined
+        ? []
+        : [
+            [
+              `pgbench limit`,
+              String(r.pgbenchPerSec),
+              '1',
+              'n/a',
+              ...costCells({ nodeCpuUs: 0, ...r.pgbenchCost }).slice(1),
+            ],
+          ];
+    printTable(
+      ['side', 'messages/s', 'ratio to pgbench', ...costHeads('message')],
+      [
+        ...rows.map(([side, rate, ratio, cost]) => [side, String(rate), text(ratio), ...cost]),
+        ...limit,
+      ],
+    );
+    console.log(
+      `${r.ratio >= r.target ? 'met   ' : 'MISSED'} inbox / knex by hand ${r.ratio} ` +
+        `(target >= ${r.target}); inbox / pg by hand ${r.ratioToRawPg}` +
+        (r.ratioToPgbench === undefined ? '' : `; inbox / pgbench ${r.ratioToPgbench}`),
+    );
+  }
+  const b = batchVsOne;
+  console.log(
+    `\n${b.ratio >= b.target ? 'met   ' : 'MISSED'} ${b.case}: ${b.perSec}/s vs ` +
+      `${b.baselinePerSec}/s, ratio ${b.ratio} (target >= ${b.target}); ` +
+      `per message ${costLine(b.cost, b.baselineCost)}`,
+  );
 }
