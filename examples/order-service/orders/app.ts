@@ -6,15 +6,17 @@
  * request gets the stored answer instead of a second order.
  */
 import { randomUUID } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express from 'express';
 import {
   createOperations,
+  silentLogger,
+  type Logger,
   type MessagePayload,
   type Operations,
   type Outbox,
   type Store,
 } from '@justonce/core';
-import { idempotency, idempotencyContext } from '@justonce/http/express';
+import { idempotency, idempotencyContext, idempotencyErrorHandler } from '@justonce/http/express';
 import { OrderCreated } from '../messages';
 import { NewOrder, type Order } from './contract';
 
@@ -115,28 +117,22 @@ export function orderCreated(order: Order): MessagePayload<typeof OrderCreated> 
   };
 }
 
-/**
- * The 4xx of an error `express.json()` raised for the request itself (a body that is not
- * JSON, too large, a wrong charset), which it marks `expose`; `undefined` for anything else.
- */
-function clientError(error: unknown): { status: number; title: string } | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  if (!('status' in error) || !('expose' in error) || error.expose !== true) return undefined;
-  const { status } = error;
-  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
-  const malformed = 'type' in error && error.type === 'entity.parse.failed';
-  return { status, title: malformed ? 'malformed JSON' : 'bad request' };
+/** A logger that reports the errors answered with a 500 to `onError`, and nothing else. */
+function errorsTo(onError: ((error: unknown) => void) | undefined): Logger {
+  if (onError === undefined) return silentLogger;
+  return { ...silentLogger, error: (_message, fields) => onError(fields?.error) };
 }
 
 /** The orders API as an Express app. */
 export function createOrdersApp(options: OrdersAppOptions): express.Express {
   const { store, operations, outbox, topic } = options;
+  const logger = errorsTo(options.onError);
   const app = express();
   app.post(
     '/orders',
     express.json(),
     // A real API scopes keys by the authenticated client; this one has a single client.
-    idempotency({ operations, operation: 'create-order', scope: 'shared' }),
+    idempotency({ operations, operation: 'create-order', scope: 'shared', logger }),
     async (req, res) => {
       const { trx, key } = idempotencyContext(res);
       const order = acceptOrder(req.body, res);
@@ -156,15 +152,9 @@ export function createOrdersApp(options: OrdersAppOptions): express.Express {
       }
     },
   );
-  // A 5xx is not stored: the transaction rolls back and the key is free for the retry.
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const client = clientError(error);
-    if (client !== undefined) {
-      res.status(client.status).json({ title: client.title });
-      return;
-    }
-    options.onError?.(error);
-    res.status(500).json({ title: 'internal error' });
-  });
+  // Errors as problem+json that tell nothing of them: a body express.json() cannot parse is
+  // a 400 (a client retrying on 5xx would send it forever); a thrown error is a 500, not
+  // stored: the transaction rolls back and the key is free for the retry.
+  app.use(idempotencyErrorHandler({ logger }));
   return app;
 }

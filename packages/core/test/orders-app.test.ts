@@ -13,6 +13,7 @@ describe('order-service: the orders API', () => {
   let server: Server;
   let url: string;
   const errors: unknown[] = [];
+  let thrown = false;
 
   beforeAll(async () => {
     store = await createStore({ pglite: {} });
@@ -24,6 +25,11 @@ describe('order-service: the orders API', () => {
       outbox: createOutbox({ store }),
       topic: 'order.created',
       onError: (error) => errors.push(error),
+      onWritten: (order) => {
+        if (order.customerId !== 'c-throw' || thrown) return;
+        thrown = true;
+        throw new Error('the order could not be written: secret');
+      },
     });
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -49,10 +55,18 @@ describe('order-service: the orders API', () => {
       )[0]?.n,
     );
 
-  it('answers 400 to a body that is not JSON, writes nothing and reports no server error', async () => {
+  it('answers 400 problem+json to a body that is not JSON, writes nothing and reports no server error', async () => {
     const response = await post('{"customerId": "c-1", ', 'key-malformed');
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ title: 'malformed JSON' });
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({
+      type: 'about:blank',
+      title: 'Bad Request',
+      status: 400,
+      detail: expect.any(String),
+    });
+    expect(text).not.toMatch(/SyntaxError|position|node_modules/);
     expect(await orders()).toBe(0);
     expect(errors).toEqual([]);
   });
@@ -67,5 +81,25 @@ describe('order-service: the orders API', () => {
     expect(created.status).toBe(201);
     expect(await orders()).toBe(1);
     expect(errors).toEqual([]);
+  });
+
+  it('answers a thrown error with a 500 problem telling nothing of it; the retry creates the order', async () => {
+    const before = await orders();
+    const body = JSON.stringify({ customerId: 'c-throw', amountCents: 500, currency: 'EUR' });
+    const failed = await post(body, 'key-throw');
+    expect(failed.status).toBe(500);
+    expect(failed.headers.get('content-type')).toBe('application/problem+json');
+    const text = await failed.text();
+    expect(JSON.parse(text)).toMatchObject({ status: 500, title: 'The request failed' });
+    expect(text).not.toMatch(/secret|Error|node_modules/);
+    expect(errors.map((error) => (error as Error).message)).toEqual([
+      'the order could not be written: secret',
+    ]);
+    expect(await orders()).toBe(before);
+
+    const retried = await post(body, 'key-throw');
+    expect(retried.status).toBe(201);
+    expect(await orders()).toBe(before + 1);
+    errors.length = 0;
   });
 });
