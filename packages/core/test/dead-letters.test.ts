@@ -106,6 +106,42 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
     expect(await deadLetters.get('not-an-id')).toBeUndefined();
   });
 
+  it("keeps the delivery's broker position with the letter and in the outcome, each field of its own type", async () => {
+    const inbox = inboxFor({ maxAttempts: 1 });
+    const id = freshId();
+    const position = { topic: 'orders', partition: 3, offset: '42' };
+    const outcome = await inbox.process(envelope(id, 'b', { delivery: { position } }), poison);
+    expect(outcome).toMatchObject({ status: 'dead-lettered', position });
+    const letters = createDeadLetters(store);
+    const letter = (await letters.list({ consumer: inbox.consumer }))[0]!;
+    expect(letter.delivery.position).toEqual(position);
+
+    // Bad input keeps it too; a field of the wrong type is left out, text is made storable.
+    const odd = {
+      queue: 'q\u0000',
+      brokerMessageId: 7,
+      partition: 1.5,
+      exchange: '',
+      routingKey: 'rk',
+      extra: 'x',
+    };
+    const bad = await inbox.process(
+      envelope(undefined, 'b', { delivery: { position: odd as never } }),
+      poison,
+    );
+    expect(bad).toMatchObject({ reason: 'MISSING_MESSAGE_ID' });
+    const kept = bad.status === 'dead-lettered' ? await letters.get(bad.deadLetterId) : undefined;
+    expect(kept?.delivery.position).toEqual({ queue: 'q\\u0000', exchange: '', routingKey: 'rk' });
+    const none = await inbox.process(
+      envelope(undefined, 'b', { delivery: { position: { partition: '2' } as never } }),
+      poison,
+    );
+    expect(none).not.toHaveProperty('position');
+
+    // A requeued envelope is a new delivery: its old position does not come back.
+    expect((await letters.requeue(letter.id)).delivery).not.toHaveProperty('position');
+  });
+
   it('requeue makes the message processable again, and it then processes once', async () => {
     const inbox = inboxFor({ maxAttempts: 2 });
     const id = freshId();

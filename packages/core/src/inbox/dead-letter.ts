@@ -8,7 +8,7 @@ import type { InboxRuntime } from './runtime';
 import { markDead } from './sql/mark-dead';
 import { takeAttempts, type TakenAttempts } from './sql/take-attempts';
 import type { InboxOutcome } from './types';
-import { deliveryOf, errorCode, keyOfEnvelope, writeLetter } from './write-letter';
+import { deliveryOf, errorCode, keyOfEnvelope, positionField, writeLetter } from './write-letter';
 
 type Settled = InboxOutcome<never>;
 
@@ -18,6 +18,7 @@ type Settled = InboxOutcome<never>;
  */
 export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Promise<Settled> {
   const { store, consumer } = rt.options;
+  const delivery = deliveryOf(bad.envelope.delivery);
   const id = await insertDeadLetter(poolRunner(store.knex), store.names, {
     scope: bad.scope,
     consumer,
@@ -33,7 +34,7 @@ export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Pr
     body: bad.body,
     bodyIsText: bad.bodyIsText,
     exactBody: bad.inexactBody,
-    delivery: deliveryOf(bad.envelope.delivery),
+    delivery,
     firstAttemptAt: null,
   });
   return {
@@ -44,6 +45,7 @@ export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Pr
     reason: bad.reason,
     error: bad.error,
     deadLetterId: id,
+    ...positionField(delivery),
   };
 }
 

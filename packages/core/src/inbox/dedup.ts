@@ -17,7 +17,7 @@ import { keyOf } from './sql/message-key';
 import { readRecords, type StoredRecord } from './sql/read-records';
 import type { TakenAttempts } from './sql/take-attempts';
 import type { InboxOutcome } from './types';
-import { writeLetter } from './write-letter';
+import { deliveryOf, positionField, writeLetter } from './write-letter';
 
 type Settled = InboxOutcome<never>;
 
@@ -82,6 +82,7 @@ export async function settleExisting(
       reason: letter.reason,
     }),
     deadLetterId: letter.id,
+    ...positionField(deliveryOf(good.envelope.delivery)),
   };
 }
 

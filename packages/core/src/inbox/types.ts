@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { TransactionAdapter } from '../transactions/types';
 import type { Meter } from '@opentelemetry/api';
-import type { Envelope } from '../transport/envelope';
+import type { DeliveryPosition, Envelope } from '../transport/envelope';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
@@ -91,6 +91,11 @@ export type InboxOutcome<R = unknown> =
       readonly error: Error;
       /** Id of the dead letter in the store. */
       readonly deadLetterId: string;
+      /**
+       * Where this delivery sat in its broker (the envelope's `delivery.position`), when the
+       * transport said: the dead-letter facts carry it.
+       */
+      readonly position?: DeliveryPosition;
     };
 
 /** Options of {@link createInbox}. */

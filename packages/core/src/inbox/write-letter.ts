@@ -2,7 +2,7 @@ import type { SqlRunner } from '../transactions/sql';
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
 import { storableDiagnostic, textOf } from '../store/text';
-import type { DeliveryFacts, Envelope } from '../transport/envelope';
+import type { DeliveryFacts, DeliveryPosition, Envelope } from '../transport/envelope';
 import type { GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';
 import type { TakenAttempts } from './sql/take-attempts';
@@ -32,9 +32,34 @@ export function deliveryOf(value: unknown): DeliveryFacts {
       d.receivedAt instanceof Date && !Number.isNaN(d.receivedAt.getTime())
         ? d.receivedAt
         : undefined,
+    position: positionOf(d.position),
   };
   for (const name of Object.keys(facts)) if (facts[name] === undefined) delete facts[name];
   return facts as DeliveryFacts;
+}
+
+/** The position's fields of their own types; `undefined` when none is left. */
+function positionOf(value: unknown): DeliveryPosition | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const p = value as Record<keyof DeliveryPosition, unknown>;
+  const text = (t: unknown): string | undefined =>
+    typeof t === 'string' ? storableDiagnostic(t) : undefined;
+  const fields: Record<string, unknown> = {
+    topic: text(p.topic),
+    partition: Number.isSafeInteger(p.partition) ? p.partition : undefined,
+    offset: text(p.offset),
+    queue: text(p.queue),
+    brokerMessageId: text(p.brokerMessageId),
+    exchange: text(p.exchange),
+    routingKey: text(p.routingKey),
+  };
+  for (const name of Object.keys(fields)) if (fields[name] === undefined) delete fields[name];
+  return Object.keys(fields).length === 0 ? undefined : (fields as DeliveryPosition);
+}
+
+/** The outcome's `position`: the delivery's, when it has one. @internal */
+export function positionField(facts: DeliveryFacts): { position?: DeliveryPosition } {
+  return facts.position === undefined ? {} : { position: facts.position };
 }
 
 /** The error's code as text, or null. @internal */
@@ -59,6 +84,7 @@ export async function writeLetter(
   taken: TakenAttempts | undefined,
 ): Promise<Settled> {
   const { store, consumer } = rt.options;
+  const delivery = deliveryOf(good.envelope.delivery);
   const id = await insertDeadLetter(tx, store.names, {
     scope: good.scope,
     consumer,
@@ -74,7 +100,7 @@ export async function writeLetter(
     body: good.body,
     bodyIsText: good.bodyIsText,
     exactBody: good.inexactBody,
-    delivery: deliveryOf(good.envelope.delivery),
+    delivery,
     firstAttemptAt: taken?.firstAttemptAt ?? null,
   });
   return {
@@ -85,5 +111,6 @@ export async function writeLetter(
     reason,
     error,
     deadLetterId: id,
+    ...positionField(delivery),
   };
 }

@@ -1,4 +1,4 @@
-export type { Envelope, DeliveryFacts } from './envelope';
+export type { Envelope, DeliveryFacts, DeliveryPosition } from './envelope';
 export type { Publisher, OutgoingMessage, PublishResult } from './publisher';
 export { createMemoryPublisher } from './memory-publisher';
 export { messageHeaders, MESSAGE_ID_HEADER } from './message-headers';

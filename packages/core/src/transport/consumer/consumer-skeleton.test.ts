@@ -1,6 +1,10 @@
 import { JustonceError } from '../../errors/justonce-error';
 import type { InboxOutcome } from '../../inbox/types';
-import { DEAD_LETTER_HEADERS, deadLetterHeaders } from './dead-letter-facts';
+import {
+  DEAD_LETTER_HEADERS,
+  DEAD_LETTER_POSITION_HEADERS,
+  deadLetterHeaders,
+} from './dead-letter-facts';
 import { consumerLifecycle, ConsumerStateError } from './lifecycle';
 import { findMessageId, resolveMessageIdOptions } from './message-id';
 import { decide, decideOnThrow } from './settle';
@@ -130,6 +134,38 @@ describe('decide: one table from outcome to action', () => {
     expect(headers[DEAD_LETTER_HEADERS.reason]).toBe('MAX_ATTEMPTS');
     expect(headers[DEAD_LETTER_HEADERS.attempts]).toBe('6');
     expect(new Date(headers[DEAD_LETTER_HEADERS.at] ?? '').getTime()).not.toBeNaN();
+  });
+
+  it("carries the outcome's broker position in the facts and as one header per field", () => {
+    const position = { topic: 'orders', partition: 2, offset: '42' };
+    const outcome: InboxOutcome = {
+      status: 'dead-lettered',
+      ...base,
+      attempt: 0,
+      reason: 'MISSING_MESSAGE_ID',
+      error: new JustonceError('MISSING_MESSAGE_ID', 'no id'),
+      deadLetterId: '7',
+      position,
+    };
+    const decision = decide(outcome, where);
+    if (decision.kind !== 'dead-letter') throw new Error(decision.kind);
+    expect(decision.facts.position).toEqual(position);
+    const headers = deadLetterHeaders(decision.facts);
+    expect(headers).toMatchObject({
+      [DEAD_LETTER_POSITION_HEADERS.topic]: 'orders',
+      [DEAD_LETTER_POSITION_HEADERS.partition]: '2',
+      [DEAD_LETTER_POSITION_HEADERS.offset]: '42',
+    });
+    expect(headers[DEAD_LETTER_POSITION_HEADERS.queue]).toBeUndefined();
+    // Without a position, no position header at all.
+    const { position: _, ...without } = outcome;
+    const plain = decide(without as InboxOutcome, where);
+    if (plain.kind !== 'dead-letter') throw new Error(plain.kind);
+    expect(plain.facts).not.toHaveProperty('position');
+    const names = Object.values(DEAD_LETTER_POSITION_HEADERS) as string[];
+    expect(Object.keys(deadLetterHeaders(plain.facts)).filter((h) => names.includes(h))).toEqual(
+      [],
+    );
   });
 
   it('holds on a store outage with a growing bounded delay; releases on anything else', () => {

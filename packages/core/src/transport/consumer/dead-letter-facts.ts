@@ -1,5 +1,6 @@
 import type { InboxOutcome } from '../../inbox/types';
 import { storableDiagnostic } from '../../store/text';
+import type { DeliveryPosition } from '../envelope';
 
 /** Longest error text carried in a dead letter's header; the full text is in the store. */
 const MAX_ERROR_TEXT = 1_000;
@@ -29,6 +30,11 @@ export interface DeadLetterFacts {
   readonly deadLetterId: string;
   /** When the consumer forwarded it. */
   readonly at: Date;
+  /**
+   * Where the delivery sat in its broker (a Kafka record's topic, partition and offset, …),
+   * when the transport put it in the envelope's `delivery.position`.
+   */
+  readonly position?: DeliveryPosition;
 }
 
 /**
@@ -46,7 +52,18 @@ export const DEAD_LETTER_HEADERS = {
   source: 'x-justonce-source',
   deadLetterId: 'x-justonce-dead-letter-id',
   at: 'x-justonce-dead-lettered-at',
-} as const satisfies Record<keyof DeadLetterFacts, string>;
+} as const satisfies Record<Exclude<keyof DeadLetterFacts, 'position'>, string>;
+
+/** The headers of the position's fields ({@link DeadLetterFacts.position}), one per field. */
+export const DEAD_LETTER_POSITION_HEADERS = {
+  topic: 'x-justonce-topic',
+  partition: 'x-justonce-partition',
+  offset: 'x-justonce-offset',
+  queue: 'x-justonce-queue',
+  brokerMessageId: 'x-justonce-broker-message-id',
+  exchange: 'x-justonce-exchange',
+  routingKey: 'x-justonce-routing-key',
+} as const satisfies Record<keyof DeliveryPosition, string>;
 
 /** The facts of a dead-lettered outcome. @internal */
 export function deadLetterFacts(
@@ -66,19 +83,26 @@ export function deadLetterFacts(
     source: where.source,
     deadLetterId: outcome.deadLetterId,
     at,
+    ...(outcome.position === undefined ? {} : { position: outcome.position }),
   };
 }
 
 /**
- * The facts as headers (strings, {@link DEAD_LETTER_HEADERS} names), added to the original
- * message's own headers when it is forwarded. Facts without a value are left out.
+ * The facts as headers (strings, {@link DEAD_LETTER_HEADERS} names, then the position's
+ * fields under {@link DEAD_LETTER_POSITION_HEADERS} names), added to the original message's
+ * own headers when it is forwarded. Facts without a value are left out.
  */
 export function deadLetterHeaders(facts: DeadLetterFacts): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const key of Object.keys(DEAD_LETTER_HEADERS) as Array<keyof DeadLetterFacts>) {
+  for (const key of Object.keys(DEAD_LETTER_HEADERS) as Array<keyof typeof DEAD_LETTER_HEADERS>) {
     const value = facts[key];
     if (value === undefined) continue;
     headers[DEAD_LETTER_HEADERS[key]] = value instanceof Date ? value.toISOString() : String(value);
+  }
+  const position = facts.position ?? {};
+  for (const key of Object.keys(DEAD_LETTER_POSITION_HEADERS) as Array<keyof DeliveryPosition>) {
+    const value = position[key];
+    if (value !== undefined) headers[DEAD_LETTER_POSITION_HEADERS[key]] = String(value);
   }
   return headers;
 }

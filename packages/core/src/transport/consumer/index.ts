@@ -15,6 +15,7 @@ export {
 } from './settle';
 export {
   DEAD_LETTER_HEADERS,
+  DEAD_LETTER_POSITION_HEADERS,
   deadLetterFacts,
   deadLetterHeaders,
   type DeadLetterFacts,
