@@ -1,6 +1,8 @@
 /**
  * `pnpm bench <name>` runs `benchmarks/<name>.ts`. Each benchmark measures its own baseline
- * in the same process and ends with one JSON line: {"bench": name, "results": [...]}.
+ * in the same process, prints what each side cost per message (this process's CPU,
+ * PostgreSQL's CPU, statements sent: costMeter in benchmarks/_support.ts) and ends with one
+ * JSON line: {"bench": name, "results": [...]}.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
