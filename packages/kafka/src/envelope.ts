@@ -9,7 +9,7 @@ const EMPTY = new Uint8Array(0);
  * Maps one consumed record to the inbox's envelope: id by the message-id rules, scope
  * from the tenant header, key and headers as text, the value as raw bytes (a tombstone's
  * null value becomes an empty body), and the record's topic, partition and offset as
- * delivery facts. `firstDelivery` adds `redelivered: false`, which lets the inbox skip its
+ * delivery facts (and as its `position`, which a dead letter keeps). `firstDelivery` adds `redelivered: false`, which lets the inbox skip its
  * attempt-counting write; it is set only by the rule in `first-delivery.ts`. Any other
  * record carries no first-delivery facts at all, so the inbox counts it from 1.
  *
@@ -47,6 +47,7 @@ export function toEnvelope(
       partition,
       offset: record.offset,
       receivedAt: new Date(),
+      position: { topic, partition, offset: record.offset },
       ...(firstDelivery ? { redelivered: false } : {}),
     },
   };
