@@ -34,7 +34,8 @@ function systemAttribute(message: Message, name: string): unknown {
  * Maps one received SQS message to the inbox's envelope: id by core's message-id rules (the
  * broker's identity is the SQS `MessageId`), scope from the scope attribute, key from the FIFO `MessageGroupId`, string attributes as
  * headers, the body as text (bytes when it carries `body-encoding: base64`), and the
- * `ApproximateReceiveCount` as the delivery's receive count.
+ * `ApproximateReceiveCount` as the delivery's receive count; its queue and SQS `MessageId`
+ * as its `position`, which a dead letter keeps.
  */
 export function toEnvelope(message: Message, settings: EnvelopeSettings): Envelope {
   const headers = fromMessageAttributes(message.MessageAttributes);
@@ -58,6 +59,10 @@ export function toEnvelope(message: Message, settings: EnvelopeSettings): Envelo
       source: settings.queueUrl,
       ...(receiveCount !== undefined ? { receiveCount } : {}),
       receivedAt: new Date(),
+      position: {
+        queue: settings.queueUrl,
+        ...(typeof message.MessageId === 'string' ? { brokerMessageId: message.MessageId } : {}),
+      },
     },
   };
 }
