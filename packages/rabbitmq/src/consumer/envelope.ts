@@ -62,7 +62,9 @@ export function messageIdOf(
  * Maps one AMQP delivery to the inbox's {@link Envelope}. The message id comes from
  * {@link messageIdOf}; the scope from the `scopeHeader` header (bytes that are not UTF-8
  * are passed on as the bytes, which the inbox refuses); `x-delivery-count` (quorum queues)
- * becomes `receiveCount`; the `redelivered` flag and the queue travel as delivery facts.
+ * becomes `receiveCount`; the `redelivered` flag and the queue travel as delivery facts,
+ * and the queue, exchange and routing key as its `position`, which a dead letter keeps (the
+ * delivery tag is left out: it means nothing once the channel is gone).
  * @internal
  */
 export function toEnvelope(
@@ -81,6 +83,7 @@ export function toEnvelope(
   // later attempt of the same message: say so, or the inbox would take it for a first one.
   const retriedAttempt = headerCount(message.properties.headers, RETRY_ATTEMPT_HEADER);
   const scope = keyHeader(message.properties.headers, scopeHeader);
+  const { exchange, routingKey } = message.fields as { exchange?: unknown; routingKey?: unknown };
   return {
     id,
     ...(scope !== undefined && scope !== '' ? { scope } : {}),
@@ -92,6 +95,11 @@ export function toEnvelope(
       ...(retriedAttempt !== undefined ? { attempt: retriedAttempt + 1 } : {}),
       source: queue,
       receivedAt: new Date(),
+      position: {
+        queue,
+        ...(typeof exchange === 'string' ? { exchange } : {}),
+        ...(typeof routingKey === 'string' ? { routingKey } : {}),
+      },
       // x-delivery-count counts earlier deliveries: 0 (or absent) on the first one.
       ...(deliveryCount !== undefined ? { receiveCount: deliveryCount + 1 } : {}),
     },
