@@ -23,7 +23,12 @@ describe('with letters from the real inbox', () => {
         scope: 'default',
         headers: { 'content-type': 'application/json' },
         body: '{"amount":42}',
-        delivery: {},
+        delivery: {
+          source: 'payments',
+          partition: 2,
+          offset: '42',
+          position: { topic: 'payments', partition: 2, offset: '42' },
+        },
       },
       async () => {
         throw new Error('card declined');
@@ -90,9 +95,16 @@ describe('with letters from the real inbox', () => {
     expect(shown.stdout).toMatch(/content-type: application\/json/);
     expect(shown.stdout).toContain('{\n  "amount": 42\n}');
     expect(shown.stdout).toMatch(/message: .*card declined/);
+    // Where it sat in its broker, in the text and in the JSON.
+    expect(shown.stdout).toMatch(/position: +topic=payments partition=2 offset=42\n/);
+    const shownJson = await inSchema('dead-letters', 'show', json.id, '--json');
+    expect(
+      (JSON.parse(shownJson.stdout) as { delivery: { position?: unknown } }).delivery.position,
+    ).toEqual({ topic: 'payments', partition: 2, offset: '42' });
     const bytes = letters.find((l) => l.messageId === 'm-2')!;
     const hex = await inSchema('dead-letters', 'show', bytes.id);
     expect(hex.stdout).toMatch(/body \(3 bytes\)\nff0010/);
+    expect(hex.stdout).toMatch(/position: +\(unknown\)\n/);
     const missing = await inSchema('dead-letters', 'show', '999999');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no dead letter 999999/);

@@ -1,4 +1,8 @@
-import type { DeadLetter } from '@justonce/core';
+import {
+  DEAD_LETTER_POSITION_HEADERS,
+  type DeadLetter,
+  type DeliveryPosition,
+} from '@justonce/core';
 import type { Command } from 'commander';
 import { ROW_ID } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
@@ -23,6 +27,18 @@ export function letterJson(l: DeadLetter): Record<string, unknown> {
   };
 }
 
+/**
+ * A broker position as `name=value` pairs in the fields' own order (`topic=orders
+ * partition=2 offset=42`): the store's JSON gives them back in an order of its own.
+ */
+function positionText(position: DeliveryPosition = {}): string {
+  const names = Object.keys(DEAD_LETTER_POSITION_HEADERS) as Array<keyof DeliveryPosition>;
+  const pairs = names.flatMap((name) =>
+    position[name] === undefined ? [] : [`${name}=${String(position[name])}`],
+  );
+  return pairs.length === 0 ? '(unknown)' : pairs.join(' ');
+}
+
 function showLetter(letter: DeadLetter): string {
   return [
     `dead letter ${letter.id}`,
@@ -31,6 +47,7 @@ function showLetter(letter: DeadLetter): string {
     `  message id:   ${letter.messageId ?? '(none)'}`,
     `  key:          ${letter.key ?? '(none)'}`,
     `  source:       ${letter.delivery.source ?? '(unknown)'}`,
+    `  position:     ${positionText(letter.delivery.position)}`,
     `  reason:       ${letter.reason}`,
     `  attempts:     ${letter.attempts}`,
     `  first try:    ${time(letter.firstAttemptAt)}`,
