@@ -295,6 +295,14 @@ describe('store time limit options', () => {
     await expect(
       createStore({ connectionString: databaseUrl(), timeouts: { connectMs: -1 } }),
     ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    for (const livenessMs of [-1, 1.5, '5000' as unknown as number]) {
+      await expect(
+        createStore({ connectionString: databaseUrl(), timeouts: { livenessMs } }),
+      ).rejects.toMatchObject({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining('timeouts.livenessMs'),
+      });
+    }
     await expect(
       createStore({ connectionString: databaseUrl(), keepAlive: { delayMs: 1 } as never }),
     ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
@@ -313,7 +321,12 @@ describe('store time limit options', () => {
         ),
       )[0];
       expect(row).toEqual({ statement: '12s', idle: '34s' });
-      expect(store.timeouts).toMatchObject({ statementMs: 12_000, queryMs: 35_000 });
+      expect(store.timeouts).toMatchObject({
+        statementMs: 12_000,
+        queryMs: 35_000,
+        listenCheckMs: 5_000,
+        livenessMs: 5_000,
+      });
     } finally {
       await store.close();
     }

@@ -3,6 +3,7 @@ import { integerOption, optionKeys, rejectUnknownOptions } from '../config/optio
 import { ConfigurationError } from '../errors';
 import type { Logger } from '../observability/logger';
 import { StoreTimeoutError } from './errors/store-timeout-error';
+import { createLiveness, fromServer, type Liveness, type ProbeClient } from './liveness';
 
 /**
  * Time limits on the connections a store opens from a `connectionString`. Every value is in
@@ -26,9 +27,19 @@ export interface StoreTimeouts {
   acquireMs?: number;
   /**
    * Every how long the relay checks its LISTEN connection with `select 1`, which must answer
-   * within the same time: a dead connection is noticed within twice this. Default 10 000.
+   * within the same time: a dead connection is noticed within twice this. Default 5 000.
    */
   listenCheckMs?: number;
+  /**
+   * How long a statement may wait for its answer before the store checks, with `select 1` on
+   * a new connection of its own that must answer within the same time, that the server still
+   * answers. If it does not, every connection with a statement in flight is destroyed and
+   * those calls throw {@link StoreTimeoutError} (`limit: 'liveness'`): a partition is noticed
+   * within about twice this, while a long statement on a server that answers runs on (up to
+   * `statementMs` and `queryMs`). No check runs while no statement waits this long. Default
+   * 5 000.
+   */
+  livenessMs?: number;
 }
 
 /** TCP keepalive on the store's connections: on, off, or on after `initialDelayMs` idle. */
@@ -44,7 +55,8 @@ export const DEFAULT_TIMEOUTS: ResolvedStoreTimeouts = {
   queryMs: 35_000,
   idleInTransactionMs: 60_000,
   acquireMs: 15_000,
-  listenCheckMs: 10_000,
+  listenCheckMs: 5_000,
+  livenessMs: 5_000,
 };
 
 /** Default idle time before the first keepalive probe. @internal */
@@ -60,6 +72,7 @@ const TIMEOUT_KEYS = optionKeys<StoreTimeouts>()([
   'idleInTransactionMs',
   'acquireMs',
   'listenCheckMs',
+  'livenessMs',
 ]);
 const KEEPALIVE_KEYS = optionKeys<Exclude<StoreKeepAlive, boolean>>()(['initialDelayMs']);
 
@@ -79,6 +92,7 @@ export function resolveTimeouts(value: StoreTimeouts | undefined): ResolvedStore
     idleInTransactionMs: ms('idleInTransactionMs', 0),
     acquireMs: ms('acquireMs', 1),
     listenCheckMs: ms('listenCheckMs', 0),
+    livenessMs: ms('livenessMs', 0),
   };
 }
 
@@ -151,16 +165,18 @@ type Callback = (error: Error | null, result?: unknown) => void;
 
 /**
  * Bounds every `query` on a `pg` client by `queryMs` (a per-query `query_timeout` overrides
- * it; `0` means none). `pg`'s own `query_timeout` only rejects the promise: the socket stays
- * open with the query still active on it, later queries queue behind it, and a retry's BEGIN
- * can land in the abandoned transaction. Here the timer destroys the connection instead. A
- * query on a connection already destroyed so fails at once with the same error (knex's
- * ROLLBACK after the failure included, so the transaction rejects with it too). @internal
+ * it; `0` means none), and tells `liveness` of each statement in flight, bounded or not.
+ * `pg`'s own `query_timeout` only rejects the promise: the socket stays open with the query
+ * still active on it, later queries queue behind it, and a retry's BEGIN can land in the
+ * abandoned transaction. Here the timer destroys the connection instead. A query on a
+ * connection already destroyed so fails at once with the same error (knex's ROLLBACK after
+ * the failure included, so the transaction rejects with it too). @internal
  */
 export function guardQueries(
   connection: unknown,
   queryMs: number,
   onTimeout: (error: StoreTimeoutError) => void,
+  liveness?: Liveness,
 ): void {
   const client = connection as Guarded;
   const original = client.query.bind(client);
@@ -185,25 +201,41 @@ export function guardQueries(
       }
       return Promise.reject(dead);
     }
-    if (!(ms > 0)) return original(settings, values, callback);
-    const timer = setTimeout(() => {
-      const error = new StoreTimeoutError('query', ms);
-      destroyConnection(client, error);
-      onTimeout(error);
-    }, ms);
-    if (cb) {
-      const done: Callback = (error, result) => {
-        clearTimeout(timer);
-        cb(error, result);
-      };
-      return typeof values === 'function'
-        ? original(settings, done)
-        : original(settings, values, done);
+    if (!(ms > 0) && liveness === undefined) return original(settings, values, callback);
+    const timer =
+      ms > 0
+        ? setTimeout(() => {
+            const error = new StoreTimeoutError('query', ms);
+            destroyConnection(client, error);
+            onTimeout(error);
+          }, ms)
+        : undefined;
+    const settle = liveness?.begin(client);
+    const finish = (error: Error | null | undefined): void => {
+      clearTimeout(timer);
+      settle?.(error == null || fromServer(error));
+    };
+    try {
+      if (cb) {
+        const done: Callback = (error, result) => {
+          finish(error);
+          cb(error, result);
+        };
+        return typeof values === 'function'
+          ? original(settings, done)
+          : original(settings, values, done);
+      }
+      const result = original(settings, values) as Promise<unknown>;
+      result.then(
+        () => finish(null),
+        (error: Error) => finish(error),
+      );
+      return result;
+    } catch (error) {
+      // Never sent: neither the timer nor the liveness check may wait for it.
+      finish(error as Error);
+      throw error;
     }
-    const result = original(settings, values) as Promise<unknown>;
-    const clear = (): void => clearTimeout(timer);
-    result.then(clear, clear);
-    return result;
   };
 }
 
@@ -211,6 +243,9 @@ export function guardQueries(
 interface PgKnexClient {
   _acquireOnlyConnection(): Promise<unknown>;
   acquireConnection(): Promise<unknown>;
+  /** The `pg` module and the settings knex opens its connections with. */
+  driver: { Client: new (settings: unknown) => ProbeClient };
+  connectionSettings: unknown;
 }
 
 /** `pg`'s errors when `connectionTimeoutMillis` fires. */
@@ -220,7 +255,8 @@ const CONNECT_TIMEOUT = /timeout expired|connection timeout/i;
  * Applies the client-side limits to a knex on the `pg` client the store created: every new
  * connection (the pool's and the relay's dedicated LISTEN connection alike, which knex opens
  * through the same method) gets {@link guardQueries} before knex runs its first statement on
- * it, and connect and acquire timeouts become {@link StoreTimeoutError}s. @internal
+ * it, statements that wait longer than `livenessMs` start the liveness check (see
+ * `liveness.ts`), and connect and acquire timeouts become {@link StoreTimeoutError}s. @internal
  */
 export function guardKnex(knex: Knex, limits: ResolvedStoreTimeouts, logger: Logger): void {
   const client = knex.client as unknown as PgKnexClient;
@@ -232,6 +268,13 @@ export function guardKnex(knex: Knex, limits: ResolvedStoreTimeouts, logger: Log
       timeoutMs: error.timeoutMs,
     });
   };
+  const liveness = createLiveness({
+    livenessMs: limits.livenessMs,
+    // Outside the pool and unguarded: the check keeps its own time and is never checked itself.
+    client: () => new client.driver.Client(client.connectionSettings),
+    destroy: destroyConnection,
+    logger,
+  });
   client._acquireOnlyConnection = async () => {
     const started = performance.now();
     let connection: unknown;
@@ -250,7 +293,7 @@ export function guardKnex(knex: Knex, limits: ResolvedStoreTimeouts, logger: Log
       }
       throw error;
     }
-    guardQueries(connection, limits.queryMs, onTimeout);
+    guardQueries(connection, limits.queryMs, onTimeout, liveness);
     return connection;
   };
   client.acquireConnection = async () => {

@@ -59,10 +59,12 @@ export interface StoreOptions {
   preparedStatements?: boolean;
   /**
    * Time limits on the connections opened from `connectionString`: connect, acquire, the
-   * server's statement and idle-in-transaction timeouts, and a client-side bound on each
+   * server's statement and idle-in-transaction timeouts, a client-side bound on each
    * statement after which the connection is destroyed and the call throws
-   * {@link StoreTimeoutError} (retriable). Defaults `{ connectMs: 10 000, statementMs: 30 000,
-   * queryMs: 35 000, idleInTransactionMs: 60 000, acquireMs: 15 000, listenCheckMs: 10 000 }`.
+   * {@link StoreTimeoutError} (retriable), and the liveness check that a statement waiting
+   * `livenessMs` starts, which destroys the connections in flight when the server does not
+   * answer it. Defaults `{ connectMs: 10 000, statementMs: 30 000, queryMs: 35 000,
+   * idleInTransactionMs: 60 000, acquireMs: 15 000, listenCheckMs: 5 000, livenessMs: 5 000 }`.
    * Only `listenCheckMs` applies to a `knex` you pass (configure its pool yourself); none
    * applies to PGlite, which runs in process. See docs/failure-modes.md.
    */

@@ -1,7 +1,10 @@
 import { JustonceError, hasErrorCode } from '../../errors/justonce-error';
 
-/** Which time limit of the store fired. */
-export type StoreTimeoutLimit = 'connect' | 'acquire' | 'query' | 'listen-check';
+/**
+ * Which time limit of the store fired. `liveness`: a statement waited `timeouts.livenessMs`
+ * and the server then did not answer a check on a new connection within the same time.
+ */
+export type StoreTimeoutLimit = 'connect' | 'acquire' | 'query' | 'listen-check' | 'liveness';
 
 /**
  * A call to the database ran into one of the store's time limits (see `createStore`'s
@@ -38,6 +41,8 @@ function describe(limit: StoreTimeoutLimit, ms: number): string {
       return `the database did not answer within ${ms} ms (timeouts.queryMs); the connection was destroyed`;
     case 'listen-check':
       return `the notification connection did not answer a check within ${ms} ms; it was destroyed`;
+    case 'liveness':
+      return `the database did not answer a liveness check within ${ms} ms while the statement waited (timeouts.livenessMs); the connection was destroyed`;
   }
 }
 
