@@ -1,8 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
-import type { Logger } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions, type Logger } from '@justonce/core';
 import { errorResponse } from '../engine/error-response';
 import { loggerOption } from '../engine/resolve-options';
-import { rejectUnknownOptions, optionKeys } from '@justonce/core';
 import { send, takeHandlerError } from './middleware';
 
 /** Options of {@link idempotencyErrorHandler}. */
