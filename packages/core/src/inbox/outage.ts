@@ -27,9 +27,36 @@ export function isInfrastructureFailure(
 }
 
 /**
+ * How long an outage's report waits for the refund of its attempts. The refund meets the same
+ * outage, and only the store's time limits would end it (about as long again as the statement
+ * that failed), so past this wait it goes on unawaited and the outage is reported at once.
+ */
+const REFUND_WAIT_MS = 1_000;
+
+/** Resolves with whether `refund` succeeded, or `false` once `ms` have passed without an answer. */
+function refundedWithin(refund: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    // A refund still waiting when the process wants to exit must not keep it alive.
+    timer.unref();
+    refund.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(false);
+      },
+    );
+  });
+}
+
+/**
  * Turns an outage into the error `process` throws: the attempts this delivery was charged
- * are given back (best effort: the store may still be down, and then the statement fails
- * within the store's time limits), and a warning and a metric say so. @internal
+ * are given back (best effort: the store may still be down; the report waits for the refund
+ * at most {@link REFUND_WAIT_MS}, and a refund still pending then goes on unawaited), and a
+ * warning and a metric say so. @internal
  */
 export async function storeOutage(
   rt: InboxRuntime,
@@ -37,13 +64,12 @@ export async function storeOutage(
   charged: readonly MessageKey[],
 ): Promise<StoreUnavailableError> {
   const { store, consumer } = rt.options;
-  let refunded = charged.length === 0;
-  if (!refunded) {
-    refunded = await refundAttempts(store.knex, store.names, consumer, charged).then(
-      () => true,
-      () => false,
-    );
-  }
+  const refunded =
+    charged.length === 0 ||
+    (await refundedWithin(
+      refundAttempts(store.knex, store.names, consumer, charged),
+      REFUND_WAIT_MS,
+    ));
   rt.instruments.storeUnavailable(error, charged.length, refunded);
   return error instanceof StoreUnavailableError
     ? error
