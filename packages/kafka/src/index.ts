@@ -33,8 +33,11 @@ export type {
   KafkaInstrumentationEvent,
 } from './client';
 export { HEADERS } from './headers';
-/** Core's dead-letter header names, re-exported: every transport's dead letters carry them. */
-export { DEAD_LETTER_HEADERS } from '@justonce/core';
+/**
+ * Core's dead-letter header names, re-exported: every transport's dead letters carry them
+ * (a Kafka record's partition and offset under `DEAD_LETTER_POSITION_HEADERS`).
+ */
+export { DEAD_LETTER_HEADERS, DEAD_LETTER_POSITION_HEADERS } from '@justonce/core';
 export type { RawHeaders, RawHeaderValue } from './headers';
 export { defaultDeadLetterTopic } from './dead-letter';
 export type { DeadLetterTopicName } from './consumer-types';

@@ -9,6 +9,7 @@ import {
 import {
   createKafkaConsumer,
   DEAD_LETTER_HEADERS,
+  DEAD_LETTER_POSITION_HEADERS,
   type KafkaConsumerOptions,
   type KafkaConsumer,
   type KafkaDelivery,
@@ -328,13 +329,19 @@ describe('createKafkaConsumer dead letters', () => {
         [DEAD_LETTER_HEADERS.scope]: 'default',
         [DEAD_LETTER_HEADERS.source]: topic,
         [DEAD_LETTER_HEADERS.consumer]: name,
+        // Where it was: the second record of partition 0.
+        [DEAD_LETTER_POSITION_HEADERS.partition]: '0',
+        [DEAD_LETTER_POSITION_HEADERS.offset]: '1',
       },
     });
     expect(letter!.headers[DEAD_LETTER_HEADERS.error]).toContain('cannot digest this');
     expect(letter!.headers[DEAD_LETTER_HEADERS.deadLetterId]).toMatch(/^\d+$/);
     expect(new Date(letter!.headers[DEAD_LETTER_HEADERS.at]!).getTime()).not.toBeNaN();
     // Exactly core's dead-letter headers beside the original ones: no Kafka-only names.
-    const shared: string[] = Object.values(DEAD_LETTER_HEADERS);
+    const shared: string[] = [
+      ...Object.values(DEAD_LETTER_HEADERS),
+      ...Object.values(DEAD_LETTER_POSITION_HEADERS),
+    ];
     expect(
       Object.keys(letter!.headers).filter((h) => h.startsWith('x-') && !shared.includes(h)),
     ).toEqual([]);

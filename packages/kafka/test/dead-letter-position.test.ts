@@ -19,7 +19,7 @@ import { waitFor } from '../../../test-support/wait-for';
 
 /**
  * A dead-lettered record carries where it sat: its topic, partition and offset, in the
- * dead-letter topic's headers (`x-justonce-topic`, `-partition`, `-offset`), in the facts
+ * dead-letter topic's headers (`x-justonce-source`, `-partition`, `-offset`), in the facts
  * `onSettled` reports, and in the store's letter (`delivery.position`, which the admin API
  * and `justonce dead-letters show` give back). Both ways to a dead letter: bad input (no
  * message id) and a handler that used up its attempts.
@@ -111,7 +111,7 @@ describe.each(['message', 'batch'] as const)('Kafka dead letters in %s mode', (m
       id: c.headers[DEAD_LETTER_HEADERS.messageId] ?? null,
       reason: c.headers[DEAD_LETTER_HEADERS.reason],
       position: {
-        topic: c.headers[DEAD_LETTER_POSITION_HEADERS.topic],
+        topic: c.headers[DEAD_LETTER_HEADERS.source],
         partition: Number(c.headers[DEAD_LETTER_POSITION_HEADERS.partition]),
         offset: c.headers[DEAD_LETTER_POSITION_HEADERS.offset],
       },

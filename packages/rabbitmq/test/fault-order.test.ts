@@ -125,7 +125,7 @@ describe.each(['message', 'batch'] as const)('which fault wins on RabbitMQ, %s m
     const position = { queue, exchange: '', routingKey: queue };
     for (const copy of copies) {
       expect({
-        queue: headerOf(copy, DEAD_LETTER_POSITION_HEADERS.queue),
+        queue: headerOf(copy, DEAD_LETTER_HEADERS.source),
         exchange: headerOf(copy, DEAD_LETTER_POSITION_HEADERS.exchange),
         routingKey: headerOf(copy, DEAD_LETTER_POSITION_HEADERS.routingKey),
       }).toEqual(position);

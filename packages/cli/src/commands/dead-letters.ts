@@ -1,8 +1,4 @@
-import {
-  DEAD_LETTER_POSITION_HEADERS,
-  type DeadLetter,
-  type DeliveryPosition,
-} from '@justonce/core';
+import type { DeadLetter, DeliveryPosition } from '@justonce/core';
 import type { Command } from 'commander';
 import { ROW_ID } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
@@ -27,13 +23,23 @@ export function letterJson(l: DeadLetter): Record<string, unknown> {
   };
 }
 
+/** The position's fields in the order `show` prints them. */
+const POSITION_FIELDS = [
+  'topic',
+  'queue',
+  'partition',
+  'offset',
+  'brokerMessageId',
+  'exchange',
+  'routingKey',
+] as const satisfies ReadonlyArray<keyof DeliveryPosition>;
+
 /**
- * A broker position as `name=value` pairs in the fields' own order (`topic=orders
+ * A broker position as `name=value` pairs in {@link POSITION_FIELDS} order (`topic=orders
  * partition=2 offset=42`): the store's JSON gives them back in an order of its own.
  */
 function positionText(position: DeliveryPosition = {}): string {
-  const names = Object.keys(DEAD_LETTER_POSITION_HEADERS) as Array<keyof DeliveryPosition>;
-  const pairs = names.flatMap((name) =>
+  const pairs = POSITION_FIELDS.flatMap((name) =>
     position[name] === undefined ? [] : [`${name}=${String(position[name])}`],
   );
   return pairs.length === 0 ? '(unknown)' : pairs.join(' ');

@@ -4,7 +4,7 @@
  * `queue` and `brokerMessageId`; a RabbitMQ delivery's `queue`, `exchange` and `routingKey`.
  * A transport sets the fields its broker has; the store keeps them with the dead letter
  * (`deadLetter.delivery.position`), and the dead-letter facts carry them
- * (`x-justonce-partition`, …).
+ * (`x-justonce-partition`, …; the topic or queue is `x-justonce-source`).
  */
 export interface DeliveryPosition {
   /** Kafka topic. */

@@ -152,11 +152,13 @@ describe('decide: one table from outcome to action', () => {
     expect(decision.facts.position).toEqual(position);
     const headers = deadLetterHeaders(decision.facts);
     expect(headers).toMatchObject({
-      [DEAD_LETTER_POSITION_HEADERS.topic]: 'orders',
+      [DEAD_LETTER_HEADERS.source]: 'orders',
       [DEAD_LETTER_POSITION_HEADERS.partition]: '2',
       [DEAD_LETTER_POSITION_HEADERS.offset]: '42',
     });
-    expect(headers[DEAD_LETTER_POSITION_HEADERS.queue]).toBeUndefined();
+    expect(headers[DEAD_LETTER_POSITION_HEADERS.routingKey]).toBeUndefined();
+    // The topic is the source's header, not a second one.
+    expect(Object.keys(headers).filter((h) => h.endsWith('-topic'))).toEqual([]);
     // Without a position, no position header at all.
     const { position: _, ...without } = outcome;
     const plain = decide(without as InboxOutcome, where);

@@ -54,16 +54,17 @@ export const DEAD_LETTER_HEADERS = {
   at: 'x-justonce-dead-lettered-at',
 } as const satisfies Record<Exclude<keyof DeadLetterFacts, 'position'>, string>;
 
-/** The headers of the position's fields ({@link DeadLetterFacts.position}), one per field. */
+/**
+ * The headers of the position's fields ({@link DeadLetterFacts.position}), one per field. The
+ * topic or queue is not repeated: `x-justonce-source` names it.
+ */
 export const DEAD_LETTER_POSITION_HEADERS = {
-  topic: 'x-justonce-topic',
   partition: 'x-justonce-partition',
   offset: 'x-justonce-offset',
-  queue: 'x-justonce-queue',
   brokerMessageId: 'x-justonce-broker-message-id',
   exchange: 'x-justonce-exchange',
   routingKey: 'x-justonce-routing-key',
-} as const satisfies Record<keyof DeliveryPosition, string>;
+} as const satisfies Record<Exclude<keyof DeliveryPosition, 'topic' | 'queue'>, string>;
 
 /** The facts of a dead-lettered outcome. @internal */
 export function deadLetterFacts(
@@ -89,8 +90,9 @@ export function deadLetterFacts(
 
 /**
  * The facts as headers (strings, {@link DEAD_LETTER_HEADERS} names, then the position's
- * fields under {@link DEAD_LETTER_POSITION_HEADERS} names), added to the original message's
- * own headers when it is forwarded. Facts without a value are left out.
+ * fields besides its topic or queue under {@link DEAD_LETTER_POSITION_HEADERS} names), added
+ * to the original message's own headers when it is forwarded. Facts without a value are left
+ * out.
  */
 export function deadLetterHeaders(facts: DeadLetterFacts): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -100,7 +102,8 @@ export function deadLetterHeaders(facts: DeadLetterFacts): Record<string, string
     headers[DEAD_LETTER_HEADERS[key]] = value instanceof Date ? value.toISOString() : String(value);
   }
   const position = facts.position ?? {};
-  for (const key of Object.keys(DEAD_LETTER_POSITION_HEADERS) as Array<keyof DeliveryPosition>) {
+  const names = Object.keys(DEAD_LETTER_POSITION_HEADERS);
+  for (const key of names as Array<keyof typeof DEAD_LETTER_POSITION_HEADERS>) {
     const value = position[key];
     if (value !== undefined) headers[DEAD_LETTER_POSITION_HEADERS[key]] = String(value);
   }
