@@ -3,11 +3,13 @@ import { createDeadLetters } from '../dead-letters/create-dead-letters';
 import { ConfigurationError } from '../errors/configuration-error';
 import { isLogger, silentLogger, type Logger } from '../observability/logger';
 import type { Store } from '../store/store';
+import { runBulk } from './bulk';
 import { runCleanup } from './cleanup';
 import { inMigratedSchema } from './missing-schema';
 import { adminOperations } from './operations';
 import { adminOutbox } from './outbox';
 import { redeliverDeadLetter } from './redeliver';
+import { selectDeadLetters, selectOutbox } from './select';
 import { readStatus } from './status';
 import type { Admin } from './types';
 
@@ -56,10 +58,14 @@ export function createAdmin(store: Store, options: AdminOptions = {}): Admin {
   const outbox = adminOutbox(store);
   const operations = adminOperations(store);
   const run = <T>(call: () => Promise<T>): Promise<T> => inMigratedSchema(store, call);
+  const listLetters: Admin['deadLetters']['list'] = (listOptions) =>
+    run(() => letters.list(listOptions));
+  const listOutbox: Admin['outbox']['list'] = (listOptions) => run(() => outbox.list(listOptions));
   return {
     status: () => run(() => readStatus(store)),
     deadLetters: {
-      list: (listOptions) => run(() => letters.list(listOptions)),
+      list: listLetters,
+      select: (selectOptions) => selectDeadLetters(listLetters, selectOptions),
       get: (id) => run(() => letters.get(id)),
       async requeue(id) {
         const envelope = await run(() => letters.requeue(id));
@@ -78,7 +84,8 @@ export function createAdmin(store: Store, options: AdminOptions = {}): Admin {
       return rowId;
     },
     outbox: {
-      list: (listOptions) => run(() => outbox.list(listOptions)),
+      list: listOutbox,
+      select: (selectOptions) => selectOutbox(listOutbox, selectOptions),
       get: (id) => run(() => outbox.get(id)),
       async requeue(id) {
         const newId = await run(() => outbox.requeue(id));
@@ -116,5 +123,6 @@ export function createAdmin(store: Store, options: AdminOptions = {}): Admin {
       });
       return result;
     },
+    bulk: runBulk,
   };
 }

@@ -105,8 +105,8 @@ function listFilter(options: ListOutboxOptions): { where: string[]; bindings: Kn
   return { where, bindings };
 }
 
-/** The outbox, for operators ({@link AdminOutbox}). @internal */
-export function adminOutbox(store: Store): AdminOutbox {
+/** The outbox, for operators ({@link AdminOutbox}; `select` is made over `list`). @internal */
+export function adminOutbox(store: Store): Omit<AdminOutbox, 'select'> {
   const { knex, names } = store;
   const table = names.table('outbox');
   const channel = outboxChannel(names);

@@ -1,4 +1,10 @@
-import type { DeadLetterReason, DeadLetters } from '../dead-letters/types';
+import type {
+  DeadLetter,
+  DeadLetterReason,
+  DeadLetters,
+  ListDeadLettersOptions,
+} from '../dead-letters/types';
+import type { JustonceError } from '../errors/justonce-error';
 import type { OperationStatus as RecordStatus } from '../operations/types';
 import type { RetentionBatch, RetentionRunResult } from '../retention/types';
 
@@ -23,7 +29,10 @@ export interface DeadLetterCount {
   readonly newestAt: Date;
 }
 
-/** Records of one consumer or operation name (they share the dedup table). */
+/**
+ * Records of one inbox consumer or operation name. Their records live apart (`inbox_records`
+ * and `idempotency`); a consumer and an operation of the same name share this one entry.
+ */
 export interface ConsumerActivity {
   /** The inbox consumer's or the operation's name. */
   readonly name: string;
@@ -38,7 +47,7 @@ export interface ConsumerActivity {
   readonly deadLetteredLastHour: number;
 }
 
-/** Records held `IN_PROGRESS` for one operation (inbox consumers claim through it too). */
+/** Records held `IN_PROGRESS` for one operation (inbox records are never in progress). */
 export interface OperationStatus {
   readonly operation: string;
   /** In progress with a lease that has not run out. */
@@ -108,10 +117,27 @@ export interface ListOutboxOptions {
   readonly after?: string;
 }
 
+/**
+ * Options of {@link AdminOutbox.select}: the filters of {@link ListOutboxOptions}, with
+ * `limit` bounding the whole selection instead of one page.
+ */
+export interface SelectOutboxOptions extends Omit<ListOutboxOptions, 'limit'> {
+  /** Most events to read in all, a positive integer. Default: every event that matches. */
+  readonly limit?: number;
+}
+
 /** The outbox, for operators: list and inspect dead and stuck events, requeue or delete them. */
 export interface AdminOutbox {
   /** Events in id order, filtered and paged by `options` (dead ones by default). */
   list(options?: ListOutboxOptions): Promise<OutboxEntry[]>;
+  /**
+   * Every event matching `options` (dead ones by default), in id order, read page by page with
+   * `list` (at most 1000 rows a page, each page after the last id of the one before), from
+   * `options.after` on, until `options.limit` events or the end. Nothing is read until it is
+   * iterated. `limit` and unknown keys are checked at the call, the filters on the first page,
+   * before any SQL: a bad one is a `ConfigurationError`.
+   */
+  select(options?: SelectOutboxOptions): AdminSelection<OutboxEntry>;
   /** One event by row id, or `undefined`; a malformed id is a `ConfigurationError`. */
   get(id: string): Promise<OutboxEntry | undefined>;
   /**
@@ -166,7 +192,10 @@ export interface OperationRef {
 export interface AdminOperations {
   /** Records in progress, those whose lease ran out first. */
   list(options?: ListOperationsOptions): Promise<OperationRecord[]>;
-  /** One record, whatever its status (expired ones included), or `undefined`. */
+  /**
+   * One record, whatever its status (expired ones included), or `undefined`: the operation's
+   * record, else the dedup record of the inbox consumer of that name (`key` the message id).
+   */
   get(ref: OperationRef): Promise<OperationRecord | undefined>;
   /**
    * Releases a record stuck in progress, so the next call (or redelivery) runs the effect
@@ -217,12 +246,71 @@ export interface AdminCleanupResult extends RetentionRunResult {
 }
 
 /**
+ * Rows selected by filters, read page by page as they are iterated (`for await`), or all at
+ * once with `toArray`. Each iteration reads the store again from the first page.
+ */
+export interface AdminSelection<Row> extends AsyncIterable<Row> {
+  /** Every row of the selection, in id order. */
+  toArray(): Promise<Row[]>;
+}
+
+/**
+ * Options of {@link AdminDeadLetters.select}: the filters of `ListDeadLettersOptions`, with
+ * `limit` bounding the whole selection instead of one page.
+ */
+export interface SelectDeadLettersOptions extends Omit<ListDeadLettersOptions, 'limit'> {
+  /** Most letters to read in all, a positive integer. Default: every letter that matches. */
+  readonly limit?: number;
+}
+
+/** Dead letters, for operators: those of `createDeadLetters`, and selection by filters. */
+export interface AdminDeadLetters extends DeadLetters {
+  /**
+   * Every letter matching `options`, in id order, read page by page with `list` (at most 1000
+   * rows a page, each page after the last id of the one before), from `options.after` on,
+   * until `options.limit` letters or the end. Requeued letters are included unless
+   * `includeRequeued: false`, as with `list`. Nothing is read until it is iterated. `limit`
+   * and unknown keys are checked at the call, the filters on the first page, before any SQL:
+   * a bad one is a `ConfigurationError`.
+   */
+  select(options?: SelectDeadLettersOptions): AdminSelection<DeadLetter>;
+}
+
+/** One item {@link Admin.bulk} did: its id, and what the action resolved to. */
+export interface BulkDone<Result> {
+  readonly id: string;
+  readonly result: Result;
+}
+
+/** One item {@link Admin.bulk} could not do. */
+export interface BulkFailure {
+  readonly id: string;
+  /**
+   * The refusal the action threw (gone, wrong state, no destination, not redeliverable);
+   * absent when it resolved `false` or `null`: nothing there to change.
+   */
+  readonly error?: JustonceError;
+}
+
+/** What {@link Admin.bulk} did, each list in the order of the ids. */
+export interface BulkResult<Result> {
+  readonly done: BulkDone<Result>[];
+  readonly failed: BulkFailure[];
+}
+
+/** Options of {@link Admin.bulk}. */
+export interface BulkOptions<Result> {
+  /** Called after each item, done or failed (e.g. to draw a progress bar). */
+  readonly onItem?: (outcome: BulkDone<Result> | BulkFailure) => void;
+}
+
+/**
  * The operator's view of a store: what `justonce` (the CLI) and the dashboard are built on.
  * Create with `createAdmin(store)`.
  */
 export interface Admin {
   status(): Promise<StoreStatus>;
-  readonly deadLetters: DeadLetters;
+  readonly deadLetters: AdminDeadLetters;
   /**
    * Requeues a dead letter and, in the same transaction, adds its message to the outbox (its
    * message id, key, headers and body as bytes), so that a running relay publishes it again
@@ -247,4 +335,25 @@ export interface Admin {
   readonly operations: AdminOperations;
   /** Runs retention now over every table and the published outbox rows. */
   cleanup(options?: AdminCleanupOptions): Promise<AdminCleanupResult>;
+  /**
+   * Runs `act` on each id in turn, one at a time, and says which were done and which failed.
+   * An item fails when `act` resolves `false` or `null` (nothing to change: gone, or not in a
+   * state the action applies to) or throws a justonce error that is not retriable (a refusal
+   * such as `DEAD_LETTER_NOT_FOUND`, `DEAD_LETTER_NOT_REDELIVERABLE`, `INVALID_CONFIG`); the
+   * other items go on. Anything else stops the run and rejects with that error: a retriable
+   * justonce error (`STORE_TIMEOUT`, `STORE_UNAVAILABLE`) or a driver's error is an outage
+   * that every remaining item would run into; the items before it stay done.
+   *
+   * @example
+   * ```ts
+   * const letters = admin.deadLetters.select({ consumer: 'billing', includeRequeued: false });
+   * const ids = (await letters.toArray()).map((letter) => letter.id);
+   * const { done, failed } = await admin.bulk(ids, (id) => admin.redeliverDeadLetter(id));
+   * ```
+   */
+  bulk<Result>(
+    ids: Iterable<string> | AsyncIterable<string>,
+    act: (id: string) => Promise<Result>,
+    options?: BulkOptions<Exclude<Result, false | null>>,
+  ): Promise<BulkResult<Exclude<Result, false | null>>>;
 }
