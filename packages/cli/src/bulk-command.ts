@@ -1,6 +1,6 @@
 import type { Admin } from '@justonce/core';
 import type { Command } from 'commander';
-import { runBulk, type BulkAction, type BulkFlags, type BulkItem } from './bulk';
+import { actOnItems, type BulkAction, type BulkFlags, type BulkItem } from './bulk';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from './connect';
 
 /**
@@ -27,15 +27,15 @@ export interface BulkCommand<T extends BulkItem, S, F extends BulkFlags> {
   /** The `--dry-run` table: its head, and one row per item. */
   readonly head: readonly string[];
   readonly row: (item: T, selection: S) => readonly (string | number)[];
-  /** Does it to one item, as {@link BulkAction.act}. */
-  readonly act: (admin: Admin, item: T, selection: S) => ReturnType<BulkAction<T>['act']>;
+  /** Does it to the item of an id, as {@link BulkAction.act}. */
+  readonly act: (admin: Admin, id: string, selection: S) => ReturnType<BulkAction<T>['act']>;
   /** What a result of `act` is, as {@link BulkAction.result}. */
   readonly result?: string;
 }
 
 /**
  * Adds `spec` to `group` with the options every bulk action takes (`--all`, `--limit`,
- * `--dry-run`, `--yes`, `--json`), run by {@link runBulk}. Returns the subcommand, for options
+ * `--dry-run`, `--yes`, `--json`), run by {@link actOnItems}. Returns the subcommand, for options
  * of its own.
  */
 export function bulkCommand<T extends BulkItem, S, F extends BulkFlags>(
@@ -67,10 +67,10 @@ export function bulkCommand<T extends BulkItem, S, F extends BulkFlags>(
           items,
           head: spec.head,
           row: (item) => spec.row(item, selection),
-          act: (item) => spec.act(admin, item, selection),
+          act: (id) => spec.act(admin, id, selection),
           ...(spec.result === undefined ? {} : { result: spec.result }),
         };
-        await runBulk(action, flags);
+        await actOnItems(admin, action, flags);
       });
     });
 }

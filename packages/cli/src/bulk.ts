@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import type { Admin } from '@justonce/core';
 import { SingleBar } from 'cli-progress';
 import { EXIT_FAILED } from './exit-codes';
 import { printJson, table } from './format';
@@ -32,10 +33,11 @@ export interface BulkAction<T extends BulkItem> {
   readonly head: readonly string[];
   readonly row: (item: T) => readonly (string | number)[];
   /**
-   * Does it to one item: resolves to what the summary shows for it (e.g. the new outbox row
-   * id) or `undefined`; throws, or resolves to `false`, when it could not be done.
+   * Does it to the item of this id: resolves to what the summary shows for it (e.g. the new
+   * outbox row id), or `true` or `undefined`; resolves to `false` or `null`, or throws a
+   * refusal, when it could not be done (see `admin.bulk`).
    */
-  readonly act: (item: T) => Promise<string | boolean | undefined>;
+  readonly act: (id: string) => Promise<string | boolean | null | undefined>;
   /** What a result of `act` is, for the summary: `outbox event` prints `5 → outbox event 12`. */
   readonly result?: string;
 }
@@ -60,12 +62,14 @@ async function confirm(question: string): Promise<boolean | undefined> {
 }
 
 /**
- * Runs `action`: lists the items with `--dry-run`; asks before more than one item (or
- * needs `--yes` off a terminal, else {@link UsageError}: nothing changed); draws a progress
- * bar on stderr for many items; prints what was done and what failed. Exit 1 when any
- * failed, or when the operator declined.
+ * Does `action` with the terminal: lists the items with `--dry-run`; asks before more than
+ * one item (or needs `--yes` off a terminal, else {@link UsageError}: nothing changed); draws
+ * a progress bar on stderr for many items; prints what was done and what failed. Exit 1 when
+ * any failed, or when the operator declined. A fault of the store stops it (see `admin.bulk`):
+ * it says how far it got and rethrows.
  */
-export async function runBulk<T extends BulkItem>(
+export async function actOnItems<T extends BulkItem>(
+  admin: Admin,
   action: BulkAction<T>,
   flags: BulkFlags,
 ): Promise<void> {
@@ -108,23 +112,33 @@ export async function runBulk<T extends BulkItem>(
         })
       : undefined;
   bar?.start(items.length, 0);
-  const done: { id: string; result?: string }[] = [];
-  const failed: { id: string; error: string }[] = [];
-  try {
-    for (const item of items) {
-      const { id } = item;
-      try {
-        const result = await action.act(item);
-        if (result === false) failed.push({ id, error: `no such ${noun} any more` });
-        else done.push(typeof result === 'string' ? { id, result } : { id });
-      } catch (error) {
-        failed.push({ id, error: error instanceof Error ? error.message : String(error) });
-      }
-      bar?.increment();
-    }
-  } finally {
-    bar?.stop();
-  }
+  // admin.bulk's rule: a refusal fails the item and the run goes on; a store fault stops it.
+  let tried = 0;
+  const onItem = (): void => {
+    tried += 1;
+    bar?.increment();
+  };
+  const outcome = await admin
+    .bulk(
+      items.map((item) => item.id),
+      action.act,
+      { onItem },
+    )
+    .catch((error: unknown) => {
+      bar?.stop();
+      console.error(
+        `stopped after ${count(tried, noun)} of ${items.length}; the rest were not tried`,
+      );
+      throw error;
+    });
+  bar?.stop();
+  const done = outcome.done.map(({ id, result }) =>
+    typeof result === 'string' ? { id, result } : { id },
+  );
+  const failed = outcome.failed.map(({ id, error }) => ({
+    id,
+    error: error?.message ?? `no such ${noun} any more`,
+  }));
   if (flags.json) printJson({ [action.done]: done, failed });
   else {
     console.log(`${action.done} ${count(done.length, noun)}`);

@@ -7,7 +7,6 @@ import type { GlobalOptions } from '../connect';
 import { EXIT_FAILED, EXIT_USAGE } from '../exit-codes';
 import { UsageError } from '../usage-error';
 import {
-  findLetters,
   hasFilter,
   letterFilterOptions,
   matches,
@@ -41,7 +40,7 @@ function parseSelection(ids: readonly string[], flags: ActionFlags): LetterFilte
  * changes (exit 1); `undefined` then.
  */
 async function select(admin: Admin, f: LetterFilters): Promise<DeadLetter[] | undefined> {
-  if (!f.ids) return findLetters(admin.deadLetters, f);
+  if (!f.ids) return admin.deadLetters.select(f).toArray();
   const found = (await Promise.all(f.ids.map((id) => admin.deadLetters.get(id)))).filter(
     (l): l is DeadLetter => l !== undefined,
   );
@@ -136,8 +135,8 @@ export function deadLetterActions(group: Command, globals: () => GlobalOptions):
     },
     head: [...HEAD, 'to'],
     row: (l, { to }) => [...row(l), to ?? l.delivery.source ?? '(needs --to)'],
-    act: (admin, l, { to }) =>
-      admin.redeliverDeadLetter(l.id, to === undefined ? {} : { destination: to }),
+    act: (admin, id, { to }) =>
+      admin.redeliverDeadLetter(id, to === undefined ? {} : { destination: to }),
     result: 'outbox event',
   }).option('--to <destination>', 'publish to this topic, queue or exchange instead');
 
@@ -149,6 +148,6 @@ export function deadLetterActions(group: Command, globals: () => GlobalOptions):
       'them are acknowledged as duplicates',
     parse: (ids, flags: ActionFlags) => parseSelection(ids, flags),
     select,
-    act: (admin, l) => admin.deadLetters.delete(l.id),
+    act: (admin, id) => admin.deadLetters.delete(id),
   });
 }

@@ -1,4 +1,4 @@
-import type { DeadLetter, DeadLetterReason, DeadLetters } from '@justonce/core';
+import type { DeadLetter, DeadLetterReason } from '@justonce/core';
 import type { Command } from 'commander';
 import { parseChoice, parseIds, parseInteger, parseName, parseTimeRange } from '../arguments';
 
@@ -76,31 +76,6 @@ export function matches(letter: DeadLetter, f: LetterFilters): boolean {
   if (f.since && letter.deadAt < f.since) return false;
   if (f.until && letter.deadAt >= f.until) return false;
   return f.includeRequeued || letter.requeuedAt === null;
-}
-
-/** The letters matching `f`, in id order, at most `f.limit`; the store does the filtering. */
-export async function findLetters(
-  deadLetters: DeadLetters,
-  f: LetterFilters,
-): Promise<DeadLetter[]> {
-  const out: DeadLetter[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const want = Math.min(1000, f.limit - out.length);
-    const page = await deadLetters.list({
-      ...(f.consumer === undefined ? {} : { consumer: f.consumer }),
-      ...(f.reason === undefined ? {} : { reason: f.reason }),
-      ...(f.since === undefined ? {} : { since: f.since }),
-      ...(f.until === undefined ? {} : { until: f.until }),
-      ...(f.ids === undefined ? {} : { ids: f.ids }),
-      includeRequeued: f.includeRequeued,
-      limit: want,
-      ...(after === undefined ? {} : { after }),
-    });
-    out.push(...page);
-    if (page.length < want || out.length >= f.limit || f.ids !== undefined) return out;
-    after = page[page.length - 1]!.id;
-  }
 }
 
 /** The ids of `wanted` that are not in `found`. */

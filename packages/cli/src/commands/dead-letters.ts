@@ -6,12 +6,7 @@ import { EXIT_FAILED } from '../exit-codes';
 import { bodyLabel, printJson, renderBody, table, time } from '../format';
 import { UsageError } from '../usage-error';
 import { deadLetterActions } from './dead-letter-actions';
-import {
-  findLetters,
-  letterFilterOptions,
-  parseLetterFilters,
-  type LetterFlags,
-} from './dead-letter-selection';
+import { letterFilterOptions, parseLetterFilters, type LetterFlags } from './dead-letter-selection';
 
 /** A letter as `--json` prints it: bytes as base64, said so. */
 export function letterJson(l: DeadLetter): Record<string, unknown> {
@@ -90,7 +85,7 @@ export function deadLettersCommand(program: Command, globals: () => GlobalOption
       checkGlobalOptions(globals());
       const filters = parseLetterFilters(options, [], 100);
       await withAdmin(globals(), async (admin) => {
-        const letters = await findLetters(admin.deadLetters, filters);
+        const letters = await admin.deadLetters.select(filters).toArray();
         if (options.json) printJson(letters.map(letterJson));
         else if (letters.length === 0) console.log('no dead letters match');
         else

@@ -7,8 +7,8 @@ import { EXIT_FAILED } from '../exit-codes';
 import { UsageError } from '../usage-error';
 import { EVENT_HEAD, eventRow } from './outbox-rows';
 import {
-  findEvents,
   outboxFilterOptions,
+  outboxSelection,
   parseOutboxFilters,
   type OutboxFilters,
   type OutboxFlags,
@@ -63,7 +63,7 @@ async function select(
   f: OutboxFilters,
   refuse: (e: OutboxEntry) => string | undefined,
 ): Promise<OutboxEntry[] | undefined> {
-  if (!f.ids) return findEvents(admin.outbox, f);
+  if (!f.ids) return admin.outbox.select(outboxSelection(f)).toArray();
   const found = await Promise.all(
     f.ids.map(async (id) => [id, await admin.outbox.get(id)] as const),
   );
@@ -111,7 +111,7 @@ export function outboxActions(group: Command, globals: () => GlobalOptions): voi
     name: 'requeue',
     description:
       "put dead events back as pending, at the end of their key's queue, for the relay to publish again",
-    act: async (admin, e) => (await admin.outbox.requeue(e.id)) ?? false,
+    act: (admin, id) => admin.outbox.requeue(id),
     result: 'new outbox event',
   });
 
@@ -124,6 +124,6 @@ export function outboxActions(group: Command, globals: () => GlobalOptions): voi
     name: 'delete',
     description:
       'delete dead (default) or pending events for good: the relay will never publish them',
-    act: (admin, e) => admin.outbox.delete(e.id),
+    act: (admin, id) => admin.outbox.delete(id),
   });
 }

@@ -1,4 +1,4 @@
-import type { AdminOutbox, ListOutboxOptions, OutboxEntry } from '@justonce/core';
+import type { ListOutboxOptions, SelectOutboxOptions } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { parseChoice, parseIds, parseInteger, parseName, parseTimeRange } from '../arguments';
 import { parseDuration } from '../durations';
@@ -77,25 +77,10 @@ export function parseOutboxFilters(
   };
 }
 
-/** The events matching `f`, in id order, at most `f.limit`, read page by page. */
-export async function findEvents(outbox: AdminOutbox, f: OutboxFilters): Promise<OutboxEntry[]> {
-  const out: OutboxEntry[] = [];
-  let after: string | undefined;
-  while (out.length < f.limit) {
-    const want = Math.min(1000, f.limit - out.length);
-    const page = await outbox.list({
-      status: f.status,
-      ...(f.stuckAfterMs === undefined ? {} : { stuckAfterMs: f.stuckAfterMs }),
-      ...(f.destination === undefined ? {} : { destination: f.destination }),
-      ...(f.since ? { since: f.since } : {}),
-      ...(f.until ? { until: f.until } : {}),
-      ...(f.ids ? { ids: f.ids } : {}),
-      limit: want,
-      ...(after === undefined ? {} : { after }),
-    });
-    out.push(...page);
-    if (page.length < want) break;
-    after = page[page.length - 1]!.id;
-  }
-  return out;
+/** The options of `admin.outbox.select` for `f`: the events matching it, at most `f.limit`. */
+export function outboxSelection({
+  statusGiven: _given,
+  ...selection
+}: OutboxFilters): SelectOutboxOptions {
+  return selection;
 }

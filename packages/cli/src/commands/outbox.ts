@@ -7,9 +7,9 @@ import { UsageError } from '../usage-error';
 import { outboxActions } from './outbox-actions';
 import { EVENT_HEAD, eventJson, eventRow, showEvent } from './outbox-rows';
 import {
-  findEvents,
   OUTBOX_STATUSES,
   outboxFilterOptions,
+  outboxSelection,
   parseOutboxFilters,
   type OutboxFlags,
 } from './outbox-selection';
@@ -34,7 +34,7 @@ export function outboxCommand(program: Command, globals: () => GlobalOptions): v
       checkGlobalOptions(globals());
       const filters = parseOutboxFilters(options, [], 100);
       await withAdmin(globals(), async (admin) => {
-        const events = await findEvents(admin.outbox, filters);
+        const events = await admin.outbox.select(outboxSelection(filters)).toArray();
         if (options.json) printJson(events.map(eventJson));
         else if (events.length === 0) console.log(`no ${filters.status} outbox events match`);
         else console.log(table(EVENT_HEAD, events.map(eventRow)));
