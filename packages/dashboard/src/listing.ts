@@ -1,3 +1,4 @@
+import type { AdminSelection } from '@justonce/core/admin';
 import { parseId } from './parse';
 
 /** Rows on one page of a list. */
@@ -15,8 +16,19 @@ export interface ListPage<Row> {
   readonly next?: string;
 }
 
-/** A page out of a batch asked for with `limit: PAGE_SIZE + 1`: one more row means a next page. */
-export function pageOf<Row extends { readonly id: string }>(batch: readonly Row[]): ListPage<Row> {
+/** One page's place in a selection: `PAGE_SIZE + 1` rows after the cursor (if any). */
+export function pageLimit(after: string | undefined): { limit: number; after?: string } {
+  return after === undefined ? { limit: PAGE_SIZE + 1 } : { limit: PAGE_SIZE + 1, after };
+}
+
+/**
+ * The page of a selection made with {@link pageLimit} (one statement): one more row than
+ * `PAGE_SIZE` means a next page.
+ */
+export async function pageOf<Row extends { readonly id: string }>(
+  selection: AdminSelection<Row>,
+): Promise<ListPage<Row>> {
+  const batch = await selection.toArray();
   const rows = batch.slice(0, PAGE_SIZE);
   return batch.length > PAGE_SIZE ? { rows, next: rows.at(-1)!.id } : { rows };
 }

@@ -1,6 +1,6 @@
-import { type Admin, type DeadLetter, type DeadLetterReason } from '@justonce/core';
+import { type DeadLetter, type DeadLetterReason } from '@justonce/core';
 import { formOf, viewOf, type App, type Deps } from '../context';
-import { keepParams, PAGE_SIZE, pageOf, parseAfter, type ListPage } from '../listing';
+import { keepParams, pageLimit, pageOf, parseAfter, type ListPage } from '../listing';
 import { BadInputError, DEAD_LETTER_REASONS, parseReason, parseText, parseTime } from '../parse';
 import { bodyBlock } from '../render/body';
 import { formatJson, formatTime } from '../render/format';
@@ -38,24 +38,6 @@ function parseFilters(query: (name: string) => string | undefined): Filters {
 /** Only the filter keys of a query string, so that coming back never carries anything else. */
 function filterQuery(query: string): string {
   return keepParams(query, FILTER_KEYS);
-}
-
-/** One page of letters, filtered by the store. */
-async function findLetters(
-  admin: Admin,
-  filters: Filters,
-  after: string | undefined,
-): Promise<ListPage<DeadLetter>> {
-  const batch = await admin.deadLetters.list({
-    ...(filters.consumer === undefined ? {} : { consumer: filters.consumer }),
-    ...(filters.reason === undefined ? {} : { reason: filters.reason }),
-    ...(filters.since === undefined ? {} : { since: filters.since }),
-    ...(filters.until === undefined ? {} : { until: filters.until }),
-    includeRequeued: filters.includeRequeued,
-    limit: PAGE_SIZE + 1,
-    ...(after === undefined ? {} : { after }),
-  });
-  return pageOf(batch);
 }
 
 function filterForm(view: View, filters: Filters, query: URLSearchParams): Html {
@@ -197,7 +179,8 @@ export function registerDeadLetterPages(app: App, deps: Deps): void {
         <p class="error" id="error">${error.message}</p>`;
       return c.html(layout(view, 'Dead letters', content), 400);
     }
-    const found = await findLetters(admin, filters, parseAfter(c.req.query('after')));
+    const after = parseAfter(c.req.query('after'));
+    const found = await pageOf(admin.deadLetters.select({ ...filters, ...pageLimit(after) }));
     return c.html(layout(view, 'Dead letters', listPage(view, filters, query, found)));
   });
 

@@ -1,6 +1,6 @@
-import { type ListOutboxOptions, type OutboxEntry } from '@justonce/core';
+import { type OutboxEntry } from '@justonce/core';
 import { viewOf, type App, type Deps } from '../context';
-import { keepParams, PAGE_SIZE, pageOf, parseAfter, type ListPage } from '../listing';
+import { keepParams, pageLimit, pageOf, parseAfter, type ListPage } from '../listing';
 import { BadInputError, parseText } from '../parse';
 import { bodyBlock } from '../render/body';
 import { formatTime } from '../render/format';
@@ -119,18 +119,17 @@ export function registerOutboxPages(app: App, deps: Deps): void {
     const status = parseStatus(c.req.query('status'));
     const destination = parseText(c.req.query('destination'), 'destination');
     const after = parseAfter(c.req.query('after'));
-    const options: ListOutboxOptions = {
+    const selection = admin.outbox.select({
       status,
-      limit: PAGE_SIZE + 1,
       ...(destination === undefined ? {} : { destination }),
-      ...(after === undefined ? {} : { after }),
-    };
-    const [figures, entries] = await Promise.all([admin.status(), admin.outbox.list(options)]);
+      ...pageLimit(after),
+    });
+    const [figures, page] = await Promise.all([admin.status(), pageOf(selection)]);
     const view = viewOf(c, deps);
     const content = html`<h2>By destination</h2>
       ${outboxStatusTable(view, figures.outbox)}
       <h2>Events</h2>
-      ${listSection(view, status, destination, pageOf(entries))}`;
+      ${listSection(view, status, destination, page)}`;
     return c.html(layout(view, 'Outbox', content));
   });
 

@@ -1,4 +1,4 @@
-import { eachId, singleResult } from '../bulk';
+import { singleResult } from '../bulk';
 import { formOf, nounOf, redirectDone, viewOf, type App, type Ctx, type Deps } from '../context';
 import { errorPage } from '../error-page';
 import { BadInputError, parseId, parseIds } from '../parse';
@@ -15,7 +15,7 @@ export interface RowRoutes<Row extends { readonly id: string }> {
   readonly get: (id: string) => Promise<Row | undefined>;
   /** The detail page's content. */
   readonly detail: (view: View, row: Row) => Html;
-  /** Requeues one row of a bulk action: `false`, `null` or a justonce error count as failed. */
+  /** Requeues one row of a bulk action, run by `admin.bulk` (which says what fails a row). */
   readonly requeue: (id: string) => Promise<unknown>;
   /**
    * Requeues one row from its page: the id of the row to show next and of the outbox row made,
@@ -49,9 +49,13 @@ export function registerRowRoutes<Row extends { readonly id: string }>(
     if (action !== 'requeue' && action !== 'delete') {
       throw new BadInputError('action must be requeue or delete');
     }
-    const result = await eachId(ids, action === 'requeue' ? rows.requeue : rows.delete);
+    const result = await deps.options.admin.bulk(
+      ids,
+      action === 'requeue' ? rows.requeue : rows.delete,
+    );
     const done = action === 'requeue' ? 'requeued' : 'deleted';
-    return redirectDone(c, deps, path, { done, what, ...result }, back);
+    const counts = { n: result.done.length, failed: result.failed.length };
+    return redirectDone(c, deps, path, { done, what, ...counts }, back);
   });
 
   app.get(`${path}/:id`, async (c) => {
