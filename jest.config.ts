@@ -4,6 +4,8 @@ import type { Config } from 'jest';
 const moduleNameMapper = {
   '^@justonce/core$': '<rootDir>/../core/src/index.ts',
   '^@justonce/core/testing$': '<rootDir>/../core/src/testing/index.ts',
+  '^@justonce/core/transport$': '<rootDir>/../core/src/transport-kit.ts',
+  '^@justonce/core/(retry|admin)$': '<rootDir>/../core/src/$1/index.ts',
   '^@justonce/core/(pg|kysely|drizzle|typeorm)$': '<rootDir>/../core/src/adapters/$1.ts',
   '^@justonce/nestjs$': '<rootDir>/../nestjs/src/index.ts',
   '^@justonce/kafka$': '<rootDir>/../kafka/src/index.ts',

@@ -3,6 +3,9 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
+    transport: 'src/transport-kit.ts',
+    retry: 'src/retry/index.ts',
+    admin: 'src/admin/index.ts',
     'testing/index': 'src/testing/index.ts',
     pg: 'src/adapters/pg.ts',
     kysely: 'src/adapters/kysely.ts',

@@ -16,7 +16,7 @@ import {
 } from '../src/testing';
 import { JustonceError, hasErrorCode } from '../src/errors';
 import type { Inbox } from '../src/inbox/types';
-import { DEAD_LETTER_HEADERS, type SettledEvent } from '../src/transport/consumer';
+import { DEAD_LETTER_HEADERS, type SettledEvent } from '../src/consumer';
 
 /**
  * These tests drive the broker with scripted processors that return inbox outcomes directly,

@@ -6,7 +6,7 @@ import {
   type Operations,
   type RunOptions,
 } from '../src';
-import { unwritableText } from '../src/store/text';
+import { unwritableText } from '../src/common/text';
 import { STORE_KINDS, openTestStore } from './db';
 
 /**

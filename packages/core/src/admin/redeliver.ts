@@ -6,7 +6,7 @@ import type { DeadLetter } from '../dead-letters/types';
 import { ConfigurationError } from '../errors/configuration-error';
 import { outboxChannel } from '../outbox/channel';
 import { rowsOf } from '../store/migrate';
-import { unstorableText, unwritableText } from '../store/text';
+import { unstorableText, unwritableText } from '../common/text';
 import type { Store } from '../store/store';
 import { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
 import type { RedeliverOptions } from './types';

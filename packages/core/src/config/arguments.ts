@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration-error';
-import { storableDiagnostic, unstorableText, unwritableText } from '../store/text';
+import { storableDiagnostic, unstorableText, unwritableText } from '../common/text';
 
 /**
  * Argument checks of the operator's calls (admin, dead letters): every bad argument is a {@link ConfigurationError} naming

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
-import { textOf } from '../store/text';
+import { textOf } from '../common/text';
 import type { InboxOutcome } from './types';
 
 const MINUTE_MS = 60_000;

@@ -1,3 +1,4 @@
+import { NEVER_ABORTED } from '../common/signals';
 import { createActivityRecorder } from './activity';
 import { createInstruments } from './instruments';
 import { resolveInboxOptions } from './options';
@@ -14,9 +15,6 @@ import { isInfrastructureFailure, storeOutage } from './outage';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
 const NO_STEP: Promise<void> = Promise.resolve();
-
-/** A signal that never aborts, for calls that pass none. */
-const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
 /** Refuses what is not an envelope object: a caller's bug, with nothing to dead-letter. */
 function checkEnvelope(envelope: unknown, index?: number): asserts envelope is Envelope {

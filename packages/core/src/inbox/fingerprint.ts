@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { textOf } from '../store/text';
+import { textOf } from '../common/text';
 
 /** Format version mixed into every fingerprint, so the encoding can change safely later. */
 const VERSION = Buffer.from('justonce-fingerprint-v1', 'utf8');

@@ -1,4 +1,6 @@
 export { createInbox } from './create-inbox';
+export { on, messageHandler } from './message-handler';
+export type { MessageRoute, MessageHandlerOptions, UnknownTypePolicy } from './message-handler';
 export { MAX_BATCH_SIZE } from './process-batch';
 export type { CountedOutcome } from './instruments';
 export { FinalError } from './errors/final-error';

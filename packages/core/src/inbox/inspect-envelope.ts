@@ -1,6 +1,6 @@
 import type { JustonceError } from '../errors/justonce-error';
 import type { DeadLetterReason } from '../dead-letters/types';
-import { hasLoneSurrogate, jsonOf, textOf, unstorableText, unwritableText } from '../store/text';
+import { hasLoneSurrogate, jsonOf, textOf, unstorableText, unwritableText } from '../common/text';
 import type { Envelope } from '../transport/envelope';
 import { InvalidBodyError } from './errors/invalid-body-error';
 import { InvalidHeadersError } from './errors/invalid-headers-error';

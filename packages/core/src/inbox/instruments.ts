@@ -2,7 +2,7 @@ import type { Counter, Histogram } from '@opentelemetry/api';
 import type { LogFields } from '../observability/logger';
 import type { ResolvedInboxOptions } from './options';
 import type { InboxOutcome } from './types';
-import { textOf } from '../store/text';
+import { textOf } from '../common/text';
 
 /** The values of the `outcome` attribute of `justonce.inbox.messages`. */
 const COUNTED_OUTCOMES = [

@@ -1,4 +1,5 @@
-import { storableDiagnostic, textOf } from '../store/text';
+import { errorText } from '../common/errors';
+import { storableDiagnostic, textOf } from '../common/text';
 import type { ActivityRecorder } from './activity';
 import type { Instruments } from './instruments';
 import type { ResolvedInboxOptions } from './options';
@@ -14,12 +15,6 @@ export interface InboxRuntime {
   step(step: InboxStep, messageId: string): Promise<void>;
 }
 
-/** Wraps whatever was thrown into an `Error`, keeping the original as `cause`. @internal */
-export function asError(value: unknown): Error {
-  if (value instanceof Error) return value;
-  return new Error(typeof value === 'string' ? value : 'non-Error value thrown', { cause: value });
-}
-
 /**
  * The error as stored in attempt counters: name, message and code, never a payload, made
  * storable (an error message may quote the bad input itself). @internal
@@ -28,7 +23,7 @@ export function storedError(error: Error): { name: string; message: string; code
   const code = (error as { code?: unknown }).code;
   return {
     name: storableDiagnostic(textOf(error.name)),
-    message: storableDiagnostic(textOf(error.message).slice(0, 2000)),
+    message: errorText(textOf(error.message)),
     ...(typeof code === 'string' || typeof code === 'number'
       ? { code: storableDiagnostic(textOf(code)) }
       : {}),

@@ -1,7 +1,7 @@
 import type { SqlRunner } from '../transactions/sql';
 import type { DeadLetterReason } from '../dead-letters/types';
 import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
-import { storableDiagnostic, textOf } from '../store/text';
+import { storableDiagnostic, textOf } from '../common/text';
 import type { DeliveryFacts, DeliveryPosition, Envelope } from '../transport/envelope';
 import type { GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';

@@ -5,7 +5,5 @@ export type {
   MessagePayload,
   MessageData,
 } from './message-type';
-export { on, messageHandler } from './message-handler';
-export type { MessageRoute, MessageHandlerOptions, UnknownTypePolicy } from './message-handler';
 export type { PayloadIssue } from './issues';
 export { InvalidPayloadError, UnknownMessageTypeError } from './errors';

@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { storableDiagnostic, textOf } from '../store/text';
+import { storableDiagnostic, textOf } from '../common/text';
 
 /**
  * One problem a schema found in a payload, as plain data: the validator's message and where

@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
-import { unstorableText } from '../store/text';
+import { unstorableText } from '../common/text';
 
 /** The header a typed message carries its type in; `messageHandler` routes on it. */
 export const MESSAGE_TYPE_HEADER = 'type';

@@ -1,5 +1,5 @@
 import { optionKeys, unknownOptionsMessage } from '../config/options';
-import { storableDiagnostic, unstorableText } from '../store/text';
+import { storableDiagnostic, unstorableText } from '../common/text';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import type {
   OperationRef,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isJustonceError } from '../errors';
-import { storableDiagnostic } from '../store/text';
+import { errorText } from '../common/errors';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 
 /**
@@ -29,7 +29,7 @@ export function requestHash(request: unknown): string {
     if (isJustonceError(error)) throw error;
     const message = (error as { message?: unknown } | null)?.message;
     throw new InvalidOperationInputError(
-      `the request cannot be serialized to JSON: ${typeof message === 'string' ? storableDiagnostic(message.slice(0, 200)) : 'a non-Error value was thrown'}`,
+      `the request cannot be serialized to JSON: ${typeof message === 'string' ? errorText(message) : 'a non-Error value was thrown'}`,
       {},
       error,
     );

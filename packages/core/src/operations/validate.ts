@@ -1,7 +1,7 @@
 import { storableNameOption } from '../config/arguments';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { storableDiagnostic, unstorableText } from '../store/text';
+import { storableDiagnostic, unstorableText } from '../common/text';
 import type { OperationsOptions } from './types';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 

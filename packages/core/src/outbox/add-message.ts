@@ -2,7 +2,8 @@ import { closestOption } from '../config/options';
 import { shownType } from '../messages/errors/invalid-payload-error';
 import { MESSAGE_TYPE_HEADER, type MessageType } from '../messages/message-type';
 import { validatePayload } from '../messages/validate';
-import { storableDiagnostic, textOf } from '../store/text';
+import { errorText } from '../common/errors';
+import { storableDiagnostic, textOf } from '../common/text';
 import { encodeEvents, isPlainObject, type EncodedEvent, type EventLimits } from './encode';
 import { InvalidEventError } from './errors/invalid-event-error';
 import type { AddMessageOptions, EventCause, MessageEventOptions } from './types';
@@ -37,7 +38,7 @@ function checkOptions(value: unknown, known: readonly string[]): Record<string, 
 /** The message of whatever a `key` function threw, storable. */
 function messageOf(error: unknown): string {
   const message = (error as { message?: unknown } | null | undefined)?.message;
-  return storableDiagnostic(typeof message === 'string' ? message : textOf(error)).slice(0, 500);
+  return errorText(typeof message === 'string' ? message : textOf(error));
 }
 
 /** The caller's headers and `type`; a `type` header that says otherwise is refused. */

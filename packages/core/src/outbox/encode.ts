@@ -4,7 +4,7 @@ import {
   storableDiagnostic,
   unstorableText,
   unwritableText,
-} from '../store/text';
+} from '../common/text';
 import { MESSAGE_ID_HEADER } from '../transport/message-headers';
 import { InvalidEventError, type InvalidEventField } from './errors/invalid-event-error';
 import { deriveMessageId } from './message-id';

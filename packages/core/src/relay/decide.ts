@@ -1,13 +1,10 @@
-import { storableDiagnostic } from '../store/text';
+import { errorText } from '../common/errors';
 import { fullJitterBackoff } from '../retry/backoff';
 import type { OutgoingMessage, PublishResult } from '../transport/publisher';
 import type { ResolvedRelayOptions } from './options';
 import type { ClaimedRow } from './sql/claim';
 import type { FailureMark } from './sql/mark';
 import { storedHeaders } from '../outbox/sql/headers';
-
-/** The longest error text kept in `last_error`. */
-const MAX_ERROR_LENGTH = 2_000;
 
 /** What the relay decided for each claimed row. @internal */
 export interface Decisions {
@@ -36,11 +33,8 @@ export function toMessage(row: ClaimedRow): OutgoingMessage {
  * An error as `last_error` keeps it: storable, since a broker's message may quote the
  * event itself, and a U+0000 in it would fail the whole claiming transaction. @internal
  */
-export function describe(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return storableDiagnostic(
-    text.length > MAX_ERROR_LENGTH ? text.slice(0, MAX_ERROR_LENGTH) : text,
-  );
+export function lastError(error: unknown): string {
+  return errorText(error instanceof Error ? `${error.name}: ${error.message}` : error);
 }
 
 /** Backoff step for an uncharged retry during an outage: a few base delays, not the first. */
@@ -99,7 +93,7 @@ export function decide(
     const charged = failedCall === null && result.outage !== true;
     failures.push({
       id: row.id,
-      error: describe(result.error),
+      error: lastError(result.error),
       delayMs: fullJitterBackoff(
         charged ? attempt : Math.max(attempt, OUTAGE_ATTEMPT),
         options.backoff,

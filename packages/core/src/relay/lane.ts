@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import { withTimeout } from '../common/time';
 import type { PublishResult } from '../transport/publisher';
-import { decide, describe, toMessage, type Decisions } from './decide';
+import { decide, lastError, toMessage, type Decisions } from './decide';
 import type { ResolvedRelayOptions } from './options';
 import type { PublishGate } from './publish-gate';
 import { ascendingId } from './row-order';
@@ -11,24 +12,6 @@ import { markFailed, markPublished, type FailureMark } from './sql/mark';
 /** Batches' worth of rows a lane reads ahead in one statement. */
 const READ_AHEAD_BATCHES = 4;
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`publish did not finish within ${ms} ms`)), ms);
-    // A publish abandoned by a timed-out stop must not keep the process alive.
-    timer.unref();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
 /** Publishes one batch; never rejects (a failed or timed-out call is the outcome). */
 async function publishBatch(
   o: ResolvedRelayOptions,
@@ -37,9 +20,13 @@ async function publishBatch(
 ): Promise<PublishResult[] | Error> {
   const release = await gate.acquire();
   try {
-    return await withTimeout(o.publisher.publish(rows.map(toMessage)), o.publishTimeoutMs);
+    return await withTimeout(
+      o.publisher.publish(rows.map(toMessage)),
+      o.publishTimeoutMs,
+      'publish',
+    );
   } catch (error) {
-    o.logger.warn('relay: publish call failed', { error: describe(error), events: rows.length });
+    o.logger.warn('relay: publish call failed', { error: lastError(error), events: rows.length });
     return error instanceof Error ? error : new Error(String(error));
   } finally {
     release();

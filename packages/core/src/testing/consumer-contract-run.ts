@@ -7,7 +7,7 @@ import { ConfigurationError } from '../errors';
 import { createInbox } from '../inbox';
 import type { Handler, HandlerContext, InboxOptions } from '../inbox/types';
 import type { Store } from '../store/store';
-import type { Consumer, SettledEvent } from '../transport/consumer';
+import type { Consumer, SettledEvent } from '../consumer';
 
 import type {
   ClauseName,

@@ -1,6 +1,6 @@
 import type { Handler, Inbox } from '../inbox/types';
 import type { Store } from '../store/store';
-import type { Consumer, SettledEvent } from '../transport/consumer';
+import type { Consumer, SettledEvent } from '../consumer';
 
 /** A message the contract sends, in neutral terms; the test maps it to its broker's message. */
 export interface ContractMessage {

@@ -1,6 +1,6 @@
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { resolveMessageIdOptions, type MessageIdOptions } from '../transport/consumer';
+import { resolveMessageIdOptions, type MessageIdOptions } from '../consumer';
 import { checkCount, type FaultRates } from './faults';
 import type {
   ConsumeOptions,

@@ -8,7 +8,7 @@ import type {
   MessageIdOptions,
   ResolvedMessageId,
   SettledEvent,
-} from '../transport/consumer';
+} from '../consumer';
 
 /** A message as it sits in an in-memory queue. */
 export interface MemoryMessage {

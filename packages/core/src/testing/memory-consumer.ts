@@ -1,4 +1,4 @@
-import { consumerLifecycle, type ConsumerStopOptions } from '../transport/consumer';
+import { consumerLifecycle, type ConsumerStopOptions } from '../consumer';
 import { BrokerClosedError } from './errors';
 import { checkQueueName, resolveConsumeOptions } from './memory-broker-options';
 import type {

@@ -8,7 +8,7 @@ import {
   findMessageId,
   type Decision,
   type SettledEvent,
-} from '../transport/consumer';
+} from '../consumer';
 import { SimulatedCrashError, isSimulatedCrash } from './errors';
 import type { CrashPoint } from './faults';
 import type {

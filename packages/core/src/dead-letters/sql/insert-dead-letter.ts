@@ -1,7 +1,7 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
-import { isStorableText, jsonOf, storableDiagnostic } from '../../store/text';
+import { isStorableText, jsonOf, storableDiagnostic } from '../../common/text';
 import type { DeliveryFacts } from '../../transport/envelope';
 import type { DeadLetterReason } from '../types';
 

@@ -1,5 +1,5 @@
 import { JustonceError } from '../../errors/justonce-error';
-import { storableDiagnostic } from '../../store/text';
+import { storableDiagnostic } from '../../common/text';
 import { describeIssues, type PayloadIssue } from '../issues';
 
 /** How a message type is named in error messages: quoted, storable, never very long. @internal */

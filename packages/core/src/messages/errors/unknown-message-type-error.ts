@@ -1,5 +1,5 @@
 import { JustonceError } from '../../errors/justonce-error';
-import { storableDiagnostic } from '../../store/text';
+import { storableDiagnostic } from '../../common/text';
 import { MESSAGE_TYPE_HEADER } from '../message-type';
 import { shownType } from './invalid-payload-error';
 

@@ -1,9 +1,9 @@
 import type { BatchObservableResult, Meter, Observable } from '@opentelemetry/api';
-import type { Admin, StoreStatus } from '../admin/types';
+import type { Admin, StoreStatus } from './types';
 import { durationOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
-import { isLogger, silentLogger, type Logger } from './logger';
-import { resolveMeter } from './metrics';
+import { isLogger, silentLogger, type Logger } from '../observability/logger';
+import { resolveMeter } from '../observability/metrics';
 
 /** Options of {@link observeStoreStatus}. */
 export interface StoreStatusGaugesOptions {

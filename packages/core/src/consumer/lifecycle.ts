@@ -1,4 +1,4 @@
-import { JustonceError } from '../../errors/justonce-error';
+import { JustonceError } from '../errors/justonce-error';
 
 /** How {@link Consumer.stop} ends the work in flight. */
 export interface ConsumerStopOptions {

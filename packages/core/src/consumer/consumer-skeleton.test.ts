@@ -1,5 +1,5 @@
-import { JustonceError } from '../../errors/justonce-error';
-import type { InboxOutcome } from '../../inbox/types';
+import { JustonceError } from '../errors/justonce-error';
+import type { InboxOutcome } from '../inbox/types';
 import {
   DEAD_LETTER_HEADERS,
   DEAD_LETTER_POSITION_HEADERS,

@@ -1,16 +1,16 @@
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
-import type { Handler, HandlerContext } from '../inbox/types';
+import type { Handler, HandlerContext } from './types';
 import type { KnexTransaction } from '../transactions/types';
-import { UnknownMessageTypeError } from './errors/unknown-message-type-error';
+import { UnknownMessageTypeError } from '../messages/errors/unknown-message-type-error';
 import {
   MESSAGE_TYPE_HEADER,
   isMessageType,
   type MessageData,
   type MessageType,
-} from './message-type';
-import { readPayload } from './read-body';
-import { validatePayload } from './validate';
+} from '../messages/message-type';
+import { readPayload } from '../messages/read-body';
+import { validatePayload } from '../messages/validate';
 
 /** One message type and the handler of its deliveries; made by {@link on}. */
 export interface MessageRoute<Tx = KnexTransaction> {

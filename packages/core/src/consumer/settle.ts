@@ -1,7 +1,7 @@
-import { hasErrorCode } from '../../errors/justonce-error';
-import { asError } from '../../inbox/runtime';
-import type { InboxOutcome } from '../../inbox/types';
-import { fullJitterBackoff } from '../../retry/backoff';
+import { hasErrorCode } from '../errors/justonce-error';
+import { asError } from '../common/errors';
+import type { InboxOutcome } from '../inbox/types';
+import { fullJitterBackoff } from '../retry/backoff';
 import { deadLetterFacts, type DeadLetterFacts } from './dead-letter-facts';
 
 /**

@@ -1,9 +1,6 @@
-import type { InboxOutcome } from '../../inbox/types';
-import { storableDiagnostic } from '../../store/text';
-import type { DeliveryPosition } from '../envelope';
-
-/** Longest error text carried in a dead letter's header; the full text is in the store. */
-const MAX_ERROR_TEXT = 1_000;
+import type { InboxOutcome } from '../inbox/types';
+import { errorText } from '../common/errors';
+import type { DeliveryPosition } from '../transport/envelope';
 
 /**
  * What every transport sends along with a dead letter, whatever the broker: why, after how
@@ -76,7 +73,7 @@ export function deadLetterFacts(
   return {
     reason: outcome.reason,
     errorCode: typeof code === 'string' ? code : undefined,
-    error: storableDiagnostic(outcome.error.message.slice(0, MAX_ERROR_TEXT)),
+    error: errorText(outcome.error.message),
     attempts: outcome.attempt,
     messageId: outcome.messageId,
     scope: outcome.scope,

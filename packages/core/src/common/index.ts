@@ -1,0 +1,16 @@
+/**
+ * Core's ground floor: helpers for text, errors, time and signals that every layer (and every
+ * transport, through `@justonce/core/transport`) shares. Imports nothing else of core.
+ */
+export { ERROR_TEXT_LIMIT, asError, errorMessage, errorText } from './errors';
+export { NEVER_ABORTED } from './signals';
+export {
+  hasLoneSurrogate,
+  isStorableText,
+  jsonOf,
+  storableDiagnostic,
+  textOf,
+  unstorableText,
+  unwritableText,
+} from './text';
+export { sleep, withTimeout } from './time';
