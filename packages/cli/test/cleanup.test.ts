@@ -72,7 +72,9 @@ describe('on a terminal', () => {
   it('shows its progress per table on stderr', async () => {
     const run = await cliOnTerminal(['--schema', db.store.schema, 'cleanup'], '');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/cleaning up: idempotency 0, inbox_attempts 0.*outbox 0/);
+    expect(run.stdout).toMatch(
+      /cleaning up: idempotency 0, inbox_records 0, inbox_attempts 0.*outbox 0/,
+    );
     expect(run.stdout).toMatch(/deleted 0 rows/);
   });
 });

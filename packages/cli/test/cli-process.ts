@@ -146,7 +146,7 @@ export async function countRows(store: Store, table: string, where = 'true'): Pr
 
 /** A snapshot of every justonce table's rows, to show that a command changed nothing. */
 export async function snapshot(store: Store): Promise<unknown> {
-  const tables = ['outbox', 'dead_letters', 'idempotency', 'inbox_attempts'];
+  const tables = ['outbox', 'dead_letters', 'idempotency', 'inbox_records', 'inbox_attempts'];
   const out: Record<string, unknown> = {};
   for (const t of tables) {
     const result = await store.knex.raw(`select * from ${store.names.table(t)}`);

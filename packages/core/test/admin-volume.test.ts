@@ -1,7 +1,8 @@
 /**
  * `status()` at scale: a million outbox rows (nearly all published, as a relay that keeps
- * them leaves them), half a million dedup records, two hundred thousand dead letters and a
- * week of per-minute activity of fifty consumers (half a million rows).
+ * them leaves them), half a million operation records, a quarter million inbox records, two
+ * hundred thousand dead letters and a week of per-minute activity of fifty consumers (half a
+ * million rows).
  * Rows are inserted with one `generate_series` statement per table: the real APIs would take
  * minutes to write this many. Every status statement must be read through an index (no
  * sequential scan of any table), and the test prints each plan and how long status() took.
@@ -13,6 +14,7 @@ type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 const OUTBOX_ROWS = 1_000_000;
 const DEDUP_ROWS = 500_000;
+const INBOX_RECORDS = 250_000;
 const DEAD_LETTERS = 200_000;
 const ACTIVITY_CONSUMERS = 50;
 const ACTIVITY_MINUTES = 7 * 24 * 60;
@@ -53,6 +55,17 @@ async function fill(store: TestStore): Promise<void> {
               + case when i % 100 = 0 then interval '1 second' else interval '7 days' end
        from generate_series(1, ${DEDUP_ROWS}) as i`,
   );
+  // Inbox records of 20 consumers over the last week, one every 2.4 s, every 50th
+  // dead-lettered, every 100th past its expiry.
+  await knex.raw(
+    `insert into ${names.table('inbox_records')}
+       (consumer, scope, message_id, status, fingerprint, attempts, created_at, expires_at)
+     select 'inbox-' || (i % 20), 'default', 'm-' || i,
+            case when i % 50 = 0 then 'FAILED_FINAL' else 'SUCCEEDED' end, md5(i::text), 1, now() - (i * interval '2.4 seconds'),
+            now() - (i * interval '2.4 seconds')
+              + case when i % 100 = 0 then interval '1 second' else interval '7 days' end
+       from generate_series(1, ${INBOX_RECORDS}) as i`,
+  );
   // Dead letters of 10 consumers; all but every 100th already requeued.
   await knex.raw(
     `insert into ${names.table('dead_letters')}
@@ -76,7 +89,13 @@ async function fill(store: TestStore): Promise<void> {
             generate_series(0, ${ACTIVITY_MINUTES - 1}) as m`,
   );
   // What autovacuum does in production: statistics, and the visibility map for index-only scans.
-  for (const table of ['outbox', 'idempotency', 'dead_letters', 'consumer_activity']) {
+  for (const table of [
+    'outbox',
+    'idempotency',
+    'inbox_records',
+    'dead_letters',
+    'consumer_activity',
+  ]) {
     await knex.raw(`vacuum analyze ${names.table(table)}`);
   }
 }
@@ -89,7 +108,8 @@ describe('status() at a million outbox rows (PostgreSQL)', () => {
     const started = performance.now();
     await fill(store);
     process.stdout.write(
-      `admin-volume: filled ${OUTBOX_ROWS} outbox rows, ${DEDUP_ROWS} dedup records, ` +
+      `admin-volume: filled ${OUTBOX_ROWS} outbox rows, ${DEDUP_ROWS} operation records, ` +
+        `${INBOX_RECORDS} inbox records, ` +
         `${DEAD_LETTERS} dead letters and ${ACTIVITY_CONSUMERS * ACTIVITY_MINUTES} activity ` +
         `rows in ${Math.round(performance.now() - started)} ms\n`,
     );
@@ -114,10 +134,16 @@ describe('status() at a million outbox rows (PostgreSQL)', () => {
       DEDUP_ROWS / 5000,
     );
     expect(status.operations.reduce((n, o) => n + o.pastLease, 0)).toBe(DEDUP_ROWS / 10000);
-    // One record every 1.2 s: about 3000 in the last hour.
-    const lastHour = status.consumers.reduce((n, c) => n + c.handledLastHour, 0);
-    expect(lastHour).toBeGreaterThan(2900);
-    expect(lastHour).toBeLessThan(3000);
+    // One operation record every 1.2 s: about 3000 in the last hour; one inbox record every
+    // 2.4 s, 2% of them dead-lettered: about 1470.
+    const lastHour = (prefix: string): number =>
+      status.consumers
+        .filter((c) => c.name.startsWith(prefix))
+        .reduce((n, c) => n + c.handledLastHour, 0);
+    expect(lastHour('op-')).toBeGreaterThan(2900);
+    expect(lastHour('op-')).toBeLessThan(3000);
+    expect(lastHour('inbox-')).toBeGreaterThan(1400);
+    expect(lastHour('inbox-')).toBeLessThan(1500);
     expect(status.retention.expiredDedupRecords).toBeGreaterThan(0);
     // Minutes 0 to 60 (the current one is partial) of each consumer: 61 duplicates, 7 dead.
     const active = status.consumers.filter((c) => c.name.startsWith('consumer-'));

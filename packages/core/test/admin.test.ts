@@ -235,6 +235,7 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
     expect(result.deleted).toBe(
       result.outboxDeleted +
         result.tables.idempotency.deleted +
+        result.tables.inbox_records.deleted +
         result.tables.inbox_attempts.deleted +
         result.tables.dead_letters.deleted +
         result.tables.consumer_activity.deleted,

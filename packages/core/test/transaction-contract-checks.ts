@@ -60,8 +60,8 @@ export function writeRowAndEvent<Tx>(
 /** The statuses of the dedup records of `prefix`'s messages, in message id order. */
 export async function dedupStatuses(store: Store, prefix: string): Promise<string[]> {
   const found = await store.knex.raw(
-    `select status from ${store.names.table('idempotency')}
-      where operation = ? and starts_with(key, ?) order by key`,
+    `select status from ${store.names.table('inbox_records')}
+      where consumer = ? and starts_with(message_id, ?) order by message_id`,
     [CONSUMER, prefix],
   );
   return rowsOf<{ status: string }>(found).map((row) => row.status);

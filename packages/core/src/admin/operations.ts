@@ -65,10 +65,22 @@ function refOf(ref: unknown): [string, string, string] {
 const SELECT = `select ${RECORD_COLUMNS},
   coalesce(status = 'IN_PROGRESS' and lease_until <= now(), false) as past_lease`;
 
+/**
+ * An inbox record (`inbox_records`) in the shape of an operation's: the consumer as the
+ * operation, the message id as the key, the fingerprint as the request hash. Inbox records
+ * have no owner, lease or response, and are never updated; one that never expires (moved
+ * by migration 12 without an expiry) has `expires_at` null, as it had before.
+ */
+const SELECT_INBOX = `select scope, consumer as operation, message_id as key,
+  fingerprint as request_hash, status, null::text as owner_id, null::timestamptz as lease_until,
+  null::text as response, error, attempts, created_at, created_at as updated_at,
+  nullif(expires_at, 'infinity'::timestamptz) as expires_at, false as past_lease`;
+
 /** Operations and inbox records, for operators ({@link AdminOperations}). @internal */
 export function adminOperations(store: Store): AdminOperations {
   const { knex } = store;
   const table = store.names.table('idempotency');
+  const inboxTable = store.names.table('inbox_records');
   return {
     async list(options: ListOperationsOptions = {}): Promise<OperationRecord[]> {
       rejectUnknownOptions(options, LIST_KEYS, 'operations.list');
@@ -102,9 +114,16 @@ export function adminOperations(store: Store): AdminOperations {
     },
 
     async get(ref: OperationRef): Promise<OperationRecord | undefined> {
+      const [scope, operation, key] = refOf(ref);
+      // The operation's record first, then the inbox consumer's of that name: one statement,
+      // each branch a primary-key lookup.
       const result = await knex.raw(
-        `${SELECT} from ${table} where scope = ? and operation = ? and key = ?`,
-        refOf(ref),
+        `(${SELECT} from ${table} where scope = ? and operation = ? and key = ?)
+         union all
+         (${SELECT_INBOX} from ${inboxTable}
+           where consumer = ? and scope = ? and message_id = ?)
+         limit 1`,
+        [scope, operation, key, operation, scope, key],
       );
       const row = rowsOf<Row>(result)[0];
       return row === undefined ? undefined : toRecord(row);

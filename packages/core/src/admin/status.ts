@@ -23,17 +23,19 @@ export type StatusQueryName =
  * - `outbox`: `outbox_pending_idx` and `outbox_dead_idx` (pending and dead rows only, never
  *   the published ones kept for cleanup);
  * - `deadLetters`: `dead_letters_waiting_idx` (letters not requeued), index-only;
- * - `consumers`: `idempotency_succeeded_created_idx`, the last hour's range, index-only;
+ * - `consumers`: `inbox_records_succeeded_created_idx` and `idempotency_succeeded_created_idx`,
+ *   the last hour's range of each, index-only;
  * - `activity`: the primary key of `consumer_activity`: the distinct consumers found by
  *   skipping through the key (a recursive query, one probe per consumer), then each
  *   consumer's last hour as a range of the key;
  * - `operations`: `idempotency_in_progress_idx`, index-only;
- * - `retention`: `idempotency_expires_at_idx` and `outbox_published_idx`, index-only; it also
- *   reads the database clock for `StoreStatus.at`.
+ * - `retention`: `inbox_records_expires_at_idx`, `idempotency_expires_at_idx` and
+ *   `outbox_published_idx`, index-only; it also reads the database clock for `StoreStatus.at`.
  */
 export function statusQueries(names: MigrationNames): Readonly<Record<StatusQueryName, string>> {
   const outbox = names.table('outbox');
   const idempotency = names.table('idempotency');
+  const records = names.table('inbox_records');
   const activity = names.table('consumer_activity');
   return {
     outbox: `select destination,
@@ -50,11 +52,20 @@ export function statusQueries(names: MigrationNames): Readonly<Record<StatusQuer
       where requeued_at is null
       group by consumer, reason
       order by consumer, reason`,
-    consumers: `select operation, count(*)::bigint as handled
-      from ${idempotency}
-      where status = 'SUCCEEDED' and created_at > now() - interval '1 hour'
-      group by operation
-      order by operation`,
+    // The inbox's records and operations' live apart; a consumer and an operation of the
+    // same name add up in the one entry of that name.
+    consumers: `select name, sum(handled)::bigint as handled
+      from (select consumer as name, count(*) as handled
+              from ${records}
+             where status = 'SUCCEEDED' and created_at > now() - interval '1 hour'
+             group by consumer
+            union all
+            select operation, count(*)
+              from ${idempotency}
+             where status = 'SUCCEEDED' and created_at > now() - interval '1 hour'
+             group by operation) h
+      group by name
+      order by name`,
     // PostgreSQL before 18 has no skip scan: a recursive query walks the distinct consumers
     // through the key, so the read never scans the minutes older than the hour.
     activity: `with recursive consumers as (
@@ -82,8 +93,9 @@ export function statusQueries(names: MigrationNames): Readonly<Record<StatusQuer
       group by operation
       order by operation`,
     retention: `select now() as at,
-        (select count(*) from ${idempotency}
-          where expires_at is not null and expires_at < now())::bigint as expired,
+        ((select count(*) from ${idempotency}
+           where expires_at is not null and expires_at < now())
+         + (select count(*) from ${records} where expires_at < now()))::bigint as expired,
         (select count(*) from ${outbox} where status = 'published')::bigint as published`,
   };
 }
@@ -98,18 +110,18 @@ interface ActivityRow {
 }
 
 /**
- * One entry per name: `handledLastHour` from the dedup records (inbox consumers and
- * operations alike), duplicates and dead letters from the inboxes' activity counts
+ * One entry per name: `handledLastHour` from the dedup records (`inbox_records` of inbox
+ * consumers, `idempotency` of operations), duplicates and dead letters from the inboxes' activity counts
  * (operations have none). Sorted by name.
  */
 function mergeActivity(
-  handled: ReadonlyArray<{ operation: string; handled: Count }>,
+  handled: ReadonlyArray<{ name: string; handled: Count }>,
   activity: readonly ActivityRow[],
 ): ConsumerActivity[] {
   const byName = new Map<string, ConsumerActivity>();
   for (const r of handled) {
-    byName.set(r.operation, {
-      name: r.operation,
+    byName.set(r.name, {
+      name: r.name,
       handledLastHour: Number(r.handled),
       duplicatesLastHour: 0,
       deadLetteredLastHour: 0,
@@ -147,7 +159,7 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       store,
       sql.deadLetters,
     ),
-    rows<{ operation: string; handled: Count }>(store, sql.consumers),
+    rows<{ name: string; handled: Count }>(store, sql.consumers),
     rows<ActivityRow>(store, sql.activity),
     rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
     rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),

@@ -90,10 +90,10 @@ export async function requeueLetter(
   if (row === undefined) throw new DeadLetterNotFoundError(id);
   if (row.dedupe && row.message_id !== null) {
     await trx.raw(
-      `delete from ${names.table('idempotency')}
-        where scope = ? and operation = ? and key = ? and status = 'FAILED_FINAL'
-          and request_hash = ?`,
-      [row.scope, row.consumer, row.message_id, row.fingerprint],
+      `delete from ${names.table('inbox_records')}
+        where consumer = ? and scope = ? and message_id = ? and status = 'FAILED_FINAL'
+          and fingerprint = ?`,
+      [row.consumer, row.scope, row.message_id, row.fingerprint],
     );
     await trx.raw(
       `delete from ${names.table('inbox_attempts')}

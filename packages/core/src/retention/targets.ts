@@ -25,14 +25,23 @@ export interface CleanupWindows {
 /** @internal Every table the retention job knows, in the order it cleans them. */
 export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
   {
-    // Dedup records of the inbox and of idempotent operations: only once past their own
-    // `expires_at`, AND not written within the retention window (a floor that holds even
-    // when a writer chose a shorter expiry), AND not holding a live lease.
+    // Records of idempotent operations: only once past their own `expires_at`, AND not
+    // written within the retention window (a floor that holds even when a writer chose a
+    // shorter expiry), AND not holding a live lease.
     table: 'idempotency',
     condition: ({ retentionMs }) => ({
       sql: `expires_at < now()
             and updated_at < now() - ${MILLISECONDS}
             and not (status = 'IN_PROGRESS' and coalesce(lease_until > now(), false))`,
+      bindings: [retentionMs],
+    }),
+  },
+  {
+    // The inbox's dedup records: past their own `expires_at` AND written before the
+    // retention window (they are never updated, so `created_at` is when they were written).
+    table: 'inbox_records',
+    condition: ({ retentionMs }) => ({
+      sql: `expires_at < now() and created_at < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
     }),
   },

@@ -4,7 +4,7 @@ import type { Store } from '../store/store';
 
 /** The tables the retention job cleans. */
 export type RetentionTable =
-  'idempotency' | 'inbox_attempts' | 'dead_letters' | 'consumer_activity';
+  'idempotency' | 'inbox_records' | 'inbox_attempts' | 'dead_letters' | 'consumer_activity';
 
 /** Options of {@link createRetention}. Every value is validated at construction. */
 export interface RetentionOptions {

@@ -10,12 +10,12 @@ export interface MessageToClaim extends MessageKey {
 }
 
 const EXPIRES = `now() + ?::double precision * interval '1 millisecond'`;
-const CONFLICT = `on conflict (scope, operation, key) do nothing returning scope, key`;
+const CONFLICT = `on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
 
 function claimedKeys(result: unknown): Set<string> {
   const claimed = new Set<string>();
-  for (const row of rowsOf<{ scope: string; key: string }>(result)) {
-    claimed.add(keyOf({ scope: row.scope, messageId: row.key }));
+  for (const row of rowsOf<{ scope: string; message_id: string }>(result)) {
+    claimed.add(keyOf({ scope: row.scope, messageId: row.message_id }));
   }
   return claimed;
 }
@@ -39,8 +39,8 @@ export async function claimMessage(
   message: MessageToClaim,
   clearCounter = true,
 ): Promise<boolean> {
-  const insert = `insert into ${names.table('idempotency')}
-       (scope, operation, key, status, request_hash, attempts, expires_at)
+  const insert = `insert into ${names.table('inbox_records')}
+       (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
      values (?, ?, ?, 'SUCCEEDED', ?, ?, ${EXPIRES})
      ${CONFLICT}`;
   const values = [
@@ -79,11 +79,11 @@ export async function claimMessages(
 ): Promise<Set<string>> {
   const result = await runSql(
     db,
-    `insert into ${names.table('idempotency')}
-       (scope, operation, key, status, request_hash, attempts, expires_at)
-     select m.scope, ?, m.key, 'SUCCEEDED', m.request_hash, m.attempts, ${EXPIRES}
+    `insert into ${names.table('inbox_records')}
+       (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
+     select m.scope, ?, m.message_id, 'SUCCEEDED', m.fingerprint, m.attempts, ${EXPIRES}
        from unnest(?::text[], ?::text[], ?::text[], ?::integer[]) with ordinality
-            as m (scope, key, request_hash, attempts, ord)
+            as m (scope, message_id, fingerprint, attempts, ord)
       order by m.ord
      ${CONFLICT}`,
     [

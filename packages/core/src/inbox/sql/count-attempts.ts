@@ -58,10 +58,10 @@ const UPSERT = `on conflict (scope, consumer, message_id) do update
 
 /** Both shapes answer counted rows and handled records alike. */
 const ANSWER = `select scope, message_id, attempts, overlapped, null::text as status,
-                       null::text as request_hash
+                       null::text as fingerprint
                   from counted
                 union all
-                select scope, key, 0, false, status, request_hash from handled`;
+                select scope, message_id, 0, false, status, fingerprint from handled`;
 
 /**
  * Counts one more delivery of each message, in autocommit, before any business transaction
@@ -82,7 +82,7 @@ export async function countAttempts(
   shared = false,
 ): Promise<Map<string, CountedAttempt>> {
   const attempts = names.table('inbox_attempts');
-  const idempotency = names.table('idempotency');
+  const records = names.table('inbox_records');
   // A count shared with a whole batch becomes this message's own on its next count alone
   // (see migration 007), rather than charging it a second attempt for its batch-mate's crash.
   const only = messages.length === 1 && !shared ? messages[0] : undefined;
@@ -90,8 +90,8 @@ export async function countAttempts(
     only !== undefined
       ? await db.raw(
           `with handled as (
-             select scope, key, status, request_hash from ${idempotency}
-              where scope = ? and operation = ? and key = ? and status = 'SUCCEEDED'
+             select scope, message_id, status, fingerprint from ${records}
+              where scope = ? and consumer = ? and message_id = ? and status = 'SUCCEEDED'
            ), counted as (
              insert into ${attempts} as a (scope, consumer, message_id, attempts, open_since, open_pid)
              select ?::text, ?::text, ?::text, ?::integer, now(), pg_backend_pid()
@@ -116,16 +116,16 @@ export async function countAttempts(
              select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
                       as m (scope, message_id, initial, ord)
            ), handled as (
-             select i.scope, i.key, i.status, i.request_hash
-               from ${idempotency} i join m on i.scope = m.scope and i.key = m.message_id
-              where i.operation = ? and i.status = 'SUCCEEDED'
+             select r.scope, r.message_id, r.status, r.fingerprint
+               from ${records} r join m on r.scope = m.scope and r.message_id = m.message_id
+              where r.consumer = ? and r.status = 'SUCCEEDED'
            ), counted as (
              insert into ${attempts} as a
                (scope, consumer, message_id, attempts, shared, open_since, open_pid)
              select m.scope, ?::text, m.message_id, m.initial, ?::boolean, now(), pg_backend_pid()
                from m
               where not exists (select 1 from handled h
-                                 where h.scope = m.scope and h.key = m.message_id)
+                                 where h.scope = m.scope and h.message_id = m.message_id)
               order by m.ord
              ${UPSERT}
            )
@@ -147,7 +147,7 @@ export async function countAttempts(
     attempts: number;
     overlapped: boolean;
     status: string | null;
-    request_hash: string | null;
+    fingerprint: string | null;
   };
   for (const row of rowsOf<Row>(result)) {
     const key = keyOf({ scope: row.scope, messageId: row.message_id });
@@ -158,7 +158,7 @@ export async function countAttempts(
         : {
             attempts: 0,
             overlapped: false,
-            handled: { status: row.status, requestHash: row.request_hash },
+            handled: { status: row.status, requestHash: row.fingerprint },
           },
     );
   }

@@ -17,9 +17,10 @@ export async function finishBatch(
   if (failed.length > 0) {
     await runSql(
       db,
-      `delete from ${names.table('idempotency')} i
-        using unnest(?::text[], ?::text[]) as m (scope, key)
-        where i.operation = ? and i.status = 'SUCCEEDED' and i.scope = m.scope and i.key = m.key`,
+      `delete from ${names.table('inbox_records')} r
+        using unnest(?::text[], ?::text[]) as m (scope, message_id)
+        where r.consumer = ? and r.status = 'SUCCEEDED' and r.scope = m.scope
+          and r.message_id = m.message_id`,
       [...keyArrays(failed), consumer],
     );
   }

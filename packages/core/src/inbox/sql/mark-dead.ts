@@ -18,12 +18,12 @@ export async function markDead(
 ): Promise<boolean> {
   const result = await runSql(
     db,
-    `insert into ${names.table('idempotency')}
-       (scope, operation, key, status, request_hash, attempts, error, expires_at)
+    `insert into ${names.table('inbox_records')}
+       (scope, consumer, message_id, status, fingerprint, attempts, error, expires_at)
      values (?, ?, ?, 'FAILED_FINAL', ?, ?, ?::jsonb,
              now() + ?::double precision * interval '1 millisecond')
-     on conflict (scope, operation, key) do nothing
-     returning key`,
+     on conflict (consumer, scope, message_id) do nothing
+     returning message_id`,
     [
       message.scope,
       consumer,

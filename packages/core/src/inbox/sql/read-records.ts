@@ -3,7 +3,7 @@ import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
 
-/** What the dedup table holds for a message. @internal */
+/** What the inbox's dedup record (`inbox_records`) holds for a message. @internal */
 export interface StoredRecord {
   readonly status: string;
   readonly requestHash: string | null;
@@ -21,29 +21,29 @@ export async function readRecords(
     only !== undefined
       ? await runSql(
           db,
-          `select scope, key, status, request_hash from ${names.table('idempotency')}
-            where scope = ? and operation = ? and key = ?`,
+          `select scope, message_id, status, fingerprint from ${names.table('inbox_records')}
+            where scope = ? and consumer = ? and message_id = ?`,
           [only.scope, consumer, only.messageId],
         )
       : await runSql(
           db,
-          `select i.scope, i.key, i.status, i.request_hash
-             from ${names.table('idempotency')} i
-             join unnest(?::text[], ?::text[]) as m (scope, key)
-               on i.scope = m.scope and i.key = m.key
-            where i.operation = ?`,
+          `select r.scope, r.message_id, r.status, r.fingerprint
+             from ${names.table('inbox_records')} r
+             join unnest(?::text[], ?::text[]) as m (scope, message_id)
+               on r.scope = m.scope and r.message_id = m.message_id
+            where r.consumer = ?`,
           [...keyArrays(keys), consumer],
         );
   const records = new Map<string, StoredRecord>();
   for (const row of rowsOf<{
     scope: string;
-    key: string;
+    message_id: string;
     status: string;
-    request_hash: string | null;
+    fingerprint: string | null;
   }>(result)) {
-    records.set(keyOf({ scope: row.scope, messageId: row.key }), {
+    records.set(keyOf({ scope: row.scope, messageId: row.message_id }), {
       status: row.status,
-      requestHash: row.request_hash,
+      requestHash: row.fingerprint,
     });
   }
   return records;

@@ -10,6 +10,7 @@ import { m008OpenAttempts } from './008_open_attempts';
 import { m009OneSpelling } from './009_one_spelling';
 import { m010OperatorIndexes } from './010_operator_indexes';
 import { m011ConsumerActivity } from './011_consumer_activity';
+import { m012InboxRecords } from './012_inbox_records';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   m009OneSpelling,
   m010OperatorIndexes,
   m011ConsumerActivity,
+  m012InboxRecords,
 ];
