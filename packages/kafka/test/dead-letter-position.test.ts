@@ -1,20 +1,11 @@
-import type { Admin, Kafka, Producer } from 'kafkajs';
 import {
   createAdmin,
   createInbox,
   DEAD_LETTER_POSITION_HEADERS,
   type SettledEvent,
 } from '@justonce/core';
-import { createKafkaConsumer, DEAD_LETTER_HEADERS, type KafkaConsumer } from '../src';
-import {
-  FAST_GROUP,
-  connectKafkaClients,
-  createTopics,
-  openEffectsStore,
-  readTopic,
-  unique,
-  type KafkaClients,
-} from './support';
+import { createKafkaConsumer, DEAD_LETTER_HEADERS } from '../src';
+import { createTopics, freshGroup, readTopic, unique, useKafkaTestBed } from './support';
 import { waitFor } from '../../../test-support/wait-for';
 
 /**
@@ -25,32 +16,11 @@ import { waitFor } from '../../../test-support/wait-for';
  * message id) and a handler that used up its attempts.
  */
 
-type EffectsStore = Awaited<ReturnType<typeof openEffectsStore>>;
-
-let kafka: Kafka;
-let admin: Admin;
-let producer: Producer;
-let clients: KafkaClients;
-let store: EffectsStore;
-const running: KafkaConsumer[] = [];
-
-beforeAll(async () => {
-  clients = await connectKafkaClients();
-  ({ kafka, admin, producer } = clients);
-  store = await openEffectsStore();
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((c) => c.stop()));
-});
-
-afterAll(async () => {
-  await clients.close();
-  await store.dispose();
-});
+const bed = useKafkaTestBed();
 
 describe.each(['message', 'batch'] as const)('Kafka dead letters in %s mode', (mode) => {
   it('carry the source topic, partition and offset', async () => {
+    const { kafka, admin, producer, store, running } = bed;
     const topic = unique('position');
     const dlq = `${topic}.dlq`;
     const name = unique('c');
@@ -71,11 +41,7 @@ describe.each(['message', 'batch'] as const)('Kafka dead letters in %s mode', (m
 
     const settled: SettledEvent[] = [];
     const consumer = createKafkaConsumer({
-      kafka,
-      groupId: unique('g'),
-      topics: [topic],
-      fromBeginning: true,
-      consumerConfig: FAST_GROUP,
+      ...freshGroup(kafka, [topic]),
       mode,
       messageId: { fallback: false },
       inbox: createInbox({ store, consumer: name, maxAttempts: 1 }),

@@ -19,10 +19,12 @@ import {
   type KafkaPublisher,
 } from '../src';
 import { FAST_GROUP } from './fast-group';
+import { useTestBed } from '../../../test-support/test-bed';
+import { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
 
 export { kafkaBrokers, FAST_GROUP };
 // The shared effects table, re-exported for the tests that import it from here.
-export { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
+export { openEffectsStore, type EffectsStore };
 
 /** A kafkajs client for tests, quiet except for errors. */
 export function testKafka(clientId = 'justonce-test'): Kafka {
@@ -133,6 +135,57 @@ export async function connectKafkaClients(): Promise<KafkaClients> {
       await Promise.all([admin.disconnect(), producer.disconnect()]);
     },
   };
+}
+
+/** What {@link useKafkaTestBed} opens for a test file. */
+export interface KafkaTestBed {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly producer: Producer;
+  /** A store with the shared effects table. */
+  readonly store: EffectsStore;
+  /** Consumers to stop after each test. */
+  readonly running: KafkaConsumer[];
+}
+
+/**
+ * Connects Kafka clients and opens an effects store before a test file's tests, stops the
+ * consumers pushed onto `running` after each test, and closes both after them all. Read the
+ * fields inside hooks and tests.
+ */
+export function useKafkaTestBed(): KafkaTestBed {
+  let clients: KafkaClients;
+  return useTestBed<KafkaTestBed>({
+    open: async () => {
+      clients = await connectKafkaClients();
+      const { kafka, admin, producer } = clients;
+      return { kafka, admin, producer, store: await openEffectsStore(), running: [] };
+    },
+    afterEachTest: async ({ running }) => {
+      await Promise.all(running.splice(0).map((c) => c.stop()));
+    },
+    close: async ({ store }) => {
+      await clients.close();
+      await store.dispose();
+    },
+  });
+}
+
+/**
+ * The options a test consumer shares with most others: a fresh group on `topics`, read from
+ * the beginning, with {@link FAST_GROUP}'s timings.
+ */
+export function freshGroup(
+  kafka: Kafka,
+  topics: string[],
+): {
+  kafka: Kafka;
+  groupId: string;
+  topics: string[];
+  fromBeginning: true;
+  consumerConfig: typeof FAST_GROUP;
+} {
+  return { kafka, groupId: unique('g'), topics, fromBeginning: true, consumerConfig: FAST_GROUP };
 }
 
 export const sleep = (ms: number): Promise<void> =>

@@ -5,7 +5,7 @@ import { openTestStore } from '../../core/test/db';
 import { createRabbitConsumer, type RabbitConsumer } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
-import { createEffectsTable, effectCounts, EventLog, writeEffect } from './support';
+import { createEffectsTable, effectCounts, EventLog, stopAndRemove, writeEffect } from './support';
 
 /**
  * Input the store cannot keep as given (U+0000 in the message id, the scope or a header),
@@ -29,16 +29,7 @@ beforeAll(async () => {
   admin = await openAdmin();
 });
 
-afterEach(async () => {
-  for (const consumer of running.splice(0)) {
-    await consumer.stop();
-    const t = consumer.topology();
-    await admin.remove({
-      queues: [t.queue, ...t.retryQueues, ...(t.deadLetterQueue ? [t.deadLetterQueue] : [])],
-      exchanges: [t.deadLetterExchange],
-    });
-  }
-});
+afterEach(() => stopAndRemove(admin, running));
 
 afterAll(async () => {
   await admin.close();

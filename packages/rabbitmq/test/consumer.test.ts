@@ -13,7 +13,14 @@ import { createRabbitConsumer, type RabbitConsumer, type RabbitConsumerOptions }
 import { waitFor } from '../../../test-support/wait-for';
 import { recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import { amqpUrl, closeConnectionsNamed, openAdmin, uniqueName, type Admin } from './broker';
-import { createEffectsTable, effectCounts, EventLog, gate, writeEffect } from './support';
+import {
+  createEffectsTable,
+  effectCounts,
+  EventLog,
+  gate,
+  stopAndRemove,
+  writeEffect,
+} from './support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -27,16 +34,7 @@ describe('createRabbitConsumer on a real broker', () => {
     await createEffectsTable(store);
     admin = await openAdmin();
   });
-  afterEach(async () => {
-    for (const consumer of running.splice(0)) {
-      await consumer.stop();
-      const t = consumer.topology();
-      await admin.remove({
-        queues: [t.queue, ...t.retryQueues, ...(t.deadLetterQueue ? [t.deadLetterQueue] : [])],
-        exchanges: [t.deadLetterExchange],
-      });
-    }
-  });
+  afterEach(() => stopAndRemove(admin, running));
   afterAll(async () => {
     await admin.close();
     await store.dispose();

@@ -1,8 +1,11 @@
 import type { Store } from '@justonce/core';
 import type { SettledEvent } from '@justonce/core';
 import type { ConsumeMessage } from 'amqplib';
-import type { RabbitConnectionEvent } from '../src';
-import { effectCounts as countPerMessage } from '../../../test-support/effects';
+import type { RabbitConnectionEvent, RabbitConsumer } from '../src';
+import { createEffectsTable, effectCounts as countPerMessage } from '../../../test-support/effects';
+import { openTestStore } from '../../core/test/db';
+import { openAdmin, type Admin } from './broker';
+import { useTestBed } from '../../../test-support/test-bed';
 
 /** A settled event as the log keeps it, tagged to tell it from a connection event. */
 export type LoggedSettled = { readonly type: 'settled' } & SettledEvent<unknown, ConsumeMessage>;
@@ -11,7 +14,8 @@ export type LoggedSettled = { readonly type: 'settled' } & SettledEvent<unknown,
 export type LoggedEvent = LoggedSettled | RabbitConnectionEvent;
 
 // The shared effects table, re-exported for the tests that import it from here.
-export { createEffectsTable, writeEffect } from '../../../test-support/effects';
+export { createEffectsTable };
+export { writeEffect } from '../../../test-support/effects';
 
 /**
  * Applied effects per message id, as a plain object (the shared helper's map, for the tests
@@ -88,4 +92,48 @@ export function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
   const promise = new Promise<void>((resolve) => (open = resolve));
   return { promise, open };
+}
+
+/**
+ * Stops each consumer of `running` (emptying it) and removes the queues and the exchange it
+ * declared: a test file's clean-up after each test.
+ */
+export async function stopAndRemove(admin: Admin, running: RabbitConsumer[]): Promise<void> {
+  for (const consumer of running.splice(0)) {
+    await consumer.stop();
+    const t = consumer.topology();
+    await admin.remove({
+      queues: [t.queue, ...t.retryQueues, ...(t.deadLetterQueue ? [t.deadLetterQueue] : [])],
+      exchanges: [t.deadLetterExchange],
+    });
+  }
+}
+
+/** What {@link useRabbitTestBed} opens for a test file. */
+export interface RabbitTestBed {
+  /** A PostgreSQL store with the shared effects table. */
+  readonly store: Awaited<ReturnType<typeof openTestStore>>;
+  readonly admin: Admin;
+  /** Consumers to stop after each test, their queues and exchanges removed. */
+  readonly running: RabbitConsumer[];
+}
+
+/**
+ * Opens a PostgreSQL store with the effects table and a broker admin before a test file's
+ * tests; after each test stops the consumers pushed onto `running` and removes what they
+ * declared; closes both after them all. Read the fields inside hooks and tests.
+ */
+export function useRabbitTestBed(): RabbitTestBed {
+  return useTestBed<RabbitTestBed>({
+    open: async () => {
+      const store = await openTestStore('postgres');
+      await createEffectsTable(store);
+      return { store, admin: await openAdmin(), running: [] };
+    },
+    afterEachTest: ({ admin, running }) => stopAndRemove(admin, running),
+    close: async ({ admin, store }) => {
+      await admin.close();
+      await store.dispose();
+    },
+  });
 }

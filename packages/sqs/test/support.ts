@@ -11,10 +11,13 @@ import {
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
 import { sqsClientConfig } from '../../../test-support/services';
+import { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
+import type { SqsConsumer } from '../src';
+import { useTestBed } from '../../../test-support/test-bed';
 
 export { sqsClientConfig };
 // The shared effects table, re-exported for the tests that import it from here.
-export { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
+export { openEffectsStore, type EffectsStore };
 
 /** A unique queue or consumer name (FIFO names end in `.fifo`). */
 export function unique(label: string, fifo = false): string {
@@ -145,4 +148,35 @@ export class TestQueues {
     }
     this.sqs.destroy();
   }
+}
+
+/** What {@link useSqsTestBed} opens for a test file. */
+export interface SqsTestBed {
+  /** A store with the shared effects table. */
+  readonly store: EffectsStore;
+  readonly queues: TestQueues;
+  /** Consumers to stop (waiting at most 5 s each) after each test. */
+  readonly consumers: SqsConsumer[];
+}
+
+/**
+ * Opens an effects store and a {@link TestQueues} before a test file's tests, stops the
+ * consumers pushed onto `consumers` after each test, and deletes the queues and closes the
+ * store after them all. Read the fields inside hooks and tests.
+ */
+export function useSqsTestBed(): SqsTestBed {
+  return useTestBed<SqsTestBed>({
+    open: async () => ({
+      store: await openEffectsStore(),
+      queues: new TestQueues(),
+      consumers: [],
+    }),
+    afterEachTest: async ({ consumers }) => {
+      await Promise.all(consumers.splice(0).map((c) => c.stop({ timeoutMs: 5_000 })));
+    },
+    close: async ({ queues, store }) => {
+      await queues.dispose();
+      await store.dispose();
+    },
+  });
 }
