@@ -8,9 +8,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   createInbox,
+  DEAD_LETTER_HEADERS,
   defineMessage,
   messageHandler,
   on,
+  type DeadLetter,
   type DeadLetterReason,
   type Handler,
   type Inbox,
@@ -18,6 +20,7 @@ import {
 } from '@justonce/core';
 import { z } from 'zod';
 import { writeEffect } from './effects';
+import { waitFor, type WaitForOptions } from './wait-for';
 
 /** The reasons of docs/bad-input.md's numbered list under "Which fault wins", in order. */
 export function documentedOrder(): DeadLetterReason[] {
@@ -59,6 +62,14 @@ export function faultOrderHandler(store: Store, consumer: string): Handler {
       }),
     ],
   });
+}
+
+/** The inbox and handler of {@link faultOrderInbox} and {@link faultOrderHandler}, to spread into a consumer's options. */
+export function faultOrderConsumer(
+  store: Store,
+  consumer: string,
+): { inbox: Inbox; handler: Handler } {
+  return { inbox: faultOrderInbox(store, consumer), handler: faultOrderHandler(store, consumer) };
 }
 
 /** A delivery as a broker test sends it: the id and every header as text, the body as text. */
@@ -200,4 +211,86 @@ export function conflictingDelivery(tag: string, text: FaultText): FaultyDeliver
     headers: { type: 'order.unknown', ...note },
     body: UNDECODABLE,
   };
+}
+
+/** The header that tells a test's deliveries apart (their bodies and values repeat). */
+export const CASE_HEADER = 'x-case';
+
+/** A delivery as a broker test hands it to its broker: the body and every header as text. */
+export interface SentDelivery {
+  readonly body: string;
+  /** The id as `message-id` where it has one, its other headers, and {@link CASE_HEADER}. */
+  readonly headers: Record<string, string>;
+}
+
+/** `deliveries` as sent, numbered by {@link CASE_HEADER} from `from`. */
+function sentDeliveries(deliveries: readonly FaultyDelivery[], from: number): SentDelivery[] {
+  return deliveries.map((d, i) => ({
+    body: d.body,
+    headers: {
+      ...(d.id === undefined ? {} : { 'message-id': d.id }),
+      ...d.headers,
+      [CASE_HEADER]: String(from + i),
+    },
+  }));
+}
+
+/** What a broker test sends: {@link faultyDeliveries} first, then {@link conflictingDelivery}. */
+export interface FaultOrderCases {
+  /** The deliveries sent first. */
+  readonly first: readonly FaultyDelivery[];
+  /** Every delivery in the order sent: `first`, then the conflicting copy of the good one. */
+  readonly all: readonly FaultyDelivery[];
+  /** The deliveries with a fault, each of which must be dead-lettered. */
+  readonly bad: readonly FaultyDelivery[];
+}
+
+/** The cases of one broker test, with ids made from `tag`. */
+export function faultOrderCases(tag: string, text: FaultText): FaultOrderCases {
+  const first = faultyDeliveries(tag, text);
+  const all = [...first, conflictingDelivery(tag, text)];
+  return { first, all, bad: all.filter((d) => d.faults.length > 0) };
+}
+
+/**
+ * Sends `cases.first` through `send`, waits until `settledCount` has reached their number,
+ * then sends the good delivery's conflicting copy: it is a payload conflict only once the
+ * good one is handled. Each is numbered by {@link CASE_HEADER} in the order of `cases.all`.
+ */
+export async function sendFaultOrderCases(
+  cases: FaultOrderCases,
+  send: (deliveries: SentDelivery[]) => Promise<unknown> | void,
+  settledCount: () => number,
+  waitOptions?: WaitForOptions,
+): Promise<void> {
+  const { first, all } = cases;
+  await send(sentDeliveries(first, 0));
+  await waitFor('the first deliveries settled', () => settledCount() >= first.length, waitOptions);
+  await send(sentDeliveries(all.slice(first.length), first.length));
+}
+
+/**
+ * Expects a copy on the dead-letter destination (`copies`, whose headers `headerOf` reads)
+ * and a letter in the store (`stored`) for each bad delivery and none for the good one, and
+ * each delivery's copy and letter, found by {@link CASE_HEADER}, to give the documented
+ * winner among its faults as their reason.
+ */
+export function expectDocumentedWinners<C>(
+  cases: FaultOrderCases,
+  copies: readonly C[],
+  headerOf: (copy: C | undefined, name: string) => unknown,
+  stored: readonly DeadLetter[],
+): void {
+  expect(copies).toHaveLength(cases.bad.length);
+  expect(stored).toHaveLength(cases.bad.length);
+  const seen = cases.all.map((d, i) => {
+    const copy = copies.find((c) => headerOf(c, CASE_HEADER) === String(i));
+    const letter = stored.find((l) => l.headers[CASE_HEADER] === String(i));
+    return [d.label, headerOf(copy, DEAD_LETTER_HEADERS.reason), letter?.reason];
+  });
+  const expected = cases.all.map((d) => {
+    const winner = d.faults.length === 0 ? undefined : winnerOf(d.faults);
+    return [d.label, winner, winner];
+  });
+  expect(seen).toEqual(expected);
 }
