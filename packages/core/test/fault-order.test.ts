@@ -14,11 +14,9 @@ import {
   OrderPlaced,
   winnerOf,
 } from '../../../test-support/fault-order';
-import { countEffects, createEffectsTable } from '../../../test-support/effects';
-import { STORE_KINDS, openTestStore } from './db';
-import { freshId } from './fixtures/inbox-support';
-
-type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+import { countEffects } from '../../../test-support/effects';
+import { STORE_KINDS } from './db';
+import { freshId, useEffectsStore } from './fixtures/inbox-support';
 
 /** One way to fail a check, and the field it puts on the envelope. */
 interface Variant<T> {
@@ -110,15 +108,7 @@ function envelopeOf(f: Faults, id: string): Envelope {
 }
 
 describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
-  let store: TestStore;
-
-  beforeAll(async () => {
-    store = await openTestStore(kind);
-    await createEffectsTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
+  const suite = useEffectsStore(kind);
 
   it('the doc lists every reason a delivery can be refused for, each once', () => {
     const order = documentedOrder();
@@ -143,8 +133,8 @@ describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
     await fc.assert(
       fc.asyncProperty(faultsArb, async (f) => {
         const consumer = freshId('order');
-        const inbox = faultOrderInbox(store, consumer);
-        const handler = faultOrderHandler(store, consumer);
+        const inbox = faultOrderInbox(suite.store, consumer);
+        const handler = faultOrderHandler(suite.store, consumer);
         const id = freshId('m');
         const sent = envelopeOf(f, id);
         if (f.conflict) {
@@ -174,7 +164,7 @@ describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
         const faults = faultsOf(f);
         if (faults.length === 0) {
           expect(outcome.status).toBe('processed');
-          expect(await countEffects(store, id)).toBe(1);
+          expect(await countEffects(suite.store, id)).toBe(1);
           return;
         }
         const winner = winnerOf(faults);
@@ -184,7 +174,7 @@ describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
           reason: winner,
         });
         if (outcome.status !== 'dead-lettered') return;
-        const letter = await createDeadLetters(store).get(outcome.deadLetterId);
+        const letter = await createDeadLetters(suite.store).get(outcome.deadLetterId);
         expect(letter?.reason).toBe(winner);
         expect(letter?.errorCode).toBe(winner);
       }),
@@ -194,8 +184,8 @@ describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
 
   it('an id handled before with the same payload answers as before, whatever else is wrong', async () => {
     const consumer = freshId('order');
-    const inbox = faultOrderInbox(store, consumer);
-    const handler = faultOrderHandler(store, consumer);
+    const inbox = faultOrderInbox(suite.store, consumer);
+    const handler = faultOrderHandler(suite.store, consumer);
     const body = JSON.stringify({ id: 'o-1', cents: 100 });
     const handled = freshId('handled');
     const dead = freshId('dead');

@@ -1,15 +1,7 @@
-import {
-  createInbox,
-  rowsOf,
-  type HandlerContext,
-  type InboxOptions,
-  type InboxOutcome,
-} from '../src';
-import { STORE_KINDS, openTestStore } from './db';
-import { envelope, freshId } from './fixtures/inbox-support';
-import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
-
-type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+import { createInbox, rowsOf, type Inbox, type InboxOutcome } from '../src';
+import { STORE_KINDS } from './db';
+import { envelope, freshId, useEffectsStore } from './fixtures/inbox-support';
+import { countEffects } from '../../../test-support/effects';
 
 /**
  * Holds the first delivery that reaches `attempt-counted` until `release()`: the copies
@@ -43,41 +35,43 @@ function expectRefused(outcomes: readonly InboxOutcome<unknown>[]): void {
 }
 
 describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kind) => {
-  let store: TestStore;
+  const suite = useEffectsStore(kind);
+  const { effect } = suite;
 
-  beforeAll(async () => {
-    store = await openTestStore(kind);
-    await createEffectsTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
-
-  const inboxFor = (extra: Partial<InboxOptions> = {}) =>
-    createInbox({ store, consumer: freshId('concurrent'), ...extra });
-  const effect = async (ctx: HandlerContext) => {
-    await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
-    return 'done';
-  };
+  /**
+   * A new message's first copy, started by `start` on an inbox of one attempt, counted and
+   * then held until `release()`.
+   */
+  async function firstCopyHeld<T>(start: (inbox: Inbox, id: string) => Promise<T>) {
+    const hold = holdFirstCount();
+    const inbox = createInbox({
+      store: suite.store,
+      consumer: freshId('concurrent'),
+      maxAttempts: 1,
+      onStep: hold.onStep,
+    });
+    const id = freshId();
+    const first = start(inbox, id);
+    await hold.firstCounted;
+    return { inbox, id, first, release: hold.release };
+  }
 
   async function hasCounter(consumer: string, messageId: string): Promise<boolean> {
-    const result = await store.knex.raw(
-      `select 1 from ${store.names.table('inbox_attempts')} where consumer = ? and message_id = ?`,
+    const result = await suite.store.knex.raw(
+      `select 1 from ${suite.store.names.table('inbox_attempts')} where consumer = ? and message_id = ?`,
       [consumer, messageId],
     );
     return rowsOf(result).length > 0;
   }
 
   it('copies refused while the first ran are all duplicates on their first redelivery, redelivered at once', async () => {
-    const hold = holdFirstCount();
-    const inbox = inboxFor({ maxAttempts: 1, onStep: hold.onStep });
-    const id = freshId();
-    const first = inbox.process(envelope(id), effect);
-    await hold.firstCounted;
+    const { inbox, id, first, release } = await firstCopyHeld((target, messageId) =>
+      target.process(envelope(messageId), effect),
+    );
     const refused = await Promise.all(
       Array.from({ length: 8 }, () => inbox.process(envelope(id), effect)),
     );
-    hold.release();
+    release();
     expect(await first).toMatchObject({ status: 'processed' });
     expectRefused(refused);
 
@@ -85,21 +79,19 @@ describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kin
     // however many arrive together.
     const again = await Promise.all(refused.map(() => inbox.process(envelope(id), effect)));
     expect(again.map((o) => o.status)).toEqual(refused.map(() => 'duplicate'));
-    expect(await countEffects(store, id)).toBe(1);
+    expect(await countEffects(suite.store, id)).toBe(1);
     // Known duplicates write nothing: no counter is left behind.
     expect(await hasCounter(inbox.consumer, id)).toBe(false);
   });
 
   it('in batch mode too, refused copies are duplicates on their first redelivery', async () => {
-    const hold = holdFirstCount();
-    const inbox = inboxFor({ maxAttempts: 1, onStep: hold.onStep });
-    const id = freshId();
-    const first = inbox.processBatch([envelope(id)], effect);
-    await hold.firstCounted;
+    const { inbox, id, first, release } = await firstCopyHeld((target, messageId) =>
+      target.processBatch([envelope(messageId)], effect),
+    );
     const copies = await Promise.all(
       Array.from({ length: 6 }, () => inbox.processBatch([envelope(id)], effect)),
     );
-    hold.release();
+    release();
     expect((await first).map((o) => o.status)).toEqual(['processed']);
     const refused = copies.flat();
     expect(refused).toHaveLength(6);
@@ -112,21 +104,19 @@ describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kin
     const fresh = freshId();
     const mixed = await inbox.processBatch([envelope(id), envelope(fresh)], effect);
     expect(mixed.map((o) => o.status)).toEqual(['duplicate', 'processed']);
-    expect(await countEffects(store, id)).toBe(1);
-    expect(await countEffects(store, fresh)).toBe(1);
+    expect(await countEffects(suite.store, id)).toBe(1);
+    expect(await countEffects(suite.store, fresh)).toBe(1);
     expect(await hasCounter(inbox.consumer, id)).toBe(false);
   });
 
   it('a refused copy is told to come back after a jittered delay of 750 to 1250 ms', async () => {
-    const hold = holdFirstCount();
-    const inbox = inboxFor({ maxAttempts: 1, onStep: hold.onStep });
-    const id = freshId();
-    const first = inbox.process(envelope(id), effect);
-    await hold.firstCounted;
+    const { inbox, id, first, release } = await firstCopyHeld((target, messageId) =>
+      target.process(envelope(messageId), effect),
+    );
     const copies = await Promise.all(
       Array.from({ length: 8 }, () => inbox.process(envelope(id), effect)),
     );
-    hold.release();
+    release();
     await first;
     expectRefused(copies);
     const delays = copies.map((o) => (o.status === 'failed' ? o.retryDelayMs : -1));
@@ -138,12 +128,10 @@ describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kin
   });
 
   it('a refused copy does not extend the window: a second after the last attempt that went ahead, refusals stop', async () => {
-    const hold = holdFirstCount();
-    const inbox = inboxFor({ maxAttempts: 1, onStep: hold.onStep });
-    const id = freshId();
     // The first copy is counted, then stalls before its transaction (a slow pool checkout).
-    const first = inbox.process(envelope(id), effect);
-    await hold.firstCounted;
+    const { inbox, id, first, release } = await firstCopyHeld((target, messageId) =>
+      target.process(envelope(messageId), effect),
+    );
     const countedAt = Date.now();
     expectRefused([await inbox.process(envelope(id), effect)]);
     await sleep(600);
@@ -154,12 +142,12 @@ describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kin
     // not keep the message "in flight", so this copy is not refused again.
     const late = await inbox.process(envelope(id), effect);
     expect(late).toMatchObject({ status: 'dead-lettered', reason: 'MAX_ATTEMPTS' });
-    hold.release();
+    release();
     const held = await first;
     expect(held).toMatchObject({
       status: 'dead-lettered',
       deadLetterId: late.status === 'dead-lettered' ? late.deadLetterId : 'none',
     });
-    expect(await countEffects(store, id)).toBe(0);
+    expect(await countEffects(suite.store, id)).toBe(0);
   });
 });
