@@ -101,23 +101,11 @@ describe('on a PGlite data directory', () => {
     });
     await app.close();
 
-    const status = await cli([
-      '--pglite',
-      dir,
-      '--knex-migrations-table',
-      'app_migrations',
-      'status',
-      '--json',
-    ]);
+    const onDir = ['--pglite', dir, '--knex-migrations-table', 'app_migrations'];
+    const status = await cli([...onDir, 'status', '--json']);
     expect(status.stderr).toBe('');
     expect(status.code).toBe(0);
-    const migrate = await cli([
-      '--pglite',
-      dir,
-      '--knex-migrations-table',
-      'app_migrations',
-      'migrate',
-    ]);
+    const migrate = await cli([...onDir, 'migrate']);
     expect(migrate.stderr).toBe('');
     expect(migrate.stdout).toMatch(/schema justonce is up to date/);
   });
