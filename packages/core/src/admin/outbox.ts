@@ -9,7 +9,8 @@ import type { AdminOutbox, ListOutboxOptions, OutboxEntry } from './types';
 import { choiceOption, dateOption, limitOption, rowId, stringOption } from '../config/arguments';
 import { storedHeaders } from '../outbox/sql/headers';
 
-const LIST_KEYS = optionKeys<ListOutboxOptions>()([
+/** The option names of {@link AdminOutbox.list} (and of `select`). @internal */
+export const LIST_KEYS = optionKeys<ListOutboxOptions>()([
   'status',
   'stuckAfterMs',
   'destination',

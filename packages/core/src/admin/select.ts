@@ -1,5 +1,7 @@
-import { optionKeys, positiveIntegerOption, rejectUnknownOptions } from '../config/options';
+import { positiveIntegerOption, rejectUnknownOptions } from '../config/options';
+import { LIST_KEYS as DEAD_LETTER_KEYS } from '../dead-letters/create-dead-letters';
 import type { DeadLetter, DeadLetters } from '../dead-letters/types';
+import { LIST_KEYS as OUTBOX_KEYS } from './outbox';
 import type {
   AdminSelection,
   ListOutboxOptions,
@@ -71,28 +73,7 @@ function selection<Row extends { readonly id: string }, Options extends FilterOp
   };
 }
 
-const DEAD_LETTER_KEYS = optionKeys<SelectDeadLettersOptions>()([
-  'consumer',
-  'scope',
-  'reason',
-  'since',
-  'until',
-  'ids',
-  'includeRequeued',
-  'limit',
-  'after',
-]);
-
-const OUTBOX_KEYS = optionKeys<SelectOutboxOptions>()([
-  'status',
-  'stuckAfterMs',
-  'destination',
-  'since',
-  'until',
-  'ids',
-  'limit',
-  'after',
-]);
+// `select` takes the options of `list` (its `limit` bounds the whole selection): the same names.
 
 /** `admin.deadLetters.select`, over `letters.list`. @internal */
 export function selectDeadLetters(

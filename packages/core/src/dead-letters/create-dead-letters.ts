@@ -52,7 +52,8 @@ function listFilter(options: ListDeadLettersOptions): {
   return { where, bindings, limit };
 }
 
-const LIST_KEYS = optionKeys<ListDeadLettersOptions>()([
+/** The option names of {@link DeadLetters.list} (and of the admin's `select`). @internal */
+export const LIST_KEYS = optionKeys<ListDeadLettersOptions>()([
   'consumer',
   'scope',
   'reason',
