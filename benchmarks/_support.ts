@@ -184,32 +184,32 @@ export function knexPlaceholders(text: string): string {
 /**
  * The inbox's single-row claim written by hand (inbox/sql/claim-messages.ts, claimMessage, for
  * a first delivery, which has no attempt counter to clear): a SUCCEEDED record in the
- * idempotency table `idempotency` with its request hash and an expiry ahead. Binds $1 the
- * operation, $2 the key, $3 the request hash, $4 the retention in milliseconds.
+ * inbox's table `inboxRecords` (`inbox_records`) with its fingerprint and an expiry ahead.
+ * Binds $1 the consumer, $2 the message id, $3 the fingerprint, $4 the retention in ms.
  */
-export function claimOneText(idempotency: string): string {
-  return `insert into ${idempotency}
-     (scope, operation, key, status, request_hash, attempts, expires_at)
+export function claimOneText(inboxRecords: string): string {
+  return `insert into ${inboxRecords}
+     (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
    values ('default', $1, $2, 'SUCCEEDED', $3, 1,
            now() + $4::double precision * interval '1 millisecond')
-   on conflict (scope, operation, key) do nothing returning scope, key`;
+   on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
 }
 
 /**
  * The inbox's multi-row claim written by hand (inbox/sql/claim-messages.ts, claimMessages): a
- * SUCCEEDED record per message in the idempotency table `idempotency`, in the order of the
- * arrays. Binds $1 the operation, $2 the retention in milliseconds, then the arrays $3 of
- * scopes, $4 of keys, $5 of request hashes and $6 of attempts.
+ * SUCCEEDED record per message in the inbox's table `inboxRecords` (`inbox_records`), in the
+ * order of the arrays. Binds $1 the consumer, $2 the retention in milliseconds, then the
+ * arrays $3 of scopes, $4 of message ids, $5 of fingerprints and $6 of attempts.
  */
-export function claimBatchText(idempotency: string): string {
-  return `insert into ${idempotency}
-     (scope, operation, key, status, request_hash, attempts, expires_at)
-   select m.scope, $1, m.key, 'SUCCEEDED', m.request_hash, m.attempts,
+export function claimBatchText(inboxRecords: string): string {
+  return `insert into ${inboxRecords}
+     (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
+   select m.scope, $1, m.message_id, 'SUCCEEDED', m.fingerprint, m.attempts,
           now() + $2::double precision * interval '1 millisecond'
      from unnest($3::text[], $4::text[], $5::text[], $6::integer[]) with ordinality
-          as m (scope, key, request_hash, attempts, ord)
+          as m (scope, message_id, fingerprint, attempts, ord)
     order by m.ord
-   on conflict (scope, operation, key) do nothing returning key`;
+   on conflict (consumer, scope, message_id) do nothing returning message_id`;
 }
 
 /**
@@ -218,12 +218,12 @@ export function claimBatchText(idempotency: string): string {
  */
 export async function handClaimOne(
   trx: Knex.Transaction,
-  idempotency: string,
+  inboxRecords: string,
   operation: string,
   retentionMs: number,
   message: { readonly id: string; readonly hash: string },
 ): Promise<boolean> {
-  const claimed = await trx.raw(knexPlaceholders(claimOneText(idempotency)), [
+  const claimed = await trx.raw(knexPlaceholders(claimOneText(inboxRecords)), [
     operation,
     message.id,
     message.hash,
@@ -244,13 +244,13 @@ export function inKeyOrder<T extends { readonly id: string }>(messages: readonly
  */
 export async function handClaim(
   trx: Knex.Transaction,
-  idempotency: string,
+  inboxRecords: string,
   operation: string,
   retentionMs: number,
   messages: ReadonlyArray<{ readonly id: string; readonly hash: string }>,
 ): Promise<Set<string>> {
   const sorted = inKeyOrder(messages);
-  const claimed = await trx.raw(knexPlaceholders(claimBatchText(idempotency)), [
+  const claimed = await trx.raw(knexPlaceholders(claimBatchText(inboxRecords)), [
     operation,
     retentionMs,
     sorted.map(() => 'default'),
@@ -258,7 +258,7 @@ export async function handClaim(
     sorted.map((m) => m.hash),
     sorted.map(() => 1),
   ]);
-  return new Set(rowsOf<{ key: string }>(claimed).map((r) => r.key));
+  return new Set(rowsOf<{ message_id: string }>(claimed).map((r) => r.message_id));
 }
 
 /** One outbox row as the hand-written relay loops claim it. */

@@ -84,8 +84,8 @@ interface Sides {
 interface Context {
   readonly url: string;
   readonly store: Store;
-  /** Quoted names of the idempotency and business tables. */
-  readonly idempotency: string;
+  /** Quoted names of the inbox's dedup table and the business table. */
+  readonly inboxRecords: string;
   readonly rows: string;
   readonly schema: string;
 }
@@ -129,7 +129,7 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
       ),
       hand: (m) =>
         knex.transaction(async (trx) => {
-          if (await handClaimOne(trx, ctx.idempotency, 'hand', INBOX_RETENTION_MS, m)) {
+          if (await handClaimOne(trx, ctx.inboxRecords, 'hand', INBOX_RETENTION_MS, m)) {
             await table().transacting(trx).insert(rowOf(m));
           }
         }),
@@ -148,7 +148,7 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
         const client = await clients.connect();
         try {
           await client.query('BEGIN');
-          const claimed = await client.query(claimOneText(ctx.idempotency), claimValues(m));
+          const claimed = await client.query(claimOneText(ctx.inboxRecords), claimValues(m));
           if (claimed.rows.length === 1) await client.query(insert, [m.id, m.envelope.body.length]);
           await client.query('COMMIT');
         } catch (error) {
@@ -168,11 +168,11 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
       dialect: new PostgresDialect({ pool: pool(ctx) }),
     }).withSchema(ctx.schema);
     const claim = (m: Message) =>
-      sql`insert into ${sql.raw(ctx.idempotency)}
-            (scope, operation, key, status, request_hash, attempts, expires_at)
+      sql`insert into ${sql.raw(ctx.inboxRecords)}
+            (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
           values ('default', ${'hand'}, ${m.id}, 'SUCCEEDED', ${m.hash}, 1,
                   now() + ${INBOX_RETENTION_MS}::double precision * interval '1 millisecond')
-          on conflict (scope, operation, key) do nothing returning scope, key`;
+          on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
     return {
       inbox: inboxSide(ctx, kyselyTransactions(db), (trx, row) =>
         trx.insertInto(ROWS).values(row).execute(),
@@ -196,11 +196,11 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
       body_length: integer('body_length').notNull(),
     });
     const claim = (m: Message) =>
-      sql`insert into ${sql.raw(ctx.idempotency)}
-            (scope, operation, key, status, request_hash, attempts, expires_at)
+      sql`insert into ${sql.raw(ctx.inboxRecords)}
+            (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
           values ('default', ${'hand'}, ${m.id}, 'SUCCEEDED', ${m.hash}, 1,
                   now() + ${INBOX_RETENTION_MS}::double precision * interval '1 millisecond')
-          on conflict (scope, operation, key) do nothing returning scope, key`;
+          on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
     return {
       inbox: inboxSide(ctx, drizzleTransactions(db), (tx, row) => tx.insert(rows).values(row)),
       hand: (m) =>
@@ -236,7 +236,7 @@ const LIBRARIES: Record<string, (ctx: Context) => Promise<Sides>> = {
       hand: (m) =>
         dataSource.transaction(async (manager) => {
           const claimed: unknown[] = await manager.query(
-            claimOneText(ctx.idempotency),
+            claimOneText(ctx.inboxRecords),
             claimValues(m),
           );
           if (claimed.length === 1) await manager.getRepository(RowEntity).insert(rowOf(m));
@@ -260,7 +260,7 @@ function kindOf(text: string): string {
   if (/^(begin|start transaction)/.test(t)) return 'begin';
   if (t.startsWith('commit')) return 'commit';
   if (t.startsWith('rollback')) return 'rollback';
-  if (t.includes('idempotency')) return 'claim';
+  if (t.includes('inbox_records')) return 'claim';
   if (t.includes(ROWS)) return 'business insert';
   if (t === 'select 1') return 'probe (select 1)';
   return t.replace(/\s+/g, ' ').slice(0, 40);
@@ -358,14 +358,14 @@ export async function main(): Promise<void> {
       url,
       store,
       schema,
-      idempotency: names.table('idempotency'),
+      inboxRecords: names.table('inbox_records'),
       rows: names.table(ROWS),
     };
     await knex.raw(
       `create table ${ctx.rows} (message_id text not null, body_length integer not null)`,
     );
     const reset = () =>
-      knex.raw(`truncate ${ctx.idempotency}, ${names.table('inbox_attempts')}, ${ctx.rows}`);
+      knex.raw(`truncate ${ctx.inboxRecords}, ${names.table('inbox_attempts')}, ${ctx.rows}`);
     const all = benchMessages('adapters', COUNT);
     const run = (side: (m: Message) => Promise<void>) => async (): Promise<Run> => {
       await reset();

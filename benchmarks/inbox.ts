@@ -127,7 +127,7 @@ async function pgTransaction(pool: Pool, work: (client: PoolClient) => Promise<v
 
 /** The tables and statements both hand-written sides and pgbench share. */
 interface Sql {
-  readonly idempotency: string;
+  readonly inboxRecords: string;
   readonly effects: string;
   /** The handler's business insert: $1 the message id, $2 the body's length. */
   readonly effect: string;
@@ -141,12 +141,12 @@ interface Sql {
  */
 function pgbenchScripts(sql: Sql): { message: PgbenchScript; batch: PgbenchScript } {
   const claimBatch =
-    `insert into ${sql.idempotency} ` +
-    '(scope, operation, key, status, request_hash, attempts, expires_at) ' +
+    `insert into ${sql.inboxRecords} ` +
+    '(scope, consumer, message_id, status, fingerprint, attempts, expires_at) ' +
     "select 'default', :operation, (:base::bigint + g)::text, 'SUCCEEDED', :hash, 1, " +
     "now() + :retention::double precision * interval '1 millisecond' " +
     `from generate_series(0, ${BATCH_SIZE - 1}) as g order by g ` +
-    'on conflict (scope, operation, key) do nothing returning key';
+    'on conflict (consumer, scope, message_id) do nothing returning message_id';
   const keys = Array.from({ length: BATCH_SIZE }, (_, i) => i);
   return {
     message: {
@@ -154,7 +154,7 @@ function pgbenchScripts(sql: Sql): { message: PgbenchScript; batch: PgbenchScrip
       lines: [
         '\\set key random(1, 1000000000000)',
         'BEGIN;',
-        `${pgbenchCommand(claimOneText(sql.idempotency), ['operation', 'key', 'hash', 'retention'])};`,
+        `${pgbenchCommand(claimOneText(sql.inboxRecords), ['operation', 'key', 'hash', 'retention'])};`,
         `${pgbenchCommand(sql.effect, ['key', 'length'])};`,
         'COMMIT;',
       ],
@@ -229,19 +229,19 @@ function inboxTransactions(b: Bench): Transactions {
  */
 function knexTransactions(b: Bench): Transactions {
   const { knex } = b.store;
-  const { idempotency } = b.sql;
+  const { inboxRecords } = b.sql;
   const insertEffect = knexPlaceholders(b.sql.effect);
   return {
     one: async (m) => {
       await knex.transaction(async (trx) => {
-        if (await handClaimOne(trx, idempotency, 'bench-knex', INBOX_RETENTION_MS, m)) {
+        if (await handClaimOne(trx, inboxRecords, 'bench-knex', INBOX_RETENTION_MS, m)) {
           await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
         }
       });
     },
     batch: async (batch) => {
       await knex.transaction(async (trx: Knex.Transaction) => {
-        const claimed = await handClaim(trx, idempotency, 'bench-knex', INBOX_RETENTION_MS, batch);
+        const claimed = await handClaim(trx, inboxRecords, 'bench-knex', INBOX_RETENTION_MS, batch);
         for (const m of batch.filter((m) => claimed.has(m.id))) {
           await trx.raw(insertEffect, [m.id, m.envelope.body.length]);
         }
@@ -255,8 +255,8 @@ function knexTransactions(b: Bench): Transactions {
  * statements (each connection parses and plans them once), no knex.
  */
 function pgTransactions(b: Bench): Transactions {
-  const claimOne = claimOneText(b.sql.idempotency);
-  const claimBatch = claimBatchText(b.sql.idempotency);
+  const claimOne = claimOneText(b.sql.inboxRecords);
+  const claimBatch = claimBatchText(b.sql.inboxRecords);
   const effect = (client: PoolClient, m: Message) =>
     client.query({
       name: 'bench-effect',
@@ -382,7 +382,7 @@ export async function main(): Promise<void> {
     const { names, knex } = store;
     const effects = names.table('bench_effects');
     const sql: Sql = {
-      idempotency: names.table('idempotency'),
+      inboxRecords: names.table('inbox_records'),
       effects,
       effect: `insert into ${effects} (message_id, body_length) values ($1, $2)`,
     };
@@ -398,7 +398,9 @@ export async function main(): Promise<void> {
       pgbench: await pgbenchVersion(),
       pgbenchSeconds: positive('BENCH_PGBENCH_SECONDS', 5),
       reset: async () => {
-        await knex.raw(`truncate ${sql.idempotency}, ${names.table('inbox_attempts')}, ${effects}`);
+        await knex.raw(
+          `truncate ${sql.inboxRecords}, ${names.table('inbox_attempts')}, ${effects}`,
+        );
       },
       effects: async () => {
         const [row] = rowsOf<{ n: string }>(await knex.raw(`select count(*) as n from ${effects}`));

@@ -4,7 +4,7 @@
  *
  * - consumer-batch: `createKafkaConsumer` in batch mode (one inbox transaction per 100
  *   records), beside a raw kafkajs `eachBatch` consumer that runs the same SQL by hand in one
- *   transaction per 100 records (the inbox's multi-row claim into the idempotency table,
+ *   transaction per 100 records (the inbox's multi-row claim into its `inbox_records` table,
  *   `on conflict do nothing`, with a SHA-256 request hash; the business insert per new
  *   record) and then commits the offset.
  * - consumer-message: the same in per-message mode (one transaction per record, offsets
@@ -60,7 +60,7 @@ interface Env {
   kafka: Kafka;
   store: Store;
   effects: string;
-  idempotency: string;
+  inboxRecords: string;
 }
 const tag = (): string => randomBytes(4).toString('hex');
 
@@ -177,7 +177,7 @@ async function rawRun(
   ): Promise<void> => {
     const isNew = await handClaim(
       trx,
-      env.idempotency,
+      env.inboxRecords,
       name,
       INBOX_RETENTION_MS,
       rows.map((r) => ({ id: r.id, hash: createHash('sha256').update(r.body).digest('hex') })),
@@ -342,11 +342,11 @@ export async function main(): Promise<void> {
   try {
     await store.migrate();
     const effects = `"${schema}"."bench_effects"`;
-    const idempotency = store.names.table('idempotency');
+    const inboxRecords = store.names.table('inbox_records');
     await store.knex.raw(
       `create table ${effects} (id bigserial primary key, message_id text not null, body text)`,
     );
-    const env: Env = { kafka, store, effects, idempotency };
+    const env: Env = { kafka, store, effects, inboxRecords };
     const batchTopic = `bench-batch-${tag()}`;
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));

@@ -5,8 +5,8 @@
  * - consumer: `createRabbitConsumer` (one inbox transaction per message, prefetch 64,
  *   concurrency 8), beside a raw amqplib consumer with the same prefetch and as many
  *   handlers at once that runs the inbox's statements by hand: per message a transaction
- *   with the same dedup insert into the idempotency table (`on conflict do nothing`, with a
- *   SHA-256 of the body as request hash), the same business row, commit, acknowledge. Both
+ *   with the same dedup insert into `inbox_records` (`on conflict do nothing`, with a
+ *   SHA-256 of the body as fingerprint), the same business row, commit, acknowledge. Both
  *   drain persistent messages published before the clock starts, timed from the start of
  *   consumption to the last acknowledgement.
  * - relay: the outbox relay publishing through `createRabbitPublisher`, beside the same
@@ -114,7 +114,7 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
   const channel: Channel = await model.createChannel();
   await channel.prefetch(PREFETCH);
   const effects = `${store.names.schema}."effects"`;
-  const idempotency = store.names.table('idempotency');
+  const inboxRecords = store.names.table('inbox_records');
   const attempts = store.names.table('inbox_attempts');
   const consumerName = `raw-${tag()}`;
   const waiting: ConsumeMessage[] = [];
@@ -131,10 +131,10 @@ async function rawConsumer(url: string, store: Store, queue: string, count: numb
         `with cleared as (
            delete from ${attempts} where scope = ? and consumer = ? and message_id = ?
          )
-         insert into ${idempotency}
-           (scope, operation, key, status, request_hash, attempts, expires_at)
+         insert into ${inboxRecords}
+           (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
          values (?, ?, ?, 'SUCCEEDED', ?, 1, now() + ?::double precision * interval '1 millisecond')
-         on conflict (scope, operation, key) do nothing returning scope, key`,
+         on conflict (consumer, scope, message_id) do nothing returning scope, message_id`,
         ['default', consumerName, id, 'default', consumerName, id, requestHash, INBOX_RETENTION_MS],
       )) as { rows: unknown[] };
       if (inserted.rows.length > 0) {

@@ -5,9 +5,9 @@
  * - consumer-message: `createSqsConsumer` in message mode (one inbox transaction per message,
  *   concurrency 10), beside a hand-written loop with as many pollers that runs the inbox's
  *   statements by hand, as the Kafka and RabbitMQ baselines do: ReceiveMessage (10 at a
- *   time, short polls), one transaction per message with the inbox's dedup insert into the
- *   idempotency table (`on conflict do nothing`, a SHA-256 of the body as request hash) and
- *   the same business row, then DeleteMessageBatch for the ten.
+ *   time, short polls), one transaction per message with the inbox's dedup insert into
+ *   `inbox_records` (`on conflict do nothing`, a SHA-256 of the body as fingerprint) and the
+ *   same business row, then DeleteMessageBatch for the ten.
  * - consumer-batch: the consumer in batch mode (one `processBatch` transaction per receive
  *   batch, concurrency 20), beside the same loop writing each receive batch in one
  *   transaction (the inbox's multi-row dedup insert, then the business rows of the new ids).
@@ -168,7 +168,7 @@ async function consumerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
 async function rawConsumerRun(b: Bench, count: number, mode: Mode): Promise<Run> {
   const queueUrl = await filledQueue(b, count);
   const consumer = `bench-raw-${tag()}`;
-  const idempotency = b.store.names.table('idempotency');
+  const inboxRecords = b.store.names.table('inbox_records');
   let deleted = 0;
   const write = (messages: readonly Message[]) =>
     b.store.knex.transaction(async (trx) => {
@@ -182,10 +182,10 @@ async function rawConsumerRun(b: Bench, count: number, mode: Mode): Promise<Run>
       });
       let isNew: Set<string>;
       if (mode === 'batch') {
-        isNew = await handClaim(trx, idempotency, consumer, INBOX_RETENTION_MS, rows);
+        isNew = await handClaim(trx, inboxRecords, consumer, INBOX_RETENTION_MS, rows);
       } else {
         const [row] = rows as [(typeof rows)[number]];
-        const fresh = await handClaimOne(trx, idempotency, consumer, INBOX_RETENTION_MS, row);
+        const fresh = await handClaimOne(trx, inboxRecords, consumer, INBOX_RETENTION_MS, row);
         isNew = new Set(fresh ? [row.id] : []);
       }
       for (const row of rows) {
