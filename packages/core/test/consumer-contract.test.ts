@@ -84,7 +84,44 @@ describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
     expect(checks.map((c) => c.clause)).toEqual(Object.values(CONSUMER_CONTRACT_CLAUSES));
     expect(checks.filter((c) => !c.ok)).toEqual([]);
     expect(Date.now() - started).toBeLessThan(20_000);
+    // Without their features the fault clauses are skipped, and the check says why.
+    expect(checks.filter((c) => c.skipped !== undefined).map((c) => c.skipped)).toEqual([
+      'the transport gave no features.restart',
+      'the transport gave no features.partition',
+    ]);
   });
+
+  // One store kind is enough: the clause's load takes about 20 s.
+  (kind === 'postgres' ? it : it.skip)(
+    'runs the restart clause, and fails it when the broker loses what it accepted while down',
+    async () => {
+      let down = false;
+      const options = memoryContract(broker, store, {
+        // While "down" the broker accepts messages and loses them: they go where nobody reads.
+        createPublisher: () => {
+          const inner = broker.publisher();
+          return {
+            publish: (messages) =>
+              inner.publish(down ? messages.map((m) => ({ ...m, destination: 'void' })) : messages),
+            close: () => inner.close(),
+          };
+        },
+        features: {
+          restart: {
+            stop: async () => void (down = true),
+            start: async () => void (down = false),
+            downMs: 1_000,
+          },
+        },
+      });
+      const checks = await checkConsumerContract(options);
+      const restart = checks.find((c) => c.clause === CONSUMER_CONTRACT_CLAUSES.restart);
+      expect(failed(checks)).toEqual([CONSUMER_CONTRACT_CLAUSES.restart]);
+      expect(restart?.problem).toMatch(/^lost \d+ of 300 events$/);
+      expect(restart?.figures).toMatchObject({ events: 300, doubled: 0, dead: 0, charged: 0 });
+    },
+    60_000,
+  );
 
   it('fails a consumer that ignores messageId.extract, or does not drain at stop', async () => {
     // A shorter wait than the default: the clause that fails waits it out; the others pass
@@ -134,5 +171,23 @@ describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
   it('refuses unknown options', async () => {
     const options = { ...memoryContract(broker, store), featurez: {} };
     await expect(checkConsumerContract(options)).rejects.toThrow(/featurez/);
+  });
+
+  it('refuses a fault feature without createPublisher, or without its functions', async () => {
+    const restart = { stop: async () => undefined, start: async () => undefined };
+    await expect(
+      checkConsumerContract(memoryContract(broker, store, { features: { restart } })),
+    ).rejects.toThrow(/createPublisher/);
+    const withPublisher = { createPublisher: () => broker.publisher() };
+    await expect(
+      checkConsumerContract(
+        memoryContract(broker, store, {
+          ...withPublisher,
+          features: {
+            partition: { cut: async () => undefined, heal: async () => undefined, cutMs: 0 },
+          },
+        }),
+      ),
+    ).rejects.toThrow(/cutMs/);
   });
 });

@@ -213,8 +213,12 @@ async function lifecycleClause(run: ContractRun): Promise<string | undefined> {
   return undefined;
 }
 
+/** The clauses that run side by side; the fault clauses are in `consumer-contract-faults`. */
 export const CLAUSES: Readonly<
-  Record<ClauseName, (run: ContractRun) => Promise<string | undefined>>
+  Record<
+    Exclude<ClauseName, 'restart' | 'partition'>,
+    (run: ContractRun) => Promise<string | undefined>
+  >
 > = {
   duplicate: duplicateClause,
   concurrent: concurrentClause,

@@ -22,6 +22,7 @@ const KEYS = optionKeys<ConsumerContractOptions>()([
   'newDestination',
   'send',
   'createConsumer',
+  'createPublisher',
   'features',
   'timeoutMs',
 ]);
@@ -29,6 +30,8 @@ const FEATURE_KEYS = optionKeys<ConsumerFeatures>()([
   'ordersByKey',
   'reportsReceiveCount',
   'batchMode',
+  'restart',
+  'partition',
 ]);
 
 /** Attempts of the poison clause's inbox: small, so the contract stays short. */
@@ -109,6 +112,7 @@ export async function prepareRun(options: ConsumerContractOptions): Promise<Cont
       'checkConsumerContract needs a store, newDestination, send and createConsumer',
     );
   }
+  checkFaultFeatures(options);
   const timeoutMs = options.timeoutMs ?? 15_000;
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) {
     throw new ConfigurationError('timeoutMs must be a number of milliseconds above 0', {
@@ -121,6 +125,33 @@ export async function prepareRun(options: ConsumerContractOptions): Promise<Cont
   );
   const tag = Math.random().toString(36).slice(2, 10);
   return { options, features: options.features ?? {}, timeoutMs, table, tag };
+}
+
+/** The fault features are well formed and come with the publisher their load needs. */
+function checkFaultFeatures(options: ConsumerContractOptions): void {
+  const { restart, partition } = options.features ?? {};
+  if (restart === undefined && partition === undefined) return;
+  if (typeof options.createPublisher !== 'function') {
+    throw new ConfigurationError(
+      'checkConsumerContract needs createPublisher with the restart or partition feature',
+    );
+  }
+  if (
+    restart !== undefined &&
+    (typeof restart?.stop !== 'function' || typeof restart.start !== 'function')
+  ) {
+    throw new ConfigurationError('features.restart needs stop and start functions');
+  }
+  if (
+    partition !== undefined &&
+    (typeof partition?.cut !== 'function' ||
+      typeof partition.heal !== 'function' ||
+      !(typeof partition.cutMs === 'number' && partition.cutMs > 0))
+  ) {
+    throw new ConfigurationError(
+      'features.partition needs cut and heal functions and cutMs, a number of milliseconds above 0',
+    );
+  }
 }
 
 /** The body of a delivery as text, whatever its type. */

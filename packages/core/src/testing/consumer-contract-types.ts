@@ -1,6 +1,9 @@
 import type { Handler, Inbox } from '../inbox/types';
+import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { Consumer, SettledEvent } from '../consumer';
+import type { Publisher } from '../transport/publisher';
+import type { ContractCheck } from './publisher-contract';
 
 /** A message the contract sends, in neutral terms; the test maps it to its broker's message. */
 export interface ContractMessage {
@@ -32,6 +35,87 @@ export interface ContractConsumerSettings {
   };
   /** The consumer's `concurrency`, when the clause needs more than one at a time. */
   readonly concurrency?: number;
+  /**
+   * Pass as the consumer's `logger` when present: the restart and partition clauses read
+   * what the consumer said (see {@link PartitionFeature.noticeMs}).
+   */
+  readonly logger?: Logger;
+}
+
+/**
+ * A way to stop the broker under test and start it again, for the `restart` clause: it runs a
+ * load (events added through the outbox at a steady rate, a relay publishing them through
+ * {@link ConsumerContractOptions.createPublisher}, the consumer handling them) and stops the
+ * broker in the middle of it. Use a broker of the test's own: other tests' clients see it go.
+ */
+export interface RestartFeature {
+  /** Stops the broker (a SIGKILL, `rabbitmqctl stop_app`…); resolves once it is down. */
+  stop(): Promise<void>;
+  /**
+   * Starts it again, with whatever a deployment provisions at start (queues that lived in
+   * memory only, say); resolves once clients can use it.
+   */
+  start(): Promise<void>;
+  /**
+   * Whether the broker answers now; polled while `start` runs, so recovery is measured from
+   * the broker's first answer. Absent: from the moment `start` resolves.
+   */
+  isUp?(): Promise<boolean>;
+  /** How long the broker stays down between `stop` and `start`. Default 0. */
+  readonly downMs?: number;
+  /**
+   * The broker comes back without the messages it held (queues in memory, a disk wiped): the
+   * clause then accepts that messages it accepted before the stop and nobody handled are
+   * missing, and nothing else. Default false: nothing may be missing.
+   */
+  readonly losesMessages?: boolean;
+  /** Bound on the first publish and the first handling after the broker answers. Default 30 000 ms. */
+  readonly recoveryMs?: number;
+}
+
+/** One line the consumer, the publisher or the relay logged during a fault clause. */
+export interface ContractLogLine {
+  /** When it was written (ms since the epoch). */
+  readonly at: number;
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** What the consumer, the publisher and the relay logged around a partition. */
+export interface PartitionLogs {
+  /** When the cut began and when the heal began (ms since the epoch). */
+  readonly cutAt: number;
+  readonly healedAt: number;
+  readonly consumer: readonly ContractLogLine[];
+  readonly publisher: readonly ContractLogLine[];
+  readonly relay: readonly ContractLogLine[];
+}
+
+/**
+ * A way to cut the network between the clients and the broker and heal it, for the
+ * `partition` clause: the same load as the restart clause, with the broker unreachable (packets
+ * dropped, connections left half open) for {@link PartitionFeature.cutMs} in the middle of it.
+ */
+export interface PartitionFeature {
+  /** Cuts every connection to the broker, old and new; resolves once it is cut. */
+  cut(): Promise<void>;
+  /** Heals the cut. */
+  heal(): Promise<void>;
+  /** How long the cut lasts: longer than every time limit the consumer and publisher were given. */
+  readonly cutMs: number;
+  /**
+   * Bounds, from the cut, on the first warning (or error) the consumer and the publisher log:
+   * each must say within its time limits that it cannot reach the broker. Absent: not checked.
+   */
+  readonly noticeMs?: { readonly consumer?: number; readonly publisher?: number };
+  /** Bound on the first publish and the first handling after the heal. Default 8 000 ms. */
+  readonly recoveryMs?: number;
+  /**
+   * The transport's own checks of what was logged (its wording, once per outage…): returns a
+   * problem, or `undefined` when the logs are right.
+   */
+  checkLogs?(logs: PartitionLogs): string | undefined;
 }
 
 /** What the broker under test does, which changes what some clauses send or expect. */
@@ -45,6 +129,10 @@ export interface ConsumerFeatures {
   readonly reportsReceiveCount?: boolean;
   /** The consumer hands batches to `processBatch`: the drain clause then drains two at once. */
   readonly batchMode?: boolean;
+  /** Stops and starts the broker: the `restart` clause runs (else it is skipped). */
+  readonly restart?: RestartFeature;
+  /** Cuts and heals the network to the broker: the `partition` clause runs (else it is skipped). */
+  readonly partition?: PartitionFeature;
 }
 
 /** Options of {@link checkConsumerContract}. */
@@ -57,6 +145,11 @@ export interface ConsumerContractOptions {
   readonly send: (destination: string, messages: readonly ContractMessage[]) => Promise<void>;
   /** The transport's consumer of `destination`, not started, built from `settings`. */
   readonly createConsumer: (destination: string, settings: ContractConsumerSettings) => Consumer;
+  /**
+   * The transport's publisher, writing to the broker under test with `logger` as its logger:
+   * the restart and partition clauses' relay publishes through it. Needed with those features.
+   */
+  readonly createPublisher?: (logger: Logger) => Publisher;
   /** What the broker does; see {@link ConsumerFeatures}. Default: none of them. */
   readonly features?: ConsumerFeatures;
   /** How long a clause waits for what it expects. Default 15 000 ms. */
@@ -74,7 +167,24 @@ export const CONSUMER_CONTRACT_CLAUSES = {
   outage: 'a failing store means no ack: the delivery is held, then acked once',
   drain: 'a graceful stop lets in-flight work commit and be acked before it resolves',
   lifecycle: 'start twice and start after stop reject with ConsumerStateError; stop twice resolves',
+  restart:
+    'a broker stopped and started under load: nothing lost, doubled, dead or charged; flow resumes within the bound',
+  partition:
+    'a network cut to the broker under load: noticed in time, nothing lost, doubled, dead or charged; flow resumes after the heal',
 } as const;
+
+/**
+ * A clause's result: a {@link ContractCheck}, with why it was skipped (a feature it needs was
+ * not given) and, for the fault clauses, the figures measured.
+ */
+export interface ConsumerContractCheck extends ContractCheck {
+  /** Why the clause did not run; it is then `ok`. */
+  readonly skipped?: string;
+  /** What the clause measured (counts, ms from the fault to notice and to recovery). */
+  readonly figures?: Readonly<Record<string, unknown>>;
+  /** How long the clause took, in ms (0 when skipped). */
+  readonly durationMs: number;
+}
 
 /** A clause's key in {@link CONSUMER_CONTRACT_CLAUSES}. @internal */
 export type ClauseName = keyof typeof CONSUMER_CONTRACT_CLAUSES;

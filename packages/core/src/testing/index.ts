@@ -47,4 +47,9 @@ export type {
   ContractConsumerSettings,
   ConsumerFeatures,
   ConsumerContractOptions,
+  ConsumerContractCheck,
+  RestartFeature,
+  PartitionFeature,
+  PartitionLogs,
+  ContractLogLine,
 } from './consumer-contract';
