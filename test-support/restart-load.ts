@@ -1,8 +1,11 @@
 /**
- * The load and the checks of the broker restart tests (`broker-restart.test.ts` in the kafka,
- * sqs and rabbitmq packages): events added through the outbox at a steady rate, a relay
+ * The load and the checks of the fault tests that the consumer contract's `restart` and
+ * `partition` clauses do not play (Kafka restarted with its data gone, in kafka's
+ * `broker-restart.test.ts`): events added through the outbox at a steady rate, a relay
  * publishing them, a transport's consumer handling them through the inbox into a business
- * table; then zero lost, zero doubled, nothing dead, and how long recovery took.
+ * table; then zero lost, zero doubled, nothing dead, and how long recovery took. The contract
+ * plays the same scenario on its own store (`packages/core/src/testing/consumer-contract-load.ts`),
+ * since `@justonce/core/testing` ships and cannot import this folder.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
