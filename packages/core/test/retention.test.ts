@@ -78,7 +78,13 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     await store.dispose();
   });
   beforeEach(async () => {
-    for (const table of ['idempotency', 'inbox_attempts', 'dead_letters', 'consumer_activity']) {
+    for (const table of [
+      'idempotency',
+      'inbox_records',
+      'inbox_attempts',
+      'dead_letters',
+      'consumer_activity',
+    ]) {
       await store.knex.raw(`delete from ${store.names.table(table)}`);
     }
   });
@@ -148,6 +154,29 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     const result = await retention({ retentionMs: 1 }).runOnce();
     expect(result.tables.idempotency.deleted).toBe(1);
     expect(await keysLeft(store)).toEqual(['long']);
+  });
+
+  it("deletes the inbox's expired records outside the window, apart from operations'", async () => {
+    const records = store.names.table('inbox_records');
+    // Expired two hours ago and written three hours ago; expired but written inside the
+    // window; written long ago but not expired.
+    await store.knex.raw(
+      `insert into ${records} (consumer, scope, message_id, status, fingerprint, created_at, expires_at)
+       values ('c', 'default', 'stale', 'SUCCEEDED', 'h', now() - interval '3 hours',
+               now() - interval '2 hours'),
+              ('c', 'default', 'recent', 'FAILED_FINAL', 'h', now() - interval '1 minute',
+               now() - interval '1 second'),
+              ('c', 'default', 'live', 'SUCCEEDED', 'h', now() - interval '3 hours',
+               now() + interval '1 hour')`,
+    );
+    await seedRecords(store, 'stale', 2, STALE);
+    const result = await retention({ retentionMs: 10 * MINUTE }).runOnce();
+    expect(result.tables.inbox_records).toEqual({ deleted: 1, batches: 1, complete: true });
+    expect(result.tables.idempotency).toEqual({ deleted: 2, batches: 1, complete: true });
+    const left = rowsOf<{ message_id: string }>(
+      await store.knex.raw(`select message_id from ${records} order by message_id`),
+    );
+    expect(left.map((r) => r.message_id)).toEqual(['live', 'recent']);
   });
 
   it('cleans stale inbox attempts, and old dead letters only when opted in', async () => {
