@@ -1,3 +1,4 @@
+import { withTimeout } from '../common/time';
 import type { Knex } from 'knex';
 import type { Logger } from '../observability/logger';
 import { fullJitterBackoff } from '../retry/backoff';
@@ -100,20 +101,12 @@ async function within(client: NotifyingClient, sql: string, ms: number): Promise
     await client.query(sql);
     return;
   }
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new StoreTimeoutError('listen-check', ms);
-      destroyConnection(client, error);
-      reject(error);
-    }, ms);
+  // Our own timer decides; the store's per-statement bound is lifted so it cannot race it.
+  await withTimeout(client.query({ text: sql, query_timeout: 0 }), ms, () => {
+    const error = new StoreTimeoutError('listen-check', ms);
+    destroyConnection(client, error);
+    return error;
   });
-  try {
-    // Our own timer decides; the store's per-statement bound is lifted so it cannot race it.
-    await Promise.race([client.query({ text: sql, query_timeout: 0 }), expired]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function listenOnDedicatedConnection(
