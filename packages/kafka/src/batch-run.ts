@@ -1,3 +1,4 @@
+import { asError, errorMessage } from '@justonce/core/transport';
 import type { KafkaBatchContext } from './client';
 import type { ProcessorRuntime } from './consumer-types';
 
@@ -122,16 +123,6 @@ export async function commitOffset<R>(
     });
     return { action: 'abandoned', error: asError(error) };
   }
-}
-
-/** The message of whatever was thrown. @internal */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Whatever was thrown, as an `Error`. @internal */
-export function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error), { cause: error });
 }
 
 /**

@@ -1,10 +1,5 @@
-import {
-  ConfigurationError,
-  optionKeys,
-  rejectUnknownOptions,
-  resolveLogger,
-  type Logger,
-} from '@justonce/core';
+import { ConfigurationError, type Logger } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions, resolveLogger } from '@justonce/core/transport';
 import { Kafka, logLevel, type logCreator, type ProducerConfig } from 'kafkajs';
 import { createConnectionRegistry } from './dead-connections';
 import type { RawHeaders } from './headers';

@@ -1,16 +1,13 @@
+import { ConfigurationError, type Handler, type Inbox, type Logger } from '@justonce/core';
 import {
-  ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
   resolveMessageIdOptions,
-  type Handler,
-  type Inbox,
-  type Logger,
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import {
   kafkajsClient,
   resolveKafkaTimeouts,

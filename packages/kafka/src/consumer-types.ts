@@ -1,14 +1,11 @@
+import type { KnexTransaction, Handler, Inbox, Logger } from '@justonce/core';
 import type {
-  KnexTransaction,
   Consumer,
   DeadLetterFacts,
-  Handler,
-  Inbox,
-  Logger,
   MessageIdOptions,
   ResolvedMessageId,
   SettledEvent,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import type {
   KafkaBatchContext,
   KafkaClient,

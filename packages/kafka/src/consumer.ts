@@ -1,4 +1,5 @@
-import { consumerLifecycle, type KnexTransaction } from '@justonce/core';
+import type { KnexTransaction } from '@justonce/core';
+import { consumerLifecycle } from '@justonce/core/transport';
 import { resolveConsumerOptions } from './consumer-options';
 import { createConsumerRuntime } from './consumer-runtime';
 import type { KafkaConsumer, KafkaConsumerOptions } from './consumer-types';

@@ -1,4 +1,4 @@
-import { deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
+import { deadLetterHeaders, type DeadLetterFacts } from '@justonce/core/transport';
 import type { KafkaProducerClient } from './client';
 import type { DeadLetterTopicName, KafkaDelivery } from './consumer-types';
 import { DeadLetterPublishError } from './errors';

@@ -1,4 +1,8 @@
-import { DEAD_LETTER_HEADERS, deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
+import {
+  DEAD_LETTER_HEADERS,
+  deadLetterHeaders,
+  type DeadLetterFacts,
+} from '@justonce/core/transport';
 import type { EnvelopeSettings } from './consumer-types';
 import { toEnvelope } from './envelope';
 import { decodeHeaders } from './headers';

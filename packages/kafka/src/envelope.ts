@@ -1,4 +1,4 @@
-import { findMessageId, type Envelope } from '@justonce/core';
+import { findMessageId, type Envelope } from '@justonce/core/transport';
 import type { KafkaRecord } from './client';
 import type { EnvelopeSettings, KafkaDelivery } from './consumer-types';
 import { decodeHeaders, headerOf } from './headers';

@@ -1,4 +1,5 @@
-import { silentLogger, type Envelope, type Inbox, type InboxOutcome } from '@justonce/core';
+import { silentLogger, type Inbox, type InboxOutcome } from '@justonce/core';
+import type { Envelope } from '@justonce/core/transport';
 import { createBatchProcessor } from './batch-processor';
 import type { KafkaBatchContext, KafkaRecord } from './client';
 import {

@@ -1,4 +1,4 @@
-import { MESSAGE_ID_HEADER } from '@justonce/core';
+import { MESSAGE_ID_HEADER } from '@justonce/core/transport';
 import { utf8Text } from './text';
 
 /** Header names justonce reads and writes on Kafka records. */

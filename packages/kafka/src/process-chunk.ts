@@ -1,4 +1,5 @@
-import { decide, type Envelope, type InboxOutcome } from '@justonce/core';
+import type { InboxOutcome } from '@justonce/core';
+import { decide, type Envelope } from '@justonce/core/transport';
 import type { KafkaRecord } from './client';
 import type { ProcessorRuntime } from './consumer-types';
 import { mustStop, revoked, unlessHalted, type BatchRun } from './batch-run';

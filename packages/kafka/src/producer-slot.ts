@@ -1,3 +1,4 @@
+import { withTimeout } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
 import type { KafkaProducerClient } from './client';
 import { KafkaStateError, KafkaTimeoutError } from './errors';
@@ -239,25 +240,18 @@ export function sendWithDeadline(
   timeoutMs: number,
 ): Promise<void> {
   const ticket: SendTicket = { expired: false, started: undefined };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new KafkaTimeoutError(
-        `kafka did not answer a send to ${record.topic} within ${timeoutMs} ms`,
-        { topic: record.topic, timeoutMs },
-      );
-      // The send goes on in kafkajs (its retries, its connection): that producer is
-      // suspect like after any failed send, and the next send goes out on a new one.
-      ticket.expired = true;
-      const started = ticket.started;
-      if (started !== undefined && slot.options.owns) {
-        rebuild(slot, started, 'a send timed out', error, record.topic);
-      }
-      reject(error);
-    }, timeoutMs);
+  return withTimeout(sendOn(slot, record, ticket), timeoutMs, () => {
+    const error = new KafkaTimeoutError(
+      `kafka did not answer a send to ${record.topic} within ${timeoutMs} ms`,
+      { topic: record.topic, timeoutMs },
+    );
+    // The send goes on in kafkajs (its retries, its connection): that producer is
+    // suspect like after any failed send, and the next send goes out on a new one.
+    ticket.expired = true;
+    const started = ticket.started;
+    if (started !== undefined && slot.options.owns) {
+      rebuild(slot, started, 'a send timed out', error, record.topic);
+    }
+    return error;
   });
-  const sending = sendOn(slot, record, ticket);
-  // Settled after the deadline: nobody awaits it any more.
-  sending.catch(() => undefined);
-  return Promise.race([sending, expired]).finally(() => clearTimeout(timer));
 }

@@ -1,15 +1,13 @@
+import { ConfigurationError, type Logger, errorChain } from '@justonce/core';
 import {
-  ConfigurationError,
   messageHeaders,
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
-  type Logger,
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
-  errorChain,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import {
   kafkajsClient,
   resolveKafkaTimeouts,

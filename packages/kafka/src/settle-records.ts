@@ -1,14 +1,15 @@
+import type { InboxOutcome } from '@justonce/core';
 import {
   decideOnThrow,
-  fullJitterBackoff,
   type DeadLetterFacts,
-  type InboxOutcome,
   type SettleAction,
   type SettledEvent,
-} from '@justonce/core';
+  errorMessage,
+} from '@justonce/core/transport';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import type { KafkaRecord } from './client';
 import type { KafkaDelivery, ProcessorRuntime } from './consumer-types';
-import { errorMessage, type AckResult, type BatchRun } from './batch-run';
+import type { AckResult, BatchRun } from './batch-run';
 
 /**
  * What the consumer did, or will do once the chunk's offset commit is answered (`ack`),

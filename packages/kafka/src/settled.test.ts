@@ -1,12 +1,5 @@
-import {
-  JustonceError,
-  silentLogger,
-  type DeadLetterFacts,
-  type Envelope,
-  type Inbox,
-  type InboxOutcome,
-  type SettledEvent,
-} from '@justonce/core';
+import { JustonceError, silentLogger, type Inbox, type InboxOutcome } from '@justonce/core';
+import type { DeadLetterFacts, Envelope, SettledEvent } from '@justonce/core/transport';
 import { createBatchProcessor } from './batch-processor';
 import type { KafkaBatchContext, KafkaRecord } from './client';
 import type { KafkaDelivery, ProcessorDeps } from './consumer-types';

@@ -1,4 +1,4 @@
-import { ConsumerStateError } from '@justonce/core';
+import { ConsumerStateError } from '@justonce/core/transport';
 import type { ConsumerRuntime } from './consumer-runtime';
 import { watchConsumerOutages } from './consumer-outage';
 

@@ -1,4 +1,4 @@
-import type { ConsumerStopOptions } from '@justonce/core';
+import { errorMessage, type ConsumerStopOptions } from '@justonce/core/transport';
 import type { ConsumerRuntime } from './consumer-runtime';
 
 /** `setTimeout` fires at once for delays above this; a longer drain waits this long. */
@@ -34,7 +34,7 @@ export async function stopConsumer<R>(
   if (errors.length > 0) {
     settings.logger.warn('kafka inbox consumer stopped with errors', {
       groupId: settings.groupId,
-      errors: errors.map(describe),
+      errors: errors.map((error) => errorMessage(error)),
     });
   }
 }
@@ -53,13 +53,4 @@ async function disconnect<R>(runtime: ConsumerRuntime<R>): Promise<unknown[]> {
     await producer.disconnect().catch((error: unknown) => errors.push(error));
   }
   return errors;
-}
-
-function describe(value: unknown): string {
-  if (value instanceof Error) return value.message;
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
 }

@@ -1,9 +1,6 @@
-import {
-  backoffBoundsOption,
-  ConfigurationError,
-  positiveIntegerOption,
-  type BackoffBounds,
-} from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import { positiveIntegerOption } from '@justonce/core/transport';
+import { backoffBoundsOption, type BackoffBounds } from '@justonce/core/retry';
 
 /** AMQP short strings (queue and exchange names, routing keys) hold at most 255 bytes. */
 export const MAX_NAME_BYTES = 255;

@@ -1,5 +1,5 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
+import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core/transport';
 import { fromMessageAttributes, headerOf } from './attributes';
 import { decodeBody } from './body';
 

@@ -1,9 +1,10 @@
+import { ConfigurationError } from '@justonce/core';
 import {
-  ConfigurationError,
   integerOption,
   optionKeys,
   rejectUnknownOptions,
-} from '@justonce/core';
+  withTimeout,
+} from '@justonce/core/transport';
 import { SqsTimeoutError } from './errors/timeout-error';
 
 /**
@@ -74,16 +75,10 @@ export function timeLimited<T>(
   const onOuterAbort = () => controller.abort(outer?.reason);
   if (outer?.aborted) onOuterAbort();
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      const error = new SqsTimeoutError({ operation, limitMs });
-      controller.abort(error);
-      reject(error);
-    }, limitMs);
+  const limited = withTimeout(run(controller.signal), limitMs, () => {
+    const error = new SqsTimeoutError({ operation, limitMs });
+    controller.abort(error);
+    return error;
   });
-  return Promise.race([run(controller.signal), expired]).finally(() => {
-    clearTimeout(timer);
-    outer?.removeEventListener('abort', onOuterAbort);
-  });
+  return limited.finally(() => outer?.removeEventListener('abort', onOuterAbort));
 }

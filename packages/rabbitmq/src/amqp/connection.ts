@@ -4,9 +4,14 @@ import {
   type ConfirmChannel,
   type Options,
 } from 'amqplib';
-import { ConfigurationError, positiveIntegerOption } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import {
+  positiveIntegerOption,
+  asError,
+  errorMessage,
+  withTimeout,
+} from '@justonce/core/transport';
 import { RabbitConnectionError } from '../errors';
-import { withDeadline } from './deadline';
 
 /**
  * Opens an amqplib connection. Give this instead of `url` to control TLS, credentials or
@@ -183,14 +188,14 @@ export async function openSession(settings: ConnectionSettings): Promise<AmqpSes
     );
   let model: ChannelModel;
   try {
-    model = await withDeadline(
+    model = await withTimeout(
       Promise.resolve().then(settings.connect),
       connectTimeoutMs,
       tooSlow('connecting to RabbitMQ'),
       (late) => void late.close().catch(() => undefined),
     );
   } catch (error) {
-    throw new RabbitConnectionError(`cannot connect to RabbitMQ: ${describe(error)}`, {
+    throw new RabbitConnectionError(`cannot connect to RabbitMQ: ${errorMessage(error)}`, {
       cause: error,
     });
   }
@@ -204,8 +209,8 @@ export async function openSession(settings: ConnectionSettings): Promise<AmqpSes
     };
   });
   // amqplib emits 'error' before 'close'; without a listener an 'error' would crash the process.
-  model.on('error', (error: unknown) => markLost(asError(error, 'connection error')));
-  model.on('close', (error: unknown) => markLost(asError(error, 'connection closed')));
+  model.on('error', (error: unknown) => markLost(asError(error ?? 'connection error')));
+  model.on('close', (error: unknown) => markLost(asError(error ?? 'connection closed')));
   const destroy = (cause: Error): void => {
     markLost(cause);
     // With an error, so that amqplib closes its channels and fails their pending confirms.
@@ -214,21 +219,23 @@ export async function openSession(settings: ConnectionSettings): Promise<AmqpSes
 
   let channel: ConfirmChannel;
   try {
-    channel = await withDeadline(
+    channel = await withTimeout(
       model.createConfirmChannel(),
       Math.max(1, deadline - Date.now()),
       tooSlow('opening a channel'),
     );
   } catch (error) {
-    destroy(asError(error, 'cannot open a channel'));
-    throw new RabbitConnectionError(`cannot open a channel: ${describe(error)}`, { cause: error });
+    destroy(asError(error ?? 'cannot open a channel'));
+    throw new RabbitConnectionError(`cannot open a channel: ${errorMessage(error)}`, {
+      cause: error,
+    });
   }
-  channel.on('error', (error: unknown) => markLost(asError(error, 'channel error')));
+  channel.on('error', (error: unknown) => markLost(asError(error ?? 'channel error')));
   channel.on('close', () => markLost(new Error('channel closed')));
   let closing: Promise<void> | undefined;
 
   function bounded<T>(what: string, work: Promise<T>): Promise<T> {
-    return withDeadline(work, operationTimeoutMs, () => {
+    return withTimeout(work, operationTimeoutMs, () => {
       const error = new RabbitConnectionError(
         `${what}: no answer from RabbitMQ within operationTimeoutMs (${operationTimeoutMs} ms)`,
         { details: { operationTimeoutMs } },
@@ -264,7 +271,7 @@ export async function openSession(settings: ConnectionSettings): Promise<AmqpSes
       // connection at once could overtake acknowledgements still buffered on the channel,
       // while the channel's close-ok proves the broker has processed them. One close,
       // shared by every caller; a broker that does not answer gets its socket destroyed.
-      closing ??= withDeadline(
+      closing ??= withTimeout(
         channel
           .close()
           .catch(() => undefined)
@@ -272,7 +279,7 @@ export async function openSession(settings: ConnectionSettings): Promise<AmqpSes
           .catch(() => undefined),
         operationTimeoutMs,
         () => new Error('RabbitMQ did not answer the close in time'),
-      ).catch((error: unknown) => socketOf(model)?.destroy(asError(error, 'close timed out')));
+      ).catch((error: unknown) => socketOf(model)?.destroy(asError(error ?? 'close timed out')));
       return closing;
     },
   };
@@ -291,13 +298,3 @@ function socketOf(model: ChannelModel): { destroy(error: Error): void } | undefi
 
 /** AMQP reply code for a missing queue or exchange. */
 const NOT_FOUND = 404;
-
-function asError(value: unknown, fallback: string): Error {
-  if (value instanceof Error) return value;
-  return new Error(value === undefined ? fallback : `${fallback}: ${String(value)}`);
-}
-
-/** A one-line description of an unknown thrown value. @internal */
-export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -1,12 +1,13 @@
+import type { KnexTransaction } from '@justonce/core';
 import {
   consumerLifecycle,
   type Consumer,
   type ConsumerStopOptions,
-  type KnexTransaction,
-} from '@justonce/core';
+  sleep,
+} from '@justonce/core/transport';
 import { handleDeliveries } from './deliver';
 import { resolveConsumerOptions, type RabbitConsumerOptions } from './options';
-import { connectionEvent, createRuntime, sleep, type ConsumerRuntime } from './runtime';
+import { connectionEvent, createRuntime, type ConsumerRuntime } from './runtime';
 import { connectOnce } from './session';
 import { release, releaseUnstarted } from './settle';
 import type { RabbitTopology } from './topology';

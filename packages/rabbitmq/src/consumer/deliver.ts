@@ -1,14 +1,15 @@
+import type { InboxOutcome } from '@justonce/core';
 import {
   decide,
   decideOnThrow,
   type Decision,
   type DecisionContext,
   type Envelope,
-  type InboxOutcome,
-} from '@justonce/core';
-import { describe } from '../amqp/connection';
+  errorMessage,
+  sleep,
+} from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
-import { settled, sleep, type ConsumerRuntime, type Delivery } from './runtime';
+import { settled, type ConsumerRuntime, type Delivery } from './runtime';
 import { release, releaseLater, releaseUnstarted, settle, type SettleDecision } from './settle';
 
 /** A delivery on its way through the inbox, with its envelope. */
@@ -66,7 +67,7 @@ function envelopeOf<R>(rt: ConsumerRuntime<R>, d: Delivery): Envelope {
   const messageId = messageIdOf(d.message, idOptions, (error) => {
     logger.warn('messageId.extract threw; treating the message as having no id', {
       queue,
-      error: describe(error),
+      error: errorMessage(error),
     });
   });
   d.messageId = messageId;

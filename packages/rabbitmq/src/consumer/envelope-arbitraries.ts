@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 import type { ConsumeMessage } from 'amqplib';
 import fc from 'fast-check';
-import { resolveMessageIdOptions } from '@justonce/core';
+import { resolveMessageIdOptions } from '@justonce/core/transport';
 /**
  * Property tests of the mapping from an AMQP delivery to the inbox's envelope. Header tables
  * are generated as AMQP wire bytes and decoded by amqplib's own codec, so every field type a

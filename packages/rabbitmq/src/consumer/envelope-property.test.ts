@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import fc from 'fast-check';
 import { encodableHeaders, headersToStrings } from '../amqp/headers';
-import { resolveMessageIdOptions } from '@justonce/core';
+import { resolveMessageIdOptions } from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
 import {
   RUNS,

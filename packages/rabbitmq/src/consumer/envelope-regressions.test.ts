@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import { encodableHeaders, headersToStrings } from '../amqp/headers';
-import { resolveMessageIdOptions } from '@justonce/core';
+import { resolveMessageIdOptions } from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
 import { encode, u8, u32, noReport, decodeFields } from './envelope-arbitraries';
 

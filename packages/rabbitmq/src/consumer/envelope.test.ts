@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { resolveMessageIdOptions } from '@justonce/core';
+import { resolveMessageIdOptions } from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
 
 function message(

@@ -1,4 +1,4 @@
-import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core';
+import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core/transport';
 import type { ConsumeMessage } from 'amqplib';
 import { headerCount, headerKey, headersToStrings } from '../amqp/headers';
 

@@ -1,20 +1,22 @@
 import {
   ConfigurationError,
-  optionKeys,
-  rejectUnknownOptions,
-  resolveLogger,
-  resolveMessageIdOptions,
   type Handler,
   type Inbox,
   type KnexTransaction,
   type InboxOptions,
   type Logger,
+} from '@justonce/core';
+import {
+  optionKeys,
+  rejectUnknownOptions,
+  resolveLogger,
+  resolveMessageIdOptions,
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
   integerOption,
   positiveIntegerOption,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import type { ConsumeMessage } from 'amqplib';
 import {
   CONNECTION_KEYS,

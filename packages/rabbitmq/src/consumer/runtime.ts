@@ -1,6 +1,11 @@
-import { resolveMeter, type SettleAction, type SettledEvent } from '@justonce/core';
+import {
+  resolveMeter,
+  type SettleAction,
+  type SettledEvent,
+  errorMessage,
+} from '@justonce/core/transport';
 import type { ConsumeMessage } from 'amqplib';
-import { describe, type AmqpSession } from '../amqp/connection';
+import type { AmqpSession } from '../amqp/connection';
 import type { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { OutageLog } from '../outage-log';
 import type { RabbitConnectionEvent } from './events';
@@ -122,7 +127,7 @@ export function settled<R>(
   try {
     hook({ action, messageId, message: d.message, ...extra });
   } catch (error) {
-    rt.options.logger.warn('rabbitmq consumer onSettled threw', { error: describe(error) });
+    rt.options.logger.warn('rabbitmq consumer onSettled threw', { error: errorMessage(error) });
   }
 }
 
@@ -133,25 +138,6 @@ export function connectionEvent<R>(rt: ConsumerRuntime<R>, event: RabbitConnecti
   try {
     hook(event);
   } catch (error) {
-    rt.options.logger.warn('rabbitmq consumer onConnection threw', { error: describe(error) });
+    rt.options.logger.warn('rabbitmq consumer onConnection threw', { error: errorMessage(error) });
   }
-}
-
-/** `value` as an Error. @internal */
-export function asError(value: unknown): Error {
-  return value instanceof Error ? value : new Error(String(value));
-}
-
-/** Waits `ms`, or less when one of `signals` aborts. @internal */
-export function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
-  return new Promise((resolve) => {
-    if (signals.some((signal) => signal.aborted)) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      for (const signal of signals) signal.removeEventListener('abort', done);
-      resolve();
-    }
-    for (const signal of signals) signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,8 +1,9 @@
-import { fullJitterBackoff } from '@justonce/core';
+import { asError, sleep } from '@justonce/core/transport';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import type { ConsumeMessage } from 'amqplib';
 import { openSession } from '../amqp/connection';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
-import { asError, connectionEvent, sleep, type ConsumerRuntime, type Live } from './runtime';
+import { connectionEvent, type ConsumerRuntime, type Live } from './runtime';
 import { releaseUnstarted } from './settle';
 import { declareTopology } from './topology';
 

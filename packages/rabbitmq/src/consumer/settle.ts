@@ -1,15 +1,18 @@
+import type { InboxOutcome } from '@justonce/core';
 import {
   deadLetterHeaders,
-  fullJitterBackoff,
   type Decision,
   type DeadLetterFacts,
-  type InboxOutcome,
-} from '@justonce/core';
+  asError,
+  errorMessage,
+  errorText,
+  sleep,
+} from '@justonce/core/transport';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import type { ConsumeMessage, Options } from 'amqplib';
-import { describe } from '../amqp/connection';
 import { encodableHeaders } from '../amqp/headers';
 import { messageIdOf, RETRY_ATTEMPT_HEADER } from './envelope';
-import { asError, settled, sleep, type ConsumerRuntime, type Delivery, type Live } from './runtime';
+import { settled, type ConsumerRuntime, type Delivery, type Live } from './runtime';
 import { declareRetryQueue } from './topology';
 
 /**
@@ -21,9 +24,6 @@ export const RETRY_HEADERS = {
   delayMs: 'x-justonce-retry-delay-ms',
   lastError: 'x-justonce-last-error',
 } as const;
-
-/** Longest error text carried in a retry header. */
-const MAX_ERROR_TEXT = 1_000;
 
 /** Broker-set headers that must not be copied onto a republished message. */
 const BROKER_HEADERS = /^(x-death|x-first-death-.*|x-last-death-.*|x-delivery-count)$/;
@@ -205,14 +205,14 @@ async function redeliver<R>(
       republished(d.message, {
         [RETRY_HEADERS.attempt]: attempt,
         [RETRY_HEADERS.delayMs]: delayMs,
-        [RETRY_HEADERS.lastError]: truncate(cause.message),
+        [RETRY_HEADERS.lastError]: errorText(cause.message),
       }),
     );
   } catch (error) {
     rt.options.logger.warn('cannot schedule a retry; returning the message to the queue', {
       queue: rt.options.queue,
       messageId,
-      error: describe(error),
+      error: errorMessage(error),
     });
     if (!d.released) release(rt, d, messageId, { error: asError(error), outcome });
     return;
@@ -255,7 +255,7 @@ async function deadLetter<R>(
       queue,
       exchange: topology.deadLetterExchange,
       messageId: facts.messageId,
-      error: describe(error),
+      error: errorMessage(error),
     });
     const attempt = Math.max(1, facts.attempts);
     await redeliver(rt, d, facts.messageId, {
@@ -301,8 +301,4 @@ function republished(
     if (value !== undefined && value !== null) (out as Record<string, unknown>)[key] = value;
   }
   return out;
-}
-
-function truncate(text: string): string {
-  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text;
 }

@@ -1,6 +1,6 @@
+import { errorMessage } from '@justonce/core/transport';
 import type { Channel } from 'amqplib';
 import { RabbitTopologyError } from '../errors';
-import { describe } from '../amqp/connection';
 
 /** The queues and exchanges a consumer uses. */
 export interface RabbitTopology {
@@ -93,7 +93,7 @@ async function topologyStep(what: string, step: () => Promise<void>): Promise<vo
     const code = (error as { code?: unknown }).code;
     // 404 NOT_FOUND and 406 PRECONDITION_FAILED need a change; anything else is the connection.
     if (code === 404 || code === 406) {
-      throw new RabbitTopologyError(`cannot declare ${what}: ${describe(error)}`, {
+      throw new RabbitTopologyError(`cannot declare ${what}: ${errorMessage(error)}`, {
         cause: error,
         details: { replyCode: code },
       });

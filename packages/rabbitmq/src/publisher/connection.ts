@@ -1,4 +1,4 @@
-import { fullJitterBackoff } from '@justonce/core';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import { openSession, type AmqpSession, type ConnectionSettings } from '../amqp/connection';
 import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
 import { PublishRejectedError, RabbitConnectionError } from '../errors';

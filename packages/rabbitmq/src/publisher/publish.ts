@@ -1,11 +1,11 @@
+import { isJustonceError } from '@justonce/core';
 import {
-  isJustonceError,
   messageHeaders,
   type OutgoingMessage,
   type PublishResult,
-} from '@justonce/core';
+  errorMessage,
+} from '@justonce/core/transport';
 import type { Options } from 'amqplib';
-import { describe } from '../amqp/connection';
 import { PARTITION_KEY_HEADER } from '../consumer/envelope';
 import { PublishRejectedError, RabbitConnectionError } from '../errors';
 import {
@@ -171,7 +171,7 @@ function failure(message: OutgoingMessage, error: unknown): PublishResult {
   const err =
     error instanceof Error
       ? error
-      : new RabbitConnectionError(`publish failed: ${describe(error)}`, { cause: error });
+      : new RabbitConnectionError(`publish failed: ${errorMessage(error)}`, { cause: error });
   return {
     messageId: message.messageId,
     ok: false,

@@ -1,12 +1,11 @@
+import { ConfigurationError, type Logger } from '@justonce/core';
 import {
-  ConfigurationError,
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
-  type Logger,
   type Publisher,
   positiveIntegerOption,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import { CONNECTION_KEYS, resolveConnection, type ConnectionOptions } from '../amqp/connection';
 import type { RabbitBackoffOptions } from '../consumer/options';
 import { backoffOption } from '../options';

@@ -1,4 +1,5 @@
-import { consumerLifecycle, type ConsumerStopOptions, type KnexTransaction } from '@justonce/core';
+import type { KnexTransaction } from '@justonce/core';
+import { consumerLifecycle, type ConsumerStopOptions } from '@justonce/core/transport';
 import { resolveConsumerOptions } from './options';
 import { createRuntime } from './runtime';
 import { checkStopOptions, startConsumer, stopConsumer } from './start-stop';

@@ -1,5 +1,5 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_HEADERS, type DeadLetterFacts } from '@justonce/core';
+import { DEAD_LETTER_HEADERS, type DeadLetterFacts } from '@justonce/core/transport';
 import { deadLetterAttributes } from './dead-letter';
 
 const facts: DeadLetterFacts = {

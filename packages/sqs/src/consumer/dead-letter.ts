@@ -4,7 +4,11 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_HEADERS, deadLetterHeaders, type DeadLetterFacts } from '@justonce/core';
+import {
+  DEAD_LETTER_HEADERS,
+  deadLetterHeaders,
+  type DeadLetterFacts,
+} from '@justonce/core/transport';
 import { MAX_MESSAGE_ATTRIBUTES } from '../attributes';
 import { fifoId } from '../publisher/entry';
 import { timeLimited } from '../time-limits';

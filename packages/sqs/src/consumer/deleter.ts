@@ -1,7 +1,8 @@
+import { sleep } from '@justonce/core/transport';
 import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { fullJitterBackoff, type Logger } from '@justonce/core';
+import type { Logger } from '@justonce/core';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import { errorName, isRetriableRequestError } from '../request-errors';
-import { sleep } from '../sleep';
 import { timeLimited } from '../time-limits';
 import type { HeldMessage } from './held-message';
 import type { ConsumerInstruments } from './instruments';

@@ -4,9 +4,9 @@ import {
   type Decision,
   type DecisionContext,
   type Envelope,
-} from '@justonce/core';
+  sleep,
+} from '@justonce/core/transport';
 import { toEnvelope } from '../envelope';
-import { sleep } from '../sleep';
 import type { HeldMessage } from './held-message';
 import { report, type ConsumerRuntime, type QueueSetup } from './runtime';
 import { release, settle } from './settle';

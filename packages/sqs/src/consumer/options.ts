@@ -1,20 +1,17 @@
 import type { Message } from '@aws-sdk/client-sqs';
+import { ConfigurationError, type Handler, type Inbox, type Logger } from '@justonce/core';
 import {
-  ConfigurationError,
   DEFAULT_MESSAGE_ID_HEADER,
   integerOption,
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
   resolveMeter,
-  type Handler,
-  type Inbox,
-  type Logger,
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
   optionalFunction,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import { attributeNameProblem } from '../attributes';
 import { isQueueUrl } from '../queue-names';
 import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';

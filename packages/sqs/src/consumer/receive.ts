@@ -1,7 +1,7 @@
+import { sleep } from '@justonce/core/transport';
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import { fullJitterBackoff } from '@justonce/core';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import { errorName } from '../request-errors';
-import { sleep } from '../sleep';
 import { timeLimited } from '../time-limits';
 import { groupOf, handleBatch, handleOne } from './handle';
 import type { HeldMessage } from './held-message';

@@ -1,5 +1,5 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
-import type { SettledEvent } from '@justonce/core';
+import type { SettledEvent } from '@justonce/core/transport';
 import { resolveClient } from '../client';
 import type { EnvelopeSettings } from '../envelope';
 import { Permits } from '../limiter';

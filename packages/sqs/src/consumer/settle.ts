@@ -1,10 +1,8 @@
+import { asError } from '@justonce/core/transport';
 import { ChangeMessageVisibilityCommand, type Message } from '@aws-sdk/client-sqs';
-import {
-  fullJitterBackoff,
-  type DeadLetterFacts,
-  type Decision,
-  type InboxOutcome,
-} from '@justonce/core';
+import type { InboxOutcome } from '@justonce/core';
+import type { DeadLetterFacts, Decision } from '@justonce/core/transport';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import { SqsDeadLetterError } from '../errors/dead-letter-error';
 import { errorName } from '../request-errors';
 import { timeLimited } from '../time-limits';
@@ -17,11 +15,6 @@ import {
   type ConsumerRuntime,
   type QueueSetup,
 } from './runtime';
-
-/** `error` as an `Error`. */
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}
 
 function receiveCountOf(message: Message): number {
   const n = Number(message.Attributes?.ApproximateReceiveCount);

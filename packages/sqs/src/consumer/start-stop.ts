@@ -1,4 +1,5 @@
-import { ConfigurationError, type ConsumerStopOptions } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import type { ConsumerStopOptions } from '@justonce/core/transport';
 import { Deleter } from './deleter';
 import { Heartbeat } from './heartbeat';
 import { GroupLanes } from './lanes';

@@ -2,14 +2,12 @@ import type { Message } from '@aws-sdk/client-sqs';
 import type {
   KnexTransaction,
   BackoffOptions,
-  Consumer,
   Handler,
   Inbox,
   InboxOptions,
   Logger,
-  MessageIdOptions,
-  SettledEvent,
 } from '@justonce/core';
+import type { Consumer, MessageIdOptions, SettledEvent } from '@justonce/core/transport';
 import type { SqsClientSource } from '../client';
 import type { SqsTimeoutOptions } from '../time-limits';
 

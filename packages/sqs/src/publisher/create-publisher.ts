@@ -1,4 +1,5 @@
-import { ConfigurationError, type Publisher } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import type { Publisher } from '@justonce/core/transport';
 import { resolveClient } from '../client';
 import { OutageNotice } from '../outage-notice';
 import { resolvePublisherOptions } from './options';

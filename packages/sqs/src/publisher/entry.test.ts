@@ -1,4 +1,5 @@
-import { hasErrorCode, type OutgoingMessage } from '@justonce/core';
+import { hasErrorCode } from '@justonce/core';
+import type { OutgoingMessage } from '@justonce/core/transport';
 import { fifoId, prepareEntry, type EntrySettings } from './entry';
 
 const settings: EntrySettings = { fifo: false, maxMessageBytes: 262_144, bodyEncoding: 'utf8' };

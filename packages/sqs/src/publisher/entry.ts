@@ -1,11 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
-import {
-  MESSAGE_ID_HEADER,
-  messageHeaders,
-  type JustonceError,
-  type OutgoingMessage,
-} from '@justonce/core';
+import type { JustonceError } from '@justonce/core';
+import { MESSAGE_ID_HEADER, messageHeaders, type OutgoingMessage } from '@justonce/core/transport';
 import { MAX_MESSAGE_ATTRIBUTES, attributeNameProblem } from '../attributes';
 import { BODY_ENCODING_ATTRIBUTE, encodeBody, type BodyEncoding } from '../body';
 import { SqsInvalidMessageError } from '../errors/invalid-message-error';

@@ -1,11 +1,10 @@
+import { ConfigurationError, type Logger } from '@justonce/core';
 import {
-  ConfigurationError,
   integerOption,
   optionKeys,
   rejectUnknownOptions,
   resolveLogger,
-  type Logger,
-} from '@justonce/core';
+} from '@justonce/core/transport';
 import type { BodyEncoding } from '../body';
 import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
 import type { SqsPublisherOptions } from './types';

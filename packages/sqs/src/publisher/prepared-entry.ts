@@ -1,5 +1,5 @@
 import type { SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
-import type { OutgoingMessage } from '@justonce/core';
+import type { OutgoingMessage } from '@justonce/core/transport';
 
 /**
  * One message ready for a `SendMessageBatch` request (without its batch `Id`). A module of

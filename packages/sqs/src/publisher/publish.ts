@@ -1,4 +1,5 @@
-import type { JustonceError, OutgoingMessage, PublishResult } from '@justonce/core';
+import type { JustonceError } from '@justonce/core';
+import type { OutgoingMessage, PublishResult } from '@justonce/core/transport';
 import { SqsInvalidMessageError } from '../errors/invalid-message-error';
 import { SqsPublishError } from '../errors/publish-error';
 import { SqsQueueError } from '../errors/queue-error';

@@ -1,14 +1,14 @@
+import { sleep } from '@justonce/core/transport';
 import {
   SendMessageBatchCommand,
   type BatchResultErrorEntry,
   type SendMessageBatchResultEntry,
 } from '@aws-sdk/client-sqs';
-import { fullJitterBackoff } from '@justonce/core';
+import { fullJitterBackoff } from '@justonce/core/retry';
 import { SqsPublishError } from '../errors/publish-error';
 import { SqsTimeoutError } from '../errors/timeout-error';
 import { isFifoQueue } from '../queue-names';
 import { errorName, isQueueMissing, isRetriableRequestError, isSqsOutage } from '../request-errors';
-import { sleep } from '../sleep';
 import { timeLimited } from '../time-limits';
 import { entryOf, requestEntry } from './entry';
 import type { PreparedEntry } from './prepared-entry';
