@@ -1,4 +1,4 @@
-import type { Admin } from '@justonce/core';
+import type { Admin } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { actOnItems, type BulkAction, type BulkFlags, type BulkItem } from './bulk';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from './connect';

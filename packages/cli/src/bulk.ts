@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import type { Admin } from '@justonce/core';
+import type { Admin } from '@justonce/core/admin';
 import { SingleBar } from 'cli-progress';
 import { EXIT_FAILED } from './exit-codes';
 import { printJson, table } from './format';

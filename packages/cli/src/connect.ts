@@ -1,12 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
-import {
-  createAdmin,
-  createStore,
-  migrationStatus,
-  validateIdentifier,
-  type Admin,
-  type Store,
-} from '@justonce/core';
+import { createStore, migrationStatus, validateIdentifier, type Store } from '@justonce/core';
+import { createAdmin, type Admin } from '@justonce/core/admin';
 import { UsageError } from './usage-error';
 
 /** The global options every command receives. */

@@ -1,4 +1,5 @@
-import { ConfigurationError, type Admin } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import type { Admin } from '@justonce/core/admin';
 import type { DashboardOptions } from './types';
 
 /** {@link DashboardOptions} checked, with defaults applied. */

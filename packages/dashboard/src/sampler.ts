@@ -1,4 +1,5 @@
-import { isJustonceError, type Admin, type StoreStatus } from '@justonce/core';
+import { isJustonceError } from '@justonce/core';
+import type { Admin, StoreStatus } from '@justonce/core/admin';
 
 /** One point of the overview's chart. */
 export interface Sample {

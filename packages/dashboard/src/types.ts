@@ -1,4 +1,4 @@
-import type { Admin } from '@justonce/core';
+import type { Admin } from '@justonce/core/admin';
 
 /** Options of {@link createDashboard}. */
 export interface DashboardOptions {

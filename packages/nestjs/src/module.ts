@@ -1,4 +1,5 @@
-import { ConfigurationError, optionKeys, rejectUnknownOptions } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions } from '@justonce/core/transport';
 import { Module, type DynamicModule, type ModuleMetadata, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { createOperationsFor, JUSTONCE_CORE, openCore, type CoreHandle } from './core-handle';

@@ -1,4 +1,4 @@
-import type { AdminCleanupOptions } from '@justonce/core';
+import type { AdminCleanupOptions } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { parseInteger } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';

@@ -1,4 +1,5 @@
-import type { Admin, DeadLetter } from '@justonce/core';
+import type { DeadLetter } from '@justonce/core';
+import type { Admin } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { parseName } from '../arguments';
 import type { BulkFlags } from '../bulk';

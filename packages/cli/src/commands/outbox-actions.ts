@@ -1,4 +1,4 @@
-import type { Admin, OutboxEntry } from '@justonce/core';
+import type { Admin, OutboxEntry } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import type { BulkFlags } from '../bulk';
 import { bulkCommand } from '../bulk-command';

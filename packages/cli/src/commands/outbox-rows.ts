@@ -1,4 +1,4 @@
-import type { OutboxEntry } from '@justonce/core';
+import type { OutboxEntry } from '@justonce/core/admin';
 import { bodyLabel, renderBody, time } from '../format';
 
 /** An event as `--json` prints it: the payload as text when it is UTF-8, else base64. */

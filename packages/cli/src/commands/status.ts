@@ -1,4 +1,4 @@
-import type { Admin, StoreStatus } from '@justonce/core';
+import type { Admin, StoreStatus } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { age, printJson, printJsonLine, table } from '../format';

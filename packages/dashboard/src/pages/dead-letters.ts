@@ -1,4 +1,4 @@
-import { type DeadLetter, type DeadLetterReason } from '@justonce/core';
+import type { DeadLetter, DeadLetterReason } from '@justonce/core';
 import { formOf, viewOf, type App, type Deps } from '../context';
 import { keepParams, pageLimit, pageOf, parseAfter, type ListPage } from '../listing';
 import { BadInputError, DEAD_LETTER_REASONS, parseReason, parseText, parseTime } from '../parse';

@@ -1,4 +1,5 @@
-import type { AdminOperationRecord, ListOperationsOptions } from '@justonce/core';
+import type { AdminOperationRecord } from '@justonce/core';
+import type { ListOperationsOptions } from '@justonce/core/admin';
 import { singleResult } from '../bulk';
 import { formOf, redirectDone, viewOf, type App, type Deps } from '../context';
 import { BadInputError, parseText } from '../parse';

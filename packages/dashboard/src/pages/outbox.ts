@@ -1,4 +1,4 @@
-import { type OutboxEntry } from '@justonce/core';
+import type { OutboxEntry } from '@justonce/core/admin';
 import { viewOf, type App, type Deps } from '../context';
 import { keepParams, pageLimit, pageOf, parseAfter, type ListPage } from '../listing';
 import { BadInputError, parseText } from '../parse';

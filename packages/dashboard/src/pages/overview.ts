@@ -1,4 +1,4 @@
-import type { StoreStatus } from '@justonce/core';
+import type { StoreStatus } from '@justonce/core/admin';
 import { viewOf, type App, type Deps } from '../context';
 import { statusChart } from '../render/chart';
 import { formatAge, formatTime } from '../render/format';

@@ -1,3 +1,4 @@
+import { NEVER_ABORTED } from '@justonce/core/transport';
 import {
   isOperationConflictError,
   isOperationFailedError,
@@ -129,7 +130,7 @@ async function runPlain<Req>(route: ResolvedRoute<Req>, runHandler: RunHandler):
   const execution = new Execution(route, runHandler);
   try {
     const response = await route.operations.transactions.transaction((trx) =>
-      execution.run({ trx, key: undefined }, new AbortController().signal),
+      execution.run({ trx, key: undefined }, NEVER_ABORTED),
     );
     return { kind: 'committed', response };
   } catch (error) {

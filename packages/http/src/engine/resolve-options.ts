@@ -1,12 +1,5 @@
-import {
-  ConfigurationError,
-  optionKeys,
-  rejectUnknownOptions,
-  resolveLogger,
-  type Logger,
-  type Operations,
-  type Store,
-} from '@justonce/core';
+import { ConfigurationError, type Logger, type Operations, type Store } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions, resolveLogger } from '@justonce/core/transport';
 import type { ErrorLogging, FingerprintOptions, IdempotencyOptions } from './options';
 
 /** Every option of {@link IdempotencyOptions}, for the unknown-key check. */

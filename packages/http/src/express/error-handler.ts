@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
-import { optionKeys, rejectUnknownOptions, type Logger } from '@justonce/core';
+import type { Logger } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions } from '@justonce/core/transport';
 import { errorResponse } from '../engine/error-response';
 import { loggerOption } from '../engine/resolve-options';
 import { send, takeHandlerError } from './middleware';

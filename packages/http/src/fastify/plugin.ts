@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ErrorLogging, IdempotencyContext, IdempotencyOptions } from '../engine/options';
 import { IDEMPOTENCY_KEYS, resolveRoute } from '../engine/resolve-options';
-import { rejectUnknownOptions } from '@justonce/core';
+import { rejectUnknownOptions } from '@justonce/core/transport';
 import { IdempotencyContextError } from '../errors/idempotency-context-error';
 import { contextOf, routeHooks } from './hooks';
 

@@ -1,3 +1,4 @@
+import { sleep } from '@justonce/core/transport';
 /**
  * The application every adapter serves in the tests: an orders API whose handler writes an
  * order row and an outbox event in the request's transaction, then answers as the request
@@ -201,6 +202,4 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { sleep };

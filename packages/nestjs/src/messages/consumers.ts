@@ -3,8 +3,6 @@ import {
   createInbox,
   messageHandler,
   on,
-  type Consumer,
-  type ConsumerStopOptions,
   type Handler,
   type Inbox,
   type InboxOptions,
@@ -12,6 +10,7 @@ import {
   type Outbox,
   type Store,
 } from '@justonce/core';
+import type { Consumer, ConsumerStopOptions } from '@justonce/core/transport';
 import type { ModuleConfig } from '../options/resolve';
 import type { TransportName } from '../options/types';
 import type { ConsumerPlan, FoundHandler } from './plan';

@@ -1,4 +1,5 @@
-import { ConfigurationError, optionKeys, rejectUnknownOptions } from '@justonce/core';
+import { ConfigurationError } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions } from '@justonce/core/transport';
 import type { TransportName, TransportSettings } from '../options/types';
 import type { OnMessageEntry, OnMessageOptions } from './on-message';
 

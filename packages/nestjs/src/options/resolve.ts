@@ -1,12 +1,10 @@
 import {
   ConfigurationError,
-  integerOption,
   isTransactionAdapter,
-  optionKeys,
-  rejectUnknownOptions,
   type Store,
   type TransactionAdapter,
 } from '@justonce/core';
+import { integerOption, optionKeys, rejectUnknownOptions } from '@justonce/core/transport';
 import type {
   ConsumerSettings,
   IdempotencyDefaults,
