@@ -2,6 +2,7 @@
  * The machinery the consumer contract's clauses share: options checked, the effects table,
  * one consumer per clause on its own destination, and what it settled. @internal
  */
+import { sleep } from '../common/time';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { createInbox } from '../inbox';
@@ -159,10 +160,8 @@ export function bodyText(body: Uint8Array | string): string {
   return typeof body === 'string' ? body : new TextDecoder().decode(body);
 }
 
-/** Resolves after `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+/** Core's `sleep`, for the clauses. */
+export { sleep };
 
 /** The handler of every clause: the clause's step, then one effect row in `ctx.trx`. */
 export function effectHandler(run: ContractRun, name: string, setup: ClauseSetup): Handler {
