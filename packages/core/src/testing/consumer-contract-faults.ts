@@ -11,6 +11,7 @@ import {
   settle,
   startLoad,
   type Load,
+  type LoadOutcome,
 } from './consumer-contract-load';
 import { sleep, type ContractRun } from './consumer-contract-run';
 import type { ContractLogLine, PartitionFeature, RestartFeature } from './consumer-contract-types';
@@ -91,20 +92,35 @@ export function restartClause(run: ContractRun, feature: RestartFeature): Promis
       ...recovery,
       transportLog: warnings([...load.logs.consumer, ...load.logs.publisher]).slice(0, 5),
     };
-    const lostProblem =
-      feature.losesMessages === true
-        ? outcome.missing.some((id) => !acceptedBefore.has(id))
-          ? `lost ${outcome.missing.filter((id) => !acceptedBefore.has(id)).length} messages published after the broker went down`
-          : undefined
-        : outcome.lost > 0
-          ? `lost ${outcome.lost} of ${outcome.events} events`
-          : undefined;
     const problem =
-      lostProblem ??
+      lossProblem(feature, outcome, acceptedBefore, load) ??
       outcomeProblem(outcome) ??
       recoveryProblem(recovery, feature.recoveryMs ?? 30_000);
     return { problem, figures };
   });
+}
+
+/**
+ * Problems with what a restart lost: nothing, or, from a broker that comes back empty, only
+ * messages it accepted before it went down that no handler had seen (a handler that saw one
+ * and did not commit would be the consumer's fault, not the broker's).
+ */
+function lossProblem(
+  feature: RestartFeature,
+  outcome: LoadOutcome,
+  acceptedBefore: ReadonlySet<string>,
+  load: Load,
+): string | undefined {
+  if (feature.losesMessages !== true) {
+    return outcome.lost > 0 ? `lost ${outcome.lost} of ${outcome.events} events` : undefined;
+  }
+  const after = outcome.missing.filter((id) => !acceptedBefore.has(id)).length;
+  if (after > 0) return `lost ${after} messages published after the broker went down`;
+  const seen = new Set(load.handled.map((h) => h.messageId));
+  const uncommitted = outcome.missing.filter((id) => seen.has(id)).length;
+  return uncommitted > 0
+    ? `${uncommitted} lost events had been handled, never committed`
+    : undefined;
 }
 
 /** The warnings and errors of some log lines, for figures and problems. */
