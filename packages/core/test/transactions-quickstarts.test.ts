@@ -212,9 +212,18 @@ function epilogue(name: string, quickStart: QuickStart, ids: Ids): string[] {
   const orders = quickStart.orders(ids).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   // The inbox's record of the envelope, and the operation's: each with the order it commits with.
   const { operation } = quickStart;
+  // The inbox's records live in `inbox_records`, operations' in `idempotency`.
+  const inbox = { table: 'inbox_records', nameColumn: 'consumer', keyColumn: 'message_id' };
+  const operations = { table: 'idempotency', nameColumn: 'operation', keyColumn: 'key' };
   const records = [
-    { operation: 'billing', key: ids.messageId, order: quickStart.handled(ids), response: null },
-    ...(operation ? [{ ...operation, operation: operation.name }] : []),
+    {
+      ...inbox,
+      operation: 'billing',
+      key: ids.messageId,
+      order: quickStart.handled(ids),
+      response: null,
+    },
+    ...(operation ? [{ ...operations, ...operation, operation: operation.name }] : []),
   ];
   return [
     '// The test epilogue: what the block committed, read on the prologue connection.',
@@ -243,10 +252,11 @@ function epilogue(name: string, quickStart: QuickStart, ids: Ids): string[] {
     '    `the outbox events committed with order ${id}`,',
     '  );',
     '}',
-    `for (const { operation, key, order, response } of ${JSON.stringify(records)}) {`,
+    `for (const { table, nameColumn, keyColumn, operation, key, order, response } of ${JSON.stringify(records)}) {`,
+    "  const responseColumn = table === 'idempotency' ? 'response' : 'null::json as response';",
     '  const rows = (await testDb.query(',
-    "    `select status, response, xmin::text as tx from ${store.names.table('idempotency')} ` +",
-    "      'where operation = $1 and key = $2',",
+    '    `select status, ${responseColumn}, xmin::text as tx from ${store.names.table(table)} ` +',
+    '      `where ${nameColumn} = $1 and ${keyColumn} = $2`,',
     '    [operation, key],',
     '  )).rows;',
     '  testEqual(',
@@ -255,7 +265,7 @@ function epilogue(name: string, quickStart: QuickStart, ids: Ids): string[] {
     '    `the record of ${operation} ${key}, committed with order ${order}`,',
     '  );',
     '  await testDb.query(',
-    "    `delete from ${store.names.table('idempotency')} where operation = $1 and key = $2`,",
+    '    `delete from ${store.names.table(table)} where ${nameColumn} = $1 and ${keyColumn} = $2`,',
     '    [operation, key],',
     '  );',
     '}',
@@ -307,7 +317,7 @@ async function deleteFromSharedStore(pg: Client, schema: string, messageId: stri
     `delete from ${SHARED_STORE_SCHEMA}.outbox where xmin::text in (select xmin::text from ${schema}.orders)`,
   );
   await pg.query(
-    `delete from ${SHARED_STORE_SCHEMA}.idempotency where operation = 'billing' and key = $1`,
+    `delete from ${SHARED_STORE_SCHEMA}.inbox_records where consumer = 'billing' and message_id = $1`,
     [messageId],
   );
 }
