@@ -6,7 +6,7 @@ import { drizzle as drizzlePglite, type PgliteDatabase } from 'drizzle-orm/pglit
 import fc from 'fast-check';
 import { Pool } from 'pg';
 import { drizzleTransactions, type DrizzleTransaction } from '../src/adapters/drizzle';
-import type { TransactionAdapter } from '../src/transactions';
+import type { TransactionAdapter } from '../src/transactions/types';
 import { databaseUrl, uniqueSchema } from './db';
 import {
   expectJsonRoundTrip,

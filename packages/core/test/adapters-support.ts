@@ -8,9 +8,8 @@ import { isJustonceError } from '../src/errors';
 import {
   InvalidTransactionError,
   type InvalidTransactionReason,
-  type SqlResult,
-  type SqlTransaction,
-} from '../src/transactions';
+} from '../src/transactions/invalid-transaction-error';
+import type { SqlResult, SqlTransaction } from '../src/transactions/types';
 
 /** Runs per property; `FC_RUNS` raises it. */
 export const RUNS = Number(process.env.FC_RUNS ?? 30);

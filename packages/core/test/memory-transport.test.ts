@@ -1,5 +1,5 @@
 import type { InboxOutcome } from '../src/inbox/types';
-import type { Envelope } from '../src/transport';
+import type { Envelope } from '../src/transport/envelope';
 import {
   BrokerClosedError,
   CRASH_POINTS,

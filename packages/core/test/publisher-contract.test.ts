@@ -1,5 +1,5 @@
 import type { OutgoingMessage, Publisher, PublishResult } from '../src';
-import { createMemoryPublisher, type MemoryPublisher } from '../src/transport';
+import { createMemoryPublisher, type MemoryPublisher } from '../src/transport/memory-publisher';
 import {
   CONTRACT_CLAUSES,
   checkPublisherContract,

@@ -9,13 +9,13 @@ import {
 import type { NodePgQueryResultHKT } from 'drizzle-orm/node-postgres';
 import { PgTransaction, type PgDatabase } from 'drizzle-orm/pg-core';
 import type { PgliteQueryResultHKT } from 'drizzle-orm/pglite';
-import {
-  InvalidTransactionError,
-  type SqlResult,
-  type SqlTransaction,
-  type TransactionAdapter,
-  type TransactionState,
-} from '../transactions';
+import { InvalidTransactionError } from '../transactions/invalid-transaction-error';
+import type {
+  SqlResult,
+  SqlTransaction,
+  TransactionAdapter,
+  TransactionState,
+} from '../transactions/types';
 import { hasPgStatus, pgClientState } from './pg-status';
 
 /** The drivers the adapter supports: node-postgres (`drizzle-orm/node-postgres`) and PGlite. */

@@ -1,10 +1,6 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import {
-  InvalidTransactionError,
-  type SqlResult,
-  type SqlTransaction,
-  type TransactionAdapter,
-} from '../transactions';
+import { InvalidTransactionError } from '../transactions/invalid-transaction-error';
+import type { SqlResult, SqlTransaction, TransactionAdapter } from '../transactions/types';
 
 /**
  * Transactions this adapter opened, and whether each has ended: Kysely keeps that private

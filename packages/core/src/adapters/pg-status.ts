@@ -1,4 +1,4 @@
-import type { TransactionState } from '../transactions';
+import type { TransactionState } from '../transactions/types';
 
 /** The members of a node-postgres `Client` the status is read from. */
 interface PgClientStatus {

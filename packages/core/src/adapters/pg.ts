@@ -1,11 +1,11 @@
 import type { Pool, PoolClient } from 'pg';
-import {
-  InvalidTransactionError,
-  type SqlQueryOptions,
-  type SqlResult,
-  type SqlTransaction,
-  type TransactionAdapter,
-} from '../transactions';
+import { InvalidTransactionError } from '../transactions/invalid-transaction-error';
+import type {
+  SqlQueryOptions,
+  SqlResult,
+  SqlTransaction,
+  TransactionAdapter,
+} from '../transactions/types';
 import { pgClientState } from './pg-status';
 
 /**

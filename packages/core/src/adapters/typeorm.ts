@@ -2,11 +2,13 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import {
   InvalidTransactionError,
   type InvalidTransactionReason,
-  type SqlResult,
-  type SqlTransaction,
-  type TransactionAdapter,
-  type TransactionState,
-} from '../transactions';
+} from '../transactions/invalid-transaction-error';
+import type {
+  SqlResult,
+  SqlTransaction,
+  TransactionAdapter,
+  TransactionState,
+} from '../transactions/types';
 import { hasPgStatus, pgClientState } from './pg-status';
 
 /** Entity managers of transactions this adapter opened, and whether each has ended. */

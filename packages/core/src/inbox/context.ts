@@ -1,4 +1,4 @@
-import { bindOutbox } from '../outbox';
+import { bindOutbox } from '../outbox/create-outbox';
 import type { HandlerOutbox } from '../outbox/types';
 import type { SqlTransaction } from '../transactions/types';
 import type { GoodDelivery } from './inspect-envelope';

@@ -3,7 +3,7 @@ import { ConfigurationError } from '../errors/configuration-error';
 import { storableNameOption } from '../config/arguments';
 import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
-import { createOutbox } from '../outbox';
+import { createOutbox } from '../outbox/create-outbox';
 import type { Outbox } from '../outbox/types';
 import { BACKOFF_DEFAULTS, backoffBoundsOption, type BackoffOptions } from '../retry/backoff';
 import type { Store } from '../store/store';

@@ -5,7 +5,7 @@
  * lost, doubled, dead or charged, and how long the flow took to resume. The same scenario as
  * the repository's `test-support/restart-load.ts`, on the contract's store. @internal
  */
-import { createInbox } from '../inbox';
+import { createInbox } from '../inbox/create-inbox';
 import type { Logger } from '../observability/logger';
 import { createOutbox } from '../outbox/create-outbox';
 import { createRelay } from '../relay/create-relay';

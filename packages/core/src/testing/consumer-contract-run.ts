@@ -5,7 +5,7 @@
 import { sleep } from '../common/time';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { createInbox } from '../inbox';
+import { createInbox } from '../inbox/create-inbox';
 import type { Handler, HandlerContext, InboxOptions } from '../inbox/types';
 import type { Store } from '../store/store';
 import type { Consumer, SettledEvent } from '../consumer';

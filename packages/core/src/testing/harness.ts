@@ -1,9 +1,9 @@
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
-import { createInbox } from '../inbox';
+import { createInbox } from '../inbox/create-inbox';
 import { INBOX_BACKOFF_KEYS, INBOX_OPTION_KEYS } from '../inbox/options';
 import type { Handler, Inbox, InboxOptions } from '../inbox/types';
-import { createStore, type Store } from '../store';
+import { createStore, type Store } from '../store/store';
 import { checkCount } from './faults';
 import type { FaultInjector } from './faults';
 import {
