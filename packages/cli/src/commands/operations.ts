@@ -42,7 +42,9 @@ function showRecord(r: OperationRecord): string {
 export function operationsCommand(program: Command, globals: () => GlobalOptions): void {
   const group = program
     .command('operations')
-    .description('idempotent operations and inbox claims in progress: list, show, release');
+    .description(
+      "idempotent operations' records in progress: list, show (an inbox consumer's too), release",
+    );
   listRecords(group, globals);
   showRecordCommand(group, globals);
   releaseRecord(group, globals);
@@ -52,10 +54,10 @@ function listRecords(group: Command, globals: () => GlobalOptions): void {
   group
     .command('list')
     .description(
-      'records in progress (inbox consumers claim through the same table); exit 1 when one is past its lease',
+      "operations' records in progress (inbox records never are); exit 1 when one is past its lease",
     )
     .option('--past-lease', 'only those whose lease ran out (the owner died or hangs)')
-    .option('--operation <name>', 'only this operation (or inbox consumer)')
+    .option('--operation <name>', 'only this operation')
     .option('--scope <scope>', 'only this scope')
     .option('--limit <n>', 'most records to list, 1-1000 (default 100)')
     .option('--json', 'print JSON')
