@@ -53,8 +53,8 @@ export function resolveTimeouts(value: unknown, context: string): ResolvedTimeou
   rejectUnknownOptions(value, TIMEOUT_KEYS, context, 'timeouts');
   const t = value as SqsTimeoutOptions;
   return {
-    connectMs: integerOption(t.connectMs, DEFAULT_CONNECT_MS, 'timeouts.connectMs', 0, 600_000),
-    requestMs: integerOption(t.requestMs, DEFAULT_REQUEST_MS, 'timeouts.requestMs', 0, 600_000),
+    connectMs: integerOption(t.connectMs, 'timeouts.connectMs', DEFAULT_CONNECT_MS, 0, 600_000),
+    requestMs: integerOption(t.requestMs, 'timeouts.requestMs', DEFAULT_REQUEST_MS, 0, 600_000),
   };
 }
 

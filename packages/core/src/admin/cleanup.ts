@@ -34,7 +34,7 @@ export async function runCleanup(
     24 * 3_600_000,
     0,
   );
-  const batchSize = integerOption(options.batchSize, 1000, 'batchSize', 1, 100_000);
+  const batchSize = integerOption(options.batchSize, 'batchSize', 1000, 1, 100_000);
   const onBatch = optionalFunction<NonNullable<AdminCleanupOptions['onBatch']>>(
     options.onBatch,
     'onBatch',

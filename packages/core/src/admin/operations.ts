@@ -132,7 +132,7 @@ export function adminOperations(store: Store): AdminOperations {
     async release(ref: OperationRef, options: { force?: boolean } = {}): Promise<boolean> {
       const key = refOf(ref);
       rejectUnknownOptions(options, RELEASE_KEYS, 'operations.release');
-      const force = optionalBoolean(options.force, false, 'force');
+      const force = optionalBoolean(options.force, 'force', false);
       // Clearing owner_id fences the old owner off: its completion is a compare-and-set on
       // it and now fails with LeaseLostError. The request hash stays, so the reserve that
       // takes a FAILED_RETRIABLE record over still refuses a different request.

@@ -24,11 +24,11 @@ function thrown(run: () => unknown): ConfigurationError {
 
 describe('option validators', () => {
   it('integerOption: the fallback when absent, the range inclusive, anything else refused by name', () => {
-    expect(integerOption(undefined, 7, 'n', 1, 10)).toBe(7);
-    expect(integerOption(1, 7, 'n', 1, 10)).toBe(1);
-    expect(integerOption(10, 7, 'n', 1, 10)).toBe(10);
+    expect(integerOption(undefined, 'n', 7, 1, 10)).toBe(7);
+    expect(integerOption(1, 'n', 7, 1, 10)).toBe(1);
+    expect(integerOption(10, 'n', 7, 1, 10)).toBe(10);
     for (const bad of [0, 11, 1.5, Number.NaN, '3', null]) {
-      const error = thrown(() => integerOption(bad, 7, 'batchSize', 1, 10));
+      const error = thrown(() => integerOption(bad, 'batchSize', 7, 1, 10));
       expect(error.message).toBe('batchSize must be an integer from 1 to 10');
       expect(error.details).toEqual({ batchSize: bad });
     }
@@ -56,8 +56,8 @@ describe('option validators', () => {
     expect(thrown(() => optionalFunction('x', 'isRetriable')).details).toEqual({
       isRetriable: 'string',
     });
-    expect(optionalBoolean(undefined, true, 'notify')).toBe(true);
-    expect(thrown(() => optionalBoolean('yes', true, 'notify')).message).toBe(
+    expect(optionalBoolean(undefined, 'notify', true)).toBe(true);
+    expect(thrown(() => optionalBoolean('yes', 'notify', true)).message).toBe(
       'notify must be a boolean',
     );
   });

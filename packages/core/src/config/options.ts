@@ -2,19 +2,19 @@ import { closest, distance } from 'fastest-levenshtein';
 import { ConfigurationError } from '../errors';
 
 /**
- * Validators for options given at construction, shared by every factory in core so that
- * one kind of option is checked, and reported, one way. @internal
+ * Validators for options given at construction, shared by every factory in core and, through
+ * `@justonce/core/transport`, by the transports, so that one kind of option is checked, and
+ * reported, one way. Each takes `(value, name, fallback, ...bounds)`.
  */
 
 /**
  * An integer option from `min` to `max`; `fallback` when absent; anything else is a
- * {@link ConfigurationError} naming the option. Exported for transports, so that their
- * options are checked and reported the way core's are.
+ * {@link ConfigurationError} naming the option.
  */
 export function integerOption(
   value: unknown,
-  fallback: number,
   name: string,
+  fallback: number,
   min: number,
   max: number,
 ): number {
@@ -30,7 +30,6 @@ export function integerOption(
 /**
  * An integer option of at least 1 with no upper bound but the safe integers (sizes and
  * lengths); `fallback` when absent; anything else is a {@link ConfigurationError} naming it.
- * @internal
  */
 export function positiveIntegerOption(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -40,7 +39,7 @@ export function positiveIntegerOption(value: unknown, name: string, fallback: nu
   return value;
 }
 
-/** A duration option: a finite number of milliseconds, at least `min`. @internal */
+/** A duration option: a finite number of milliseconds, at least `min`; `fallback` when absent. */
 export function durationOption(
   value: unknown,
   name: string,
@@ -57,7 +56,7 @@ export function durationOption(
   return value;
 }
 
-/** An optional function option. @internal */
+/** An optional function option: `undefined` when absent. */
 export function optionalFunction<F>(value: unknown, name: string): F | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'function') {
@@ -66,8 +65,8 @@ export function optionalFunction<F>(value: unknown, name: string): F | undefined
   return value as F;
 }
 
-/** A boolean option; `fallback` when absent. @internal */
-export function optionalBoolean(value: unknown, fallback: boolean, name: string): boolean {
+/** A boolean option; `fallback` when absent. */
+export function optionalBoolean(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') {
     throw new ConfigurationError(`${name} must be a boolean`, { [name]: value });
@@ -88,7 +87,7 @@ type EveryKeyOf<T, K extends readonly PropertyKey[]> = [UnlistedKeys<T, K>] exte
  * at compile time both ways: an entry that is not a key of `T` is a type error, and so is a key
  * of `T` missing from the list (the error names it). Adding an option to an interface without
  * adding it here therefore fails the type check instead of being refused at run time.
- * Exported for transports. @internal
+ * Exported for transports from `@justonce/core/transport`.
  *
  * @example
  * ```ts
@@ -147,7 +146,7 @@ export function unknownOptionsMessage(
  * object`), so that no factory meets `undefined` with a `TypeError`; a nested value that is not
  * an object is left to the caller's own checks of that option. `details.unknown` lists the
  * unknown keys (with their path), `details.didYouMean` maps each to its suggestion.
- * Exported for transports. @internal
+ * Exported for transports from `@justonce/core/transport`.
  *
  * @param value - the options object as given
  * @param known - every key the options interface declares (see {@link optionKeys})

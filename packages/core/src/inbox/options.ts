@@ -116,11 +116,11 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
   }
   // Every delivery without a scope of its own would be refused for it (see inspectEnvelope).
   storableNameOption(defaultScope, 'defaultScope');
-  const maxAttempts = integerOption(options.maxAttempts, 5, 'maxAttempts', 1, 1000);
+  const maxAttempts = integerOption(options.maxAttempts, 'maxAttempts', 5, 1, 1000);
   const maxIdLength = integerOption(
     options.maxIdLength,
-    255,
     'maxIdLength',
+    255,
     1,
     MAX_ID_LENGTH_LIMIT,
   );
@@ -135,16 +135,16 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
 
   const retentionMs = integerOption(
     options.retentionMs,
-    7 * DAY_MS,
     'retentionMs',
+    7 * DAY_MS,
     1,
     3650 * DAY_MS,
   );
   if (options.redeliveryHorizonMs !== undefined) {
     const horizon = integerOption(
       options.redeliveryHorizonMs,
-      0,
       'redeliveryHorizonMs',
+      0,
       0,
       Number.MAX_SAFE_INTEGER,
     );
@@ -178,14 +178,14 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     onStep: optionalFunction(options.onStep, 'onStep'),
     logger,
     meter,
-    logPayloads: optionalBoolean(options.logPayloads, false, 'logPayloads'),
-    alwaysCountAttempts: optionalBoolean(options.alwaysCountAttempts, false, 'alwaysCountAttempts'),
+    logPayloads: optionalBoolean(options.logPayloads, 'logPayloads', false),
+    alwaysCountAttempts: optionalBoolean(options.alwaysCountAttempts, 'alwaysCountAttempts', false),
     backoff,
     classify: optionalFunction(options.classify, 'classify'),
     activityFlushMs: integerOption(
       options.activityFlushMs,
-      10_000,
       'activityFlushMs',
+      10_000,
       0,
       MAX_ACTIVITY_FLUSH_MS,
     ),

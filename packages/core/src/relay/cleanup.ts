@@ -15,12 +15,12 @@ export async function cleanupPublished(
 ): Promise<number> {
   const olderThanMs = integerOption(
     cleanupOptions.olderThanMs,
-    24 * 3_600_000,
     'olderThanMs',
+    24 * 3_600_000,
     0,
     NO_LIMIT,
   );
-  const batchSize = integerOption(cleanupOptions.batchSize, 1_000, 'batchSize', 1, NO_LIMIT);
+  const batchSize = integerOption(cleanupOptions.batchSize, 'batchSize', 1_000, 1, NO_LIMIT);
   const maxBatches = cleanupOptions.maxBatches ?? Number.POSITIVE_INFINITY;
   if (!(maxBatches >= 1)) {
     throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });

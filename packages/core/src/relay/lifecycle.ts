@@ -39,7 +39,7 @@ export async function startRelay(rt: RelayRuntime): Promise<void> {
 export async function stopRelay(rt: RelayRuntime, stopOptions: StopOptions = {}): Promise<void> {
   const { state, options: o } = rt;
   if (!state.running) return;
-  const timeoutMs = integerOption(stopOptions.timeoutMs, 30_000, 'timeoutMs', 0, NO_LIMIT);
+  const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
   state.stopping = true;
   state.draining = stopOptions.drain === true;
   rt.waker.all();

@@ -67,7 +67,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (!publisher || typeof publisher.publish !== 'function') {
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
-  const leaseMs = integerOption(options.leaseMs, 30_000, 'leaseMs', 100, 24 * 3_600_000);
+  const leaseMs = integerOption(options.leaseMs, 'leaseMs', 30_000, 100, 24 * 3_600_000);
   const backoff = backoffBoundsOption(
     options.backoff,
     { baseMs: 200, capMs: 60_000 },
@@ -86,19 +86,19 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       ownerId,
     });
   }
-  const concurrency = integerOption(options.concurrency, 2, 'concurrency', 1, 64);
+  const concurrency = integerOption(options.concurrency, 'concurrency', 2, 1, 64);
   const maxConcurrentPublishes = integerOption(
     options.maxConcurrentPublishes,
-    concurrency,
     'maxConcurrentPublishes',
+    concurrency,
     1,
     concurrency,
   );
   // The hold must end well inside the lease, with room for the batch in flight at its end.
   const claimHoldMs = integerOption(
     options.claimHoldMs,
-    Math.min(1_000, Math.floor(leaseMs / 3)),
     'claimHoldMs',
+    Math.min(1_000, Math.floor(leaseMs / 3)),
     0,
     Math.floor(leaseMs / 2),
   );
@@ -109,8 +109,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   const waits = Math.ceil((concurrency * lanes) / maxConcurrentPublishes);
   const publishTimeoutMs = integerOption(
     options.publishTimeoutMs,
-    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
     'publishTimeoutMs',
+    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
     1,
     leaseMs,
   );
@@ -129,16 +129,16 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   return {
     store,
     publisher,
-    batchSize: integerOption(options.batchSize, 200, 'batchSize', 1, 10_000),
+    batchSize: integerOption(options.batchSize, 'batchSize', 200, 1, 10_000),
     concurrency,
     maxConcurrentPublishes,
-    maxAttempts: integerOption(options.maxAttempts, 10, 'maxAttempts', 1, 1_000_000),
+    maxAttempts: integerOption(options.maxAttempts, 'maxAttempts', 10, 1, 1_000_000),
     backoff,
     leaseMs,
     // PGlite has one connection: a cycle that kept its claim would keep producers out.
     claimHoldMs: store.dialect === 'pglite' ? 0 : claimHoldMs,
     publishTimeoutMs,
-    pollIntervalMs: integerOption(options.pollIntervalMs, 1_000, 'pollIntervalMs', 1, 3_600_000),
+    pollIntervalMs: integerOption(options.pollIntervalMs, 'pollIntervalMs', 1_000, 1, 3_600_000),
     notify: options.notify ?? true,
     onPublished,
     ownerId,

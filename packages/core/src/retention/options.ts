@@ -74,15 +74,15 @@ export function resolveRetentionOptions(options: RetentionOptions): ResolvedRete
       : durationOption(options.deadLetterRetentionMs, 'deadLetterRetentionMs', 0, 1);
   const batchSize = integerOption(
     options.batchSize,
-    DEFAULT_BATCH_SIZE,
     'batchSize',
+    DEFAULT_BATCH_SIZE,
     1,
     MAX_BATCH_SIZE,
   );
   const maxBatchesPerRun = integerOption(
     options.maxBatchesPerRun,
-    DEFAULT_MAX_BATCHES,
     'maxBatchesPerRun',
+    DEFAULT_MAX_BATCHES,
     1,
     Number.MAX_SAFE_INTEGER,
   );

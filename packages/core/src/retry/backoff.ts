@@ -49,8 +49,8 @@ export function backoffBoundsOption(
   max: BackoffBounds = { baseMs: Number.MAX_SAFE_INTEGER, capMs: Number.MAX_SAFE_INTEGER },
   name = 'backoff',
 ): BackoffBounds {
-  const baseMs = integerOption(backoff?.baseMs, defaults.baseMs, `${name}.baseMs`, 0, max.baseMs);
-  const capMs = integerOption(backoff?.capMs, defaults.capMs, `${name}.capMs`, 0, max.capMs);
+  const baseMs = integerOption(backoff?.baseMs, `${name}.baseMs`, defaults.baseMs, 0, max.baseMs);
+  const capMs = integerOption(backoff?.capMs, `${name}.capMs`, defaults.capMs, 0, max.capMs);
   if (capMs < baseMs) {
     throw new ConfigurationError(`${name}.capMs must not be below ${name}.baseMs`, {
       baseMs,

@@ -84,7 +84,7 @@ export function resolveTimeouts(value: StoreTimeouts | undefined): ResolvedStore
   rejectUnknownOptions(value, TIMEOUT_KEYS, 'createStore', 'timeouts');
   const given = value ?? {};
   const ms = (key: keyof StoreTimeouts, min: number): number =>
-    integerOption(given[key], DEFAULT_TIMEOUTS[key], `timeouts.${key}`, min, MAX_MS);
+    integerOption(given[key], `timeouts.${key}`, DEFAULT_TIMEOUTS[key], min, MAX_MS);
   return {
     connectMs: ms('connectMs', 0),
     statementMs: ms('statementMs', 0),
@@ -108,8 +108,8 @@ export function resolveKeepAlive(value: StoreKeepAlive | undefined): number | nu
   rejectUnknownOptions(value, KEEPALIVE_KEYS, 'createStore', 'keepAlive');
   return integerOption(
     value.initialDelayMs,
-    DEFAULT_KEEPALIVE_DELAY_MS,
     'keepAlive.initialDelayMs',
+    DEFAULT_KEEPALIVE_DELAY_MS,
     0,
     MAX_MS,
   );

@@ -192,8 +192,8 @@ function resolvePool(value: StoreOptions['pool']): { min: number; max: number } 
   if (value !== undefined && (typeof value !== 'object' || value === null)) {
     throw new ConfigurationError('pool must be an object', { pool: value });
   }
-  const max = integerOption(value?.max, 10, 'pool.max', 1, Number.MAX_SAFE_INTEGER);
-  const min = integerOption(value?.min, 0, 'pool.min', 0, max);
+  const max = integerOption(value?.max, 'pool.max', 10, 1, Number.MAX_SAFE_INTEGER);
+  const min = integerOption(value?.min, 'pool.min', 0, 0, max);
   return { min, max };
 }
 

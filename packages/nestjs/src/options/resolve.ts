@@ -100,8 +100,8 @@ export function resolveModuleOptions(value: unknown): ModuleConfig {
     relays: relaysOption(options.relays),
     shutdownTimeoutMs: integerOption(
       options.shutdown?.timeoutMs,
-      30_000,
       `${CONTEXT}: shutdown.timeoutMs`,
+      30_000,
       0,
       2 ** 31 - 1,
     ),

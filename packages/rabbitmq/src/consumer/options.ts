@@ -280,7 +280,7 @@ function batchingFrom(
   if (batchSize > prefetch) {
     throw new ConfigurationError('batchSize cannot exceed prefetch', { batchSize, prefetch });
   }
-  const batchWaitMs = integerOption(options.batchWaitMs, 5, 'batchWaitMs', 0, 1_000);
+  const batchWaitMs = integerOption(options.batchWaitMs, 'batchWaitMs', 5, 0, 1_000);
   return mode === 'batch'
     ? { mode, batchSize, batchWaitMs }
     : { mode, batchSize: 1, batchWaitMs: 0 };

@@ -111,11 +111,11 @@ function attributeName(value: unknown, fallback: string, name: string): string {
 }
 
 function resolveRetry(retry: SqsConsumerOptions['retry']): ResolvedConsumerOptions<never>['retry'] {
-  const baseMs = integerOption(retry?.baseMs, 1_000, 'retry.baseMs', 0, 3_600_000);
+  const baseMs = integerOption(retry?.baseMs, 'retry.baseMs', 1_000, 0, 3_600_000);
   const capMs = integerOption(
     retry?.capMs,
-    300_000,
     'retry.capMs',
+    300_000,
     baseMs,
     MAX_VISIBILITY_SECONDS * 1000,
   );
@@ -131,8 +131,8 @@ function resolveVisibility(
       ? undefined
       : integerOption(
           options.visibilityTimeoutSeconds,
-          0,
           'visibilityTimeoutSeconds',
+          0,
           1,
           MAX_VISIBILITY_SECONDS,
         );
@@ -146,7 +146,7 @@ function resolveVisibility(
   const heartbeatIntervalMs =
     heartbeat.intervalMs === undefined
       ? undefined
-      : integerOption(heartbeat.intervalMs, 0, 'heartbeat.intervalMs', 100, 43_200_000);
+      : integerOption(heartbeat.intervalMs, 'heartbeat.intervalMs', 0, 100, 43_200_000);
   if (
     heartbeatIntervalMs !== undefined &&
     visibilityTimeoutSeconds !== undefined &&
@@ -229,8 +229,8 @@ export function resolveConsumerOptions<R>(
     inbox: options.inbox,
     handler,
     mode,
-    concurrency: integerOption(options.concurrency, 10, 'concurrency', 1, 1_000),
-    waitTimeSeconds: integerOption(options.waitTimeSeconds, 20, 'waitTimeSeconds', 0, 20),
+    concurrency: integerOption(options.concurrency, 'concurrency', 10, 1, 1_000),
+    waitTimeSeconds: integerOption(options.waitTimeSeconds, 'waitTimeSeconds', 20, 0, 20),
     ...resolveVisibility(options),
     retry: resolveRetry(options.retry),
     deadLetterQueueUrl: resolveDeadLetterQueue(options.deadLetter, queueUrl),
@@ -238,8 +238,8 @@ export function resolveConsumerOptions<R>(
     scopeHeader: attributeName(options.scopeHeader, 'tenant', 'scopeHeader'),
     shutdownTimeoutMs: integerOption(
       options.shutdownTimeoutMs,
-      30_000,
       'shutdownTimeoutMs',
+      30_000,
       0,
       3_600_000,
     ),

@@ -45,20 +45,20 @@ export function resolvePublisherOptions(options: SqsPublisherOptions): ResolvedP
     throw new ConfigurationError('bodyEncoding must be utf8 or base64', { bodyEncoding });
   }
   const logger = resolveLogger(options.logger);
-  const baseMs = integerOption(options.backoff?.baseMs, 50, 'backoff.baseMs', 0, 60_000);
-  const capMs = integerOption(options.backoff?.capMs, 1_000, 'backoff.capMs', baseMs, 300_000);
+  const baseMs = integerOption(options.backoff?.baseMs, 'backoff.baseMs', 50, 0, 60_000);
+  const capMs = integerOption(options.backoff?.capMs, 'backoff.capMs', 1_000, baseMs, 300_000);
   return {
     maxMessageBytes: integerOption(
       options.maxMessageBytes,
-      262_144,
       'maxMessageBytes',
+      262_144,
       1_024,
       MAX_MESSAGE_BYTES_LIMIT,
     ),
     bodyEncoding,
-    maxAttempts: integerOption(options.maxAttempts, 3, 'maxAttempts', 1, 20),
+    maxAttempts: integerOption(options.maxAttempts, 'maxAttempts', 3, 1, 20),
     backoff: { baseMs, capMs },
-    concurrency: integerOption(options.concurrency, 4, 'concurrency', 1, 64),
+    concurrency: integerOption(options.concurrency, 'concurrency', 4, 1, 64),
     timeouts: resolveTimeouts(options.timeouts, 'createSqsPublisher'),
     logger,
   };
