@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import { hasErrorCode } from '@justonce/core';
 import { CommanderError } from 'commander';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
@@ -23,7 +24,7 @@ export async function run(argv: readonly string[]): Promise<number> {
       console.error(`justonce: ${error.message}`);
       return EXIT_USAGE;
     }
-    console.error(`justonce: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`justonce: ${errorMessage(error)}`);
     return EXIT_FAILED;
   }
 }

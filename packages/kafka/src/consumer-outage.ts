@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
 import type { KafkaConsumerClient, KafkaInstrumentationEvent } from './client';
 
@@ -85,7 +86,7 @@ function crashFields(event: KafkaInstrumentationEvent): {
   const payload = asRecord(event.payload);
   const error = payload.error;
   return {
-    error: error instanceof Error ? error.message : String(error),
+    error: errorMessage(error),
     restart: payload.restart,
   };
 }

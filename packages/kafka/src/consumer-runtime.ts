@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import type { KafkaConsumerClient, KafkaProducerClient } from './client';
 import type { ResolvedConsumerOptions } from './consumer-options';
 import { createBatchProcessor } from './batch-processor';
@@ -48,7 +49,7 @@ export function createConsumerRuntime<R>(options: ResolvedConsumerOptions<R>): C
             topic,
             partition,
             offset,
-            error: error instanceof Error ? error.message : String(error),
+            error: errorMessage(error),
           }),
       },
       consumer: { seek: (position) => runtime.consumer?.seek(position) },

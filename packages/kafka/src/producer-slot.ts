@@ -1,4 +1,4 @@
-import { withTimeout } from '@justonce/core/transport';
+import { withTimeout, errorMessage } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
 import type { KafkaProducerClient } from './client';
 import { KafkaStateError, KafkaTimeoutError } from './errors';
@@ -139,7 +139,7 @@ export function rebuild(
   // Another send on the same producer got here first; its rebuild serves this one too.
   if (broken !== slot.current || slot.closed) return;
   const { logger, owns, create } = slot.options;
-  const error = cause instanceof Error ? cause.message : String(cause);
+  const error = errorMessage(cause);
   if (!owns) {
     if (!slot.warnedForeign) {
       slot.warnedForeign = true;
@@ -177,7 +177,7 @@ function settleSend(slot: SlotRuntime, g: Generation): void {
     disconnectGeneration(slot, g).catch((error: unknown) =>
       slot.options.logger.warn('kafka publisher could not disconnect its replaced producer', {
         generation: g.number,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       }),
     );
   }

@@ -7,6 +7,7 @@ import {
   type OutgoingMessage,
   type Publisher,
   type PublishResult,
+  errorMessage,
 } from '@justonce/core/transport';
 import {
   kafkajsClient,
@@ -137,7 +138,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
     outageSince = Date.now();
     logger.warn('kafka publisher cannot reach the broker; the relay retries without charging', {
       topic,
-      error: cause instanceof Error ? cause.message : String(cause),
+      error: errorMessage(cause),
     });
   };
   const noteDelivered = (): void => {
@@ -187,7 +188,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
         retriable,
         outage,
         error: new KafkaPublishError(
-          `kafka did not accept message ${m.messageId} for ${topic}: ${cause instanceof Error ? cause.message : String(cause)}`,
+          `kafka did not accept message ${m.messageId} for ${topic}: ${errorMessage(cause)}`,
           { topic, messageId: m.messageId },
           { retriable, cause },
         ),

@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import {
   Inject,
   Injectable,
@@ -119,6 +120,6 @@ export class JustonceRuntime
   }
 
   private report(what: string, error: unknown): void {
-    this.logger.error(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    this.logger.error(`${what}: ${errorMessage(error)}`);
   }
 }

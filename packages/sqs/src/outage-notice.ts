@@ -1,5 +1,6 @@
+import { errorMessage } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
-import { errorName, errorText } from './request-errors';
+import { errorName } from './request-errors';
 
 /**
  * Logs an outage once: a warning at the first failure, debug lines for the ones after it,
@@ -27,7 +28,7 @@ export class OutageNotice {
       ...this.context,
       ...details,
       error: errorName(error),
-      message: errorText(error),
+      message: errorMessage(error),
     };
     if (this.since === undefined) {
       this.since = Date.now();

@@ -56,8 +56,3 @@ export function isQueueMissing(error: unknown): boolean {
 export function isSqsOutage(error: unknown): boolean {
   return isRetriableRequestError(error) || isQueueMissing(error);
 }
-
-/** The error's text, for log lines. @internal */
-export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

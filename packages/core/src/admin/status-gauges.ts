@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors';
 import type { BatchObservableResult, Meter, Observable } from '@opentelemetry/api';
 import type { Admin, StoreStatus } from './types';
 import { durationOption, optionKeys, rejectUnknownOptions } from '../config/options';
@@ -45,7 +46,7 @@ function cachedStatus(
         },
         (error: unknown) => {
           logger.warn('status gauges: reading the store status failed; last values kept', {
-            error: error instanceof Error ? error.message : String(error),
+            error: errorMessage(error),
           });
         },
       );

@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors';
 import { JustonceError } from './justonce-error';
 
 /**
@@ -9,7 +10,7 @@ import { JustonceError } from './justonce-error';
  */
 export class StoreUnavailableError extends JustonceError {
   constructor(cause: unknown, details: Record<string, unknown> = {}) {
-    const text = cause instanceof Error ? cause.message : String(cause);
+    const text = errorMessage(cause);
     super('STORE_UNAVAILABLE', `the store is unavailable: ${text}`, {
       retriable: true,
       cause,

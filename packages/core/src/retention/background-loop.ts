@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors';
 import { runOnce } from './run-once';
 import type { RetentionRuntime } from './runtime';
 
@@ -31,7 +32,7 @@ export function startLoop(rt: RetentionRuntime, everyMs: number): LoopState {
       (result) => schedule(result.complete ? everyMs : rt.options.pauseMs),
       (error: unknown) => {
         rt.options.logger.error('retention pass failed; trying again at the next interval', {
-          error: error instanceof Error ? error.message : String(error),
+          error: errorMessage(error),
         });
         schedule(everyMs);
       },

@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors';
 import type { Knex } from 'knex';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
@@ -281,7 +282,7 @@ export function guardKnex(knex: Knex, limits: ResolvedStoreTimeouts, logger: Log
     try {
       connection = await connectOnly();
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       const late = limits.connectMs > 0 && performance.now() - started >= limits.connectMs - 50;
       if (limits.connectMs > 0 && (CONNECT_TIMEOUT.test(message) || late)) {
         const timeout = new StoreTimeoutError('connect', limits.connectMs, { cause: error });

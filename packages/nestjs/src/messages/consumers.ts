@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import {
   ConfigurationError,
   createInbox,
@@ -65,7 +66,7 @@ export async function createModuleConsumer(
     });
   } catch (error) {
     // Two handlers of one type in a consumer, or a bad unknownType: name the consumer.
-    throw new ConfigurationError(`consumer "${plan.name}": ${messageOf(error)}`, {
+    throw new ConfigurationError(`consumer "${plan.name}": ${errorMessage(error)}`, {
       consumer: plan.name,
       handlers: plan.handlers.map((each) => each.where),
     });
@@ -123,7 +124,7 @@ function route(handler: FoundHandler): MessageRoute {
       ),
     );
   } catch (error) {
-    throw new ConfigurationError(`@OnMessage on ${handler.where}: ${messageOf(error)}`);
+    throw new ConfigurationError(`@OnMessage on ${handler.where}: ${errorMessage(error)}`);
   }
 }
 
@@ -133,7 +134,7 @@ async function load<T>(transport: string, loader: () => Promise<T>): Promise<T> 
   } catch (error) {
     throw new ConfigurationError(
       `the ${transport} transport needs the @justonce/${transport} package: install it`,
-      { transport, error: messageOf(error) },
+      { transport, error: errorMessage(error) },
     );
   }
 }
@@ -150,8 +151,4 @@ export async function stopModuleConsumer(
 ): Promise<unknown[]> {
   const results = await Promise.allSettled(consumer.consumers.map((each) => each.stop(options)));
   return results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

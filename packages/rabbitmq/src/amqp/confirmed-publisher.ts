@@ -1,3 +1,4 @@
+import { errorMessage } from '@justonce/core/transport';
 import type { Message, Options } from 'amqplib';
 import { PublishRejectedError, RabbitConnectionError, UnroutableMessageError } from '../errors';
 import type { AmqpSession } from './connection';
@@ -214,7 +215,7 @@ function lostError(): RabbitConnectionError {
 }
 
 function confirmError(error: unknown, exchange: string, routingKey: string): Error {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   if (/nack/i.test(message)) {
     return new PublishRejectedError('the broker nacked the message', {
       cause: error,
