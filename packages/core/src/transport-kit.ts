@@ -52,6 +52,7 @@ export {
   asError,
   errorMessage,
   errorText,
+  finishesWithin,
   sleep,
   withTimeout,
 } from './common';

@@ -13,4 +13,4 @@ export {
   unstorableText,
   unwritableText,
 } from './text';
-export { sleep, withTimeout } from './time';
+export { finishesWithin, sleep, withTimeout } from './time';

@@ -54,3 +54,20 @@ export function withTimeout<T>(
     );
   });
 }
+
+/**
+ * Resolves `true` once `work` fulfils, or `false` when `ms` pass first; rejects as `work` does.
+ * For a wait that may give up ("did the drain finish in time?"), where {@link withTimeout}
+ * is for a call that must fail at its limit.
+ */
+export async function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,3 +1,4 @@
+import { finishesWithin } from '../common/time';
 import { integerOption } from '../config/options';
 import { listen } from './listener';
 import { runLoop } from './loop';
@@ -44,14 +45,7 @@ export async function stopRelay(rt: RelayRuntime, stopOptions: StopOptions = {})
   state.draining = stopOptions.drain === true;
   rt.waker.all();
   rt.waker.cancelPending();
-  let timer: NodeJS.Timeout | undefined;
-  const finished = await Promise.race([
-    Promise.all(state.loops).then(() => true),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  const finished = await finishesWithin(Promise.all(state.loops), timeoutMs);
   if (!finished) {
     // Give back what the stuck cycles hold: rolling back frees their keys at once; a
     // publish still running may be repeated by another relay, with the same message id.

@@ -1,3 +1,4 @@
+import { finishesWithin } from '../common/time';
 import { consumerLifecycle, type ConsumerStopOptions } from '../consumer';
 import { BrokerClosedError } from './errors';
 import { checkQueueName, resolveConsumeOptions } from './memory-broker-options';
@@ -15,19 +16,6 @@ class StopReleaseError extends Error {
   constructor(drained: boolean) {
     super(drained ? 'the drain timed out at stop' : 'stopped without drain');
     this.name = 'StopReleaseError';
-  }
-}
-
-/** Resolves after `ms`, or at once when `promise` settles first; says which. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -58,7 +46,7 @@ async function stopConsumer(
   options: Required<ConsumerStopOptions>,
 ): Promise<void> {
   detach(state);
-  const drained = options.drain && (await within(settled(state), options.timeoutMs));
+  const drained = options.drain && (await finishesWithin(settled(state), options.timeoutMs));
   if (!drained) {
     const error = new StopReleaseError(options.drain);
     for (const delivery of [...state.running.keys()]) releaseDelivery(rt, state, delivery, error);

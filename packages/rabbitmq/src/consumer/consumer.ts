@@ -3,7 +3,7 @@ import {
   consumerLifecycle,
   type Consumer,
   type ConsumerStopOptions,
-  sleep,
+  finishesWithin,
 } from '@justonce/core/transport';
 import { handleDeliveries } from './deliver';
 import { resolveConsumerOptions, type RabbitConsumerOptions } from './options';
@@ -134,12 +134,6 @@ async function stopConsuming<R>(
 }
 
 /** Whether the work queue went idle within `timeoutMs`. */
-async function idleWithin<R>(rt: ConsumerRuntime<R>, timeoutMs: number): Promise<boolean> {
-  const timeout = new AbortController();
-  const idle = await Promise.race([
-    rt.work.idle().then(() => true),
-    sleep(timeoutMs, timeout.signal).then(() => false),
-  ]);
-  timeout.abort();
-  return idle;
+function idleWithin<R>(rt: ConsumerRuntime<R>, timeoutMs: number): Promise<boolean> {
+  return finishesWithin(rt.work.idle(), timeoutMs);
 }

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@justonce/core';
-import type { ConsumerStopOptions } from '@justonce/core/transport';
+import { finishesWithin, type ConsumerStopOptions } from '@justonce/core/transport';
 import { Deleter } from './deleter';
 import { Heartbeat } from './heartbeat';
 import { GroupLanes } from './lanes';
@@ -88,19 +88,13 @@ export async function startConsumer<R>(rt: ConsumerRuntime<R>): Promise<void> {
 }
 
 /** Resolves `true` once every settling task ended, `false` at `timeoutMs` if some have not. */
-async function settledWithin<R>(rt: ConsumerRuntime<R>, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const finished = await Promise.race([
+function settledWithin<R>(rt: ConsumerRuntime<R>, timeoutMs: number): Promise<boolean> {
+  return finishesWithin(
     (async () => {
       while (rt.tasks.size > 0) await Promise.all(rt.tasks);
-      return true;
     })(),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
-  return finished;
+    timeoutMs,
+  );
 }
 
 /**
