@@ -4,9 +4,9 @@
  *
  * @packageDocumentation
  */
-export { createRabbitConsumer } from './consumer/consumer';
+export { createRabbitConsumer } from './consumer/create-consumer';
 export { RETRY_HEADERS } from './consumer/settle';
-export type { RabbitConsumer } from './consumer/consumer';
+export type { RabbitConsumer } from './consumer/types';
 export type {
   RabbitConsumerOptions,
   RabbitDeadLetterOptions,
@@ -14,16 +14,16 @@ export type {
   RabbitReconnectOptions,
   RabbitBackoffOptions,
 } from './consumer/options';
-export type { RabbitConnectionEvent } from './consumer/events';
-export type { RabbitTopology } from './consumer/topology';
-export { retryQueueName } from './consumer/topology';
-export { DEFAULT_DELAY_LADDER_MS } from './consumer/retry-delays';
+export type { RabbitConnectionEvent } from './consumer/types';
+export type { RabbitTopology } from './consumer/topology/declare';
+export { retryQueueName } from './consumer/topology/declare';
+export { DEFAULT_DELAY_LADDER_MS } from './consumer/topology/retry-delays';
 export { PARTITION_KEY_HEADER } from './consumer/envelope';
-export { createRabbitPublisher } from './publisher/publisher';
-export type { RabbitPublisherOptions } from './publisher/publisher';
+export { createRabbitPublisher } from './publisher/create-publisher';
+export type { RabbitPublisherOptions } from './publisher/options';
 export { parseDestination } from './publisher/destination';
 export type { AmqpTarget } from './publisher/destination';
-export type { AmqpConnect, ConnectionOptions } from './amqp/connection';
+export type { AmqpConnect, ConnectionOptions } from './client/connection';
 export {
   RabbitConnectionError,
   RabbitTopologyError,

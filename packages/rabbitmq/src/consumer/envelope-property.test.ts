@@ -1,6 +1,6 @@
 import type { ConsumeMessage } from 'amqplib';
 import fc from 'fast-check';
-import { encodableHeaders, headersToStrings } from '../amqp/headers';
+import { encodableHeaders, headersToStrings } from '../client/headers';
 import { resolveMessageIdOptions } from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
 import {
@@ -16,7 +16,7 @@ import {
   idOptions,
   noReport,
   decodeFields,
-} from './envelope-arbitraries';
+} from '../../test/envelope-arbitraries';
 
 describe('messageIdOf + toEnvelope (property)', () => {
   it('never throw, and carry id, headers, scope and body through unchanged', () => {

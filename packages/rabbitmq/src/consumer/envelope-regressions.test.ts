@@ -1,8 +1,8 @@
 import type { ConsumeMessage } from 'amqplib';
-import { encodableHeaders, headersToStrings } from '../amqp/headers';
+import { encodableHeaders, headersToStrings } from '../client/headers';
 import { resolveMessageIdOptions } from '@justonce/core/transport';
 import { messageIdOf, toEnvelope } from './envelope';
-import { encode, u8, u32, noReport, decodeFields } from './envelope-arbitraries';
+import { encode, u8, u32, noReport, decodeFields } from '../../test/envelope-arbitraries';
 
 describe('inputs the properties found (each threw, or mapped or republished wrongly, before)', () => {
   const key = (k: string) => Buffer.concat([u8(Buffer.byteLength(k)), Buffer.from(k)]);

@@ -1,6 +1,6 @@
 import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core/transport';
 import type { ConsumeMessage } from 'amqplib';
-import { headerCount, headerKey, headersToStrings } from '../amqp/headers';
+import { headerCount, headerKey, headersToStrings } from '../client/headers';
 
 /**
  * The header a consumer sets on the copy it sends to a retry queue: the number of the

@@ -23,14 +23,14 @@ import {
   resolveConnection,
   type ConnectionOptions,
   type ConnectionSettings,
-} from '../amqp/connection';
-import { backoffOption } from '../options';
-import type { RabbitConnectionEvent } from './events';
-import { retryDelays, type RetryDelays } from './retry-delays';
-import type { TopologySettings } from './topology';
-import { queueFrom, topologyFrom, type RabbitDeadLetterOptions } from './topology-options';
+} from '../client/connection';
+import { backoffOption } from '../outage/backoff-option';
+import type { RabbitConnectionEvent } from './types';
+import { retryDelays, type RetryDelays } from './topology/retry-delays';
+import type { TopologySettings } from './topology/declare';
+import { queueFrom, topologyFrom, type RabbitDeadLetterOptions } from './topology/options';
 
-export type { RabbitDeadLetterOptions } from './topology-options';
+export type { RabbitDeadLetterOptions } from './topology/options';
 
 /** How failed messages are retried. The attempts allowed are the inbox's `maxAttempts`. */
 export interface RabbitRetryOptions {

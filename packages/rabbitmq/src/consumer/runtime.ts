@@ -5,10 +5,10 @@ import {
   errorMessage,
 } from '@justonce/core/transport';
 import type { ConsumeMessage } from 'amqplib';
-import type { AmqpSession } from '../amqp/connection';
-import type { ConfirmedPublisher } from '../amqp/confirmed-publisher';
-import { OutageLog } from '../outage-log';
-import type { RabbitConnectionEvent } from './events';
+import type { AmqpSession } from '../client/connection';
+import type { ConfirmedPublisher } from '../client/confirmed-publisher';
+import { OutageLog } from '../outage/outage-log';
+import type { RabbitConnectionEvent } from './types';
 import type { ResolvedConsumerOptions } from './options';
 import { WorkQueue } from './work-queue';
 

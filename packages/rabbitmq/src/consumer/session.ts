@@ -1,11 +1,11 @@
 import { asError, sleep } from '@justonce/core/transport';
 import { fullJitterBackoff } from '@justonce/core/retry';
 import type { ConsumeMessage } from 'amqplib';
-import { openSession } from '../amqp/connection';
-import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
+import { openSession } from '../client/connection';
+import { ConfirmedPublisher } from '../client/confirmed-publisher';
 import { connectionEvent, type ConsumerRuntime, type Live } from './runtime';
 import { releaseUnstarted } from './settle';
-import { declareTopology } from './topology';
+import { declareTopology } from './topology/declare';
 
 /**
  * Opens a connection and a channel, declares the topology, sets the prefetch and starts

@@ -1,6 +1,5 @@
 import type { InboxOutcome } from '@justonce/core';
 import {
-  deadLetterHeaders,
   type Decision,
   type DeadLetterFacts,
   asError,
@@ -9,11 +8,11 @@ import {
   sleep,
 } from '@justonce/core/transport';
 import { fullJitterBackoff } from '@justonce/core/retry';
-import type { ConsumeMessage, Options } from 'amqplib';
-import { encodableHeaders } from '../amqp/headers';
+import { forwardDeadLetter } from './dead-letter';
 import { messageIdOf, RETRY_ATTEMPT_HEADER } from './envelope';
+import { republished } from './republish';
 import { settled, type ConsumerRuntime, type Delivery, type Live } from './runtime';
-import { declareRetryQueue } from './topology';
+import { declareRetryQueue } from './topology/declare';
 
 /**
  * The headers a consumer adds to a message it sends to a retry queue (dead letters carry
@@ -24,9 +23,6 @@ export const RETRY_HEADERS = {
   delayMs: 'x-justonce-retry-delay-ms',
   lastError: 'x-justonce-last-error',
 } as const;
-
-/** Broker-set headers that must not be copied onto a republished message. */
-const BROKER_HEADERS = /^(x-death|x-first-death-.*|x-last-death-.*|x-delivery-count)$/;
 
 /** A decision other than `hold`, which the delivery loop carries out itself. @internal */
 export type SettleDecision<R> = Exclude<Decision<R>, { kind: 'hold' }>;
@@ -223,8 +219,8 @@ async function redeliver<R>(
 }
 
 /**
- * The `dead-letter` decision: a copy to the dead-letter exchange (routing key = the queue)
- * with the original headers plus core's dead-letter headers, confirmed, then the ack.
+ * The `dead-letter` decision: the copy forwarded to the dead-letter exchange
+ * ({@link forwardDeadLetter}), then the ack. When the copy cannot be published, a retry.
  */
 async function deadLetter<R>(
   rt: ConsumerRuntime<R>,
@@ -241,13 +237,7 @@ async function deadLetter<R>(
     error: facts.error,
   });
   try {
-    await d.live.publisher.writable();
-    await d.live.publisher.publish(
-      topology.deadLetterExchange,
-      queue,
-      d.message.content,
-      republished(d.message, deadLetterHeaders(facts)),
-    );
+    await forwardDeadLetter(rt, d, facts);
   } catch (error) {
     // The store holds the dead letter; the broker copy failed (no binding, channel gone).
     // Try again later rather than acknowledge a message nobody received.
@@ -269,36 +259,4 @@ async function deadLetter<R>(
   if (ack(rt, d, facts.messageId, outcome)) {
     settled(rt, d, facts.messageId, 'dead-lettered', { outcome, deadLetter: facts });
   }
-}
-
-/** Properties for a copy of `message` (retry or dead letter), with extra headers. */
-function republished(
-  message: ConsumeMessage,
-  extraHeaders: Record<string, string | number>,
-): Options.Publish {
-  const p = message.properties;
-  // Only what amqplib can encode again: a header it cannot would fail this publish on every
-  // delivery, and the message would be requeued forever.
-  const headers = encodableHeaders(p.headers);
-  for (const name of Object.keys(headers)) {
-    if (BROKER_HEADERS.test(name)) delete headers[name];
-  }
-  Object.assign(headers, extraHeaders);
-  const out: Options.Publish = { headers, deliveryMode: p.deliveryMode ?? 2 };
-  const copy = [
-    'contentType',
-    'contentEncoding',
-    'priority',
-    'correlationId',
-    'replyTo',
-    'messageId',
-    'timestamp',
-    'type',
-    'appId',
-  ] as const;
-  for (const key of copy) {
-    const value: unknown = p[key];
-    if (value !== undefined && value !== null) (out as Record<string, unknown>)[key] = value;
-  }
-  return out;
 }

@@ -1,9 +1,10 @@
 import { fullJitterBackoff } from '@justonce/core/retry';
-import { openSession, type AmqpSession, type ConnectionSettings } from '../amqp/connection';
-import { ConfirmedPublisher } from '../amqp/confirmed-publisher';
+import { openSession, type AmqpSession } from '../client/connection';
+import { ConfirmedPublisher } from '../client/confirmed-publisher';
 import { PublishRejectedError, RabbitConnectionError } from '../errors';
-import type { OutageLog } from '../outage-log';
+import type { OutageLog } from '../outage/outage-log';
 import type { AmqpTarget } from './destination';
+import type { ResolvedPublisherOptions } from './options';
 
 /** One open connection and confirm channel, with the exchanges known to exist. @internal */
 export interface Connected {
@@ -11,15 +12,6 @@ export interface Connected {
   readonly publisher: ConfirmedPublisher;
   /** Exchange name → when its existence was last confirmed. */
   readonly verified: Map<string, number>;
-}
-
-/** The publisher's options, checked, with the defaults applied. @internal */
-export interface ResolvedPublisherOptions {
-  readonly connection: ConnectionSettings;
-  readonly confirmTimeoutMs: number;
-  readonly reconnect: { readonly baseMs: number; readonly capMs: number };
-  readonly exchangeCheckTtlMs: number;
-  readonly persistent: boolean;
 }
 
 /** What a publisher holds, passed to the functions of its sibling files. @internal */

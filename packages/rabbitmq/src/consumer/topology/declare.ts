@@ -1,6 +1,6 @@
 import { errorMessage } from '@justonce/core/transport';
 import type { Channel } from 'amqplib';
-import { RabbitTopologyError } from '../errors';
+import { RabbitTopologyError } from '../../errors';
 
 /** The queues and exchanges a consumer uses. */
 export interface RabbitTopology {

@@ -3,9 +3,29 @@
  * dead-letter exchange and queue. Checked here, apart from the other consumer options.
  */
 import { ConfigurationError } from '@justonce/core';
-import { MAX_NAME_BYTES, validateName } from '../options';
 import { MAX_DELAY_MS } from './retry-delays';
-import { retryQueueName, type TopologySettings } from './topology';
+import { retryQueueName, type TopologySettings } from './declare';
+
+/** AMQP short strings (queue and exchange names, routing keys) hold at most 255 bytes. */
+const MAX_NAME_BYTES = 255;
+
+/** Validates a queue or exchange name the consumer declares. */
+function validateName(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigurationError(`${what} must be a non-empty string`, { [what]: value });
+  }
+  if (Buffer.byteLength(value, 'utf8') > MAX_NAME_BYTES) {
+    throw new ConfigurationError(`${what} must be at most ${MAX_NAME_BYTES} bytes`, {
+      [what]: value,
+    });
+  }
+  if (value.startsWith('amq.')) {
+    throw new ConfigurationError(`${what} cannot start with "amq." (reserved by the broker)`, {
+      [what]: value,
+    });
+  }
+  return value;
+}
 
 /** Where dead letters go: an exchange, and optionally a queue the consumer binds to it. */
 export interface RabbitDeadLetterOptions {

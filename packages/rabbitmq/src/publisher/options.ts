@@ -1,17 +1,13 @@
 import { ConfigurationError, type Logger } from '@justonce/core';
+import { optionKeys, rejectUnknownOptions, positiveIntegerOption } from '@justonce/core/transport';
 import {
-  optionKeys,
-  rejectUnknownOptions,
-  resolveLogger,
-  type Publisher,
-  positiveIntegerOption,
-} from '@justonce/core/transport';
-import { CONNECTION_KEYS, resolveConnection, type ConnectionOptions } from '../amqp/connection';
+  CONNECTION_KEYS,
+  resolveConnection,
+  type ConnectionOptions,
+  type ConnectionSettings,
+} from '../client/connection';
 import type { RabbitBackoffOptions } from '../consumer/options';
-import { backoffOption } from '../options';
-import { OutageLog } from '../outage-log';
-import { closePublisher, type PublisherRuntime } from './connection';
-import { publishBatch } from './publish';
+import { backoffOption } from '../outage/backoff-option';
 
 /** Options of {@link createRabbitPublisher}: `url` or `connect`, plus the ones below. */
 export interface RabbitPublisherOptions extends ConnectionOptions {
@@ -40,6 +36,15 @@ export interface RabbitPublisherOptions extends ConnectionOptions {
   readonly logger?: Logger;
 }
 
+/** The publisher's options, checked, with the defaults applied. @internal */
+export interface ResolvedPublisherOptions {
+  readonly connection: ConnectionSettings;
+  readonly confirmTimeoutMs: number;
+  readonly reconnect: { readonly baseMs: number; readonly capMs: number };
+  readonly exchangeCheckTtlMs: number;
+  readonly persistent: boolean;
+}
+
 const PUBLISHER_KEYS = optionKeys<RabbitPublisherOptions>()([
   ...CONNECTION_KEYS,
   'confirmTimeoutMs',
@@ -51,26 +56,10 @@ const PUBLISHER_KEYS = optionKeys<RabbitPublisherOptions>()([
 const BACKOFF_KEYS = optionKeys<RabbitBackoffOptions>()(['baseMs', 'capMs']);
 
 /**
- * A {@link Publisher} for the outbox relay that publishes to RabbitMQ on a confirm channel.
- *
- * - Each outbox `destination` is read by {@link parseDestination}: `queue` through the
- *   default exchange, or `exchange/routingKey`.
- * - Every message is published `mandatory`; a message the broker returns as unroutable is
- *   reported failed (retriable) so it stays in the outbox, never silently dropped.
- * - `publish` resolves when every message is confirmed or known to have failed; it never
- *   throws for a message's failure. Messages go out in the order given on one channel.
- *   A message that fails before it is sent (bad destination, missing exchange) holds back
- *   the later messages of its key in the same call.
- * - The message id travels as `properties.messageId` and the `message-id` header; the
- *   `correlation-id` header also as `properties.correlationId`, `content-type` as
- *   `properties.contentType`; the partition key as the `partition-key` header; every
- *   header as an AMQP header.
- * - The connection opens on the first publish and reopens on a later publish after a loss,
- *   attempts spaced by a capped jittered backoff. Every broker call has a time limit
- *   (connect, confirm, heartbeat, exchange check); a loss is logged once, and so is the
- *   recovery. `close` is idempotent.
+ * The publisher's options, checked (unknown keys refused), with their defaults filled in.
+ * @internal
  */
-export function createRabbitPublisher(options: RabbitPublisherOptions): Publisher {
+export function resolvePublisherOptions(options: RabbitPublisherOptions): ResolvedPublisherOptions {
   rejectUnknownOptions(options, PUBLISHER_KEYS, 'createRabbitPublisher');
   rejectUnknownOptions(options.reconnect, BACKOFF_KEYS, 'createRabbitPublisher', 'reconnect');
   const connection = resolveConnection(options, 'createRabbitPublisher', 'justonce-publisher');
@@ -89,27 +78,5 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
   if (typeof persistent !== 'boolean') {
     throw new ConfigurationError('createRabbitPublisher: persistent must be a boolean');
   }
-  const logger = resolveLogger(options.logger);
-  const outage = new OutageLog(
-    logger,
-    {
-      down: 'rabbitmq publisher lost its channel; reconnecting',
-      up: 'rabbitmq publisher reconnected',
-    },
-    {},
-  );
-
-  const rt: PublisherRuntime = {
-    options: { connection, confirmTimeoutMs, reconnect, exchangeCheckTtlMs, persistent },
-    outage,
-    current: undefined,
-    opening: undefined,
-    closing: undefined,
-    failedAttempts: 0,
-    nextAttemptAt: 0,
-  };
-  return {
-    publish: (messages) => publishBatch(rt, messages),
-    close: () => closePublisher(rt),
-  };
+  return { connection, confirmTimeoutMs, reconnect, exchangeCheckTtlMs, persistent };
 }
