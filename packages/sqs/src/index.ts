@@ -18,17 +18,17 @@ export { createSqsPublisher } from './publisher/create-publisher';
 export type { SqsPublisherOptions } from './publisher/types';
 export { MESSAGE_ID_ATTRIBUTE } from './publisher/entry';
 export { MAX_BATCH_ENTRIES } from './publisher/plan';
-export type { SqsClientSource } from './client';
-export type { SqsTimeoutOptions } from './time-limits';
-export { toEnvelope } from './envelope';
-export type { EnvelopeSettings } from './envelope';
+export type { SqsClientSource } from './client/client';
+export type { SqsTimeoutOptions } from './client/time-limits';
+export { toEnvelope } from './consumer/envelope';
+export type { EnvelopeSettings } from './consumer/envelope';
 export {
   MAX_MESSAGE_ATTRIBUTES,
   attributeNameProblem,
   fromMessageAttributes,
   toMessageAttributes,
-} from './attributes';
-export { BODY_ENCODING_ATTRIBUTE, decodeBody } from './body';
-export type { BodyEncoding } from './body';
-export { isQueueName, isQueueUrl, isFifoQueue, MAX_QUEUE_NAME_LENGTH } from './queue-names';
+} from './client/attributes';
+export { BODY_ENCODING_ATTRIBUTE, decodeBody } from './client/body';
+export type { BodyEncoding } from './client/body';
+export { isQueueName, isQueueUrl, isFifoQueue, MAX_QUEUE_NAME_LENGTH } from './client/queue-names';
 export * from './errors';

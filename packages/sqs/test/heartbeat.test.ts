@@ -1,8 +1,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { resolveMeter, silentLogger } from '@justonce/core';
-import { Heartbeat } from '../src/consumer/heartbeat';
-import type { HeldMessage } from '../src/consumer/held-message';
-import { createConsumerInstruments } from '../src/consumer/instruments';
+import { Heartbeat } from '../src/consumer/visibility/heartbeat';
+import type { HeldMessage } from '../src/consumer/visibility/held-message';
+import { createConsumerInstruments } from '../src/consumer/meter/instruments';
 import { TestQueues, sqsClientConfig, unique } from './support';
 import { waitFor } from '../../../test-support/wait-for';
 

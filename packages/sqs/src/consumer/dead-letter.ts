@@ -9,9 +9,9 @@ import {
   deadLetterHeaders,
   type DeadLetterFacts,
 } from '@justonce/core/transport';
-import { MAX_MESSAGE_ATTRIBUTES } from '../attributes';
+import { MAX_MESSAGE_ATTRIBUTES } from '../client/attributes';
 import { fifoId } from '../publisher/entry';
-import { timeLimited } from '../time-limits';
+import { timeLimited } from '../client/time-limits';
 
 /**
  * The order in which the shared dead-letter facts claim the attribute slots SQS leaves

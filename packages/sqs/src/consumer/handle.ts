@@ -4,12 +4,13 @@ import {
   type Decision,
   type DecisionContext,
   type Envelope,
-  sleep,
 } from '@justonce/core/transport';
-import { toEnvelope } from '../envelope';
-import type { HeldMessage } from './held-message';
-import { report, type ConsumerRuntime, type QueueSetup } from './runtime';
+import { toEnvelope } from './envelope';
+import { groupOf, roundsOf } from './fifo/groups';
+import type { ConsumerRuntime, QueueSetup } from './runtime';
 import { release, settle } from './settle';
+import type { HeldMessage } from './visibility/held-message';
+import { holdThrough } from './visibility/hold-through';
 
 /** Where the decisions of this consumer's deliveries come from, for the dead-letter facts. */
 function contextOf<R>(rt: ConsumerRuntime<R>, holds: number): DecisionContext {
@@ -63,54 +64,6 @@ export async function handleOne<R>(
 }
 
 /**
- * The store (or a dependency the inbox's `classify` calls infrastructure) is down while
- * `batch` is held: reports them `held` and waits the decision's backoff with the messages
- * kept in flight by the heartbeat, so SQS neither delivers them again nor raises their
- * receive count (which the inbox counts as attempts: a long outage would dead-letter good
- * messages). Resolves whether to try them again: not without a heartbeat (they would expire
- * meanwhile), not once the consumer stops or a delivery went stale.
- */
-async function holdThrough<R>(
-  rt: ConsumerRuntime<R>,
-  setup: QueueSetup,
-  batch: readonly HeldMessage[],
-  decision: Extract<Decision<R>, { kind: 'hold' }>,
-): Promise<boolean> {
-  const gone = () => !rt.live || batch.some((h) => h.controller.signal.aborted);
-  if (setup.heartbeat === undefined || gone()) return false;
-  rt.storeOutage.failed(
-    'sqs consumer: the store is unavailable; holding messages in flight and retrying them with backoff',
-    decision.error,
-    { sqsMessageIds: batch.map((h) => h.message.MessageId) },
-  );
-  const { error, delayMs } = decision;
-  for (const h of batch) report(rt, h, { action: 'held', error, delayMs });
-  const stale = batch[0]?.controller.signal;
-  const wake = stale ? AbortSignal.any([rt.receiveAbort.signal, stale]) : rt.receiveAbort.signal;
-  await sleep(delayMs, wake);
-  return !gone();
-}
-
-/** The rounds of a receive batch: on a FIFO queue round k holds the k-th message of each group. */
-function roundsOf(setup: QueueSetup, batch: readonly HeldMessage[]): HeldMessage[][] {
-  if (!setup.info.fifo) return [[...batch]];
-  const rounds: HeldMessage[][] = [];
-  const position = new Map<string, number>();
-  for (const h of batch) {
-    const group = groupOf(h);
-    const k = position.get(group) ?? 0;
-    position.set(group, k + 1);
-    (rounds[k] ??= []).push(h);
-  }
-  return rounds;
-}
-
-/** The FIFO message group of `h` (`''` on a standard queue). @internal */
-export function groupOf(h: HeldMessage): string {
-  return h.message.Attributes?.MessageGroupId ?? '';
-}
-
-/**
  * Handles one receive batch (batch mode) with `processBatch`, one transaction per round,
  * every round with the batch's `signal`. On a FIFO queue a group stays in order: a group
  * with a message held back has its later messages released. @internal
@@ -122,7 +75,7 @@ export async function handleBatch<R>(
   signal: AbortSignal,
 ): Promise<void> {
   const blocked = new Set<string>();
-  for (const round of roundsOf(setup, batch)) {
+  for (const round of roundsOf(setup.info.fifo, batch)) {
     const live: HeldMessage[] = [];
     const released: Promise<boolean>[] = [];
     for (const h of round) {

@@ -12,9 +12,9 @@ import {
   type SettledEvent,
   optionalFunction,
 } from '@justonce/core/transport';
-import { attributeNameProblem } from '../attributes';
-import { isQueueUrl } from '../queue-names';
-import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
+import { attributeNameProblem } from '../client/attributes';
+import { isQueueUrl } from '../client/queue-names';
+import { resolveTimeouts, type ResolvedTimeouts } from '../client/time-limits';
 import type {
   SqsConsumerOptions,
   SqsDeadLetterOptions,

@@ -1,15 +1,15 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SettledEvent } from '@justonce/core/transport';
-import { resolveClient } from '../client';
-import type { EnvelopeSettings } from '../envelope';
-import { Permits } from '../limiter';
-import { OutageNotice } from '../outage-notice';
-import { errorName } from '../request-errors';
-import type { Deleter } from './deleter';
-import type { Heartbeat } from './heartbeat';
-import type { HeldMessage } from './held-message';
-import { createConsumerInstruments, type ConsumerInstruments } from './instruments';
-import type { GroupLanes } from './lanes';
+import { resolveClient } from '../client/client';
+import type { EnvelopeSettings } from './envelope';
+import { Permits } from '../client/limiter';
+import { OutageNotice } from '../client/outage-notice';
+import { errorName } from '../client/request-errors';
+import type { Deleter } from './visibility/deleter';
+import type { Heartbeat } from './visibility/heartbeat';
+import type { HeldMessage } from './visibility/held-message';
+import { createConsumerInstruments, type ConsumerInstruments } from './meter/instruments';
+import type { GroupLanes } from './fifo/lanes';
 import {
   MAX_VISIBILITY_SECONDS,
   STORE_OUTAGE_BACKOFF_CAP_MS,

@@ -4,10 +4,10 @@ import type { InboxOutcome } from '@justonce/core';
 import type { DeadLetterFacts, Decision } from '@justonce/core/transport';
 import { fullJitterBackoff } from '@justonce/core/retry';
 import { SqsDeadLetterError } from '../errors/dead-letter-error';
-import { errorName } from '../request-errors';
-import { timeLimited } from '../time-limits';
+import { errorName } from '../client/request-errors';
+import { timeLimited } from '../client/time-limits';
 import { forwardToDeadLetterQueue } from './dead-letter';
-import type { HeldMessage } from './held-message';
+import type { HeldMessage } from './visibility/held-message';
 import {
   releaseDelayMs,
   report,

@@ -1,14 +1,14 @@
 import { ConfigurationError } from '@justonce/core';
 import { finishesWithin, type ConsumerStopOptions } from '@justonce/core/transport';
-import { Deleter } from './deleter';
-import { Heartbeat } from './heartbeat';
-import { GroupLanes } from './lanes';
-import { describeQueue } from './queue-info';
-import { checkRedrive } from './redrive-check';
-import { poll } from './receive';
+import { Deleter } from './visibility/deleter';
+import { Heartbeat } from './visibility/heartbeat';
+import { GroupLanes } from './fifo/lanes';
+import { describeQueue } from './queue/queue-info';
+import { checkRedrive } from './queue/redrive-check';
+import { poll } from './visibility/receive';
 import { RECEIVE_BATCH, report, type ConsumerRuntime, type QueueSetup } from './runtime';
 import { releaseAtStop } from './settle';
-import { errorName } from '../request-errors';
+import { errorName } from '../client/request-errors';
 
 /** Describes the queue and builds what handling its messages needs. */
 async function setUp<R>(rt: ConsumerRuntime<R>): Promise<QueueSetup> {

@@ -8,8 +8,8 @@ import type {
   Logger,
 } from '@justonce/core';
 import type { Consumer, MessageIdOptions, SettledEvent } from '@justonce/core/transport';
-import type { SqsClientSource } from '../client';
-import type { SqsTimeoutOptions } from '../time-limits';
+import type { SqsClientSource } from '../client/client';
+import type { SqsTimeoutOptions } from '../client/time-limits';
 
 /** An OpenTelemetry meter, as core's `InboxOptions.meter` takes it. */
 export type SqsMeter = NonNullable<InboxOptions['meter']>;

@@ -1,7 +1,7 @@
 import { ConfigurationError } from '@justonce/core';
 import type { Publisher } from '@justonce/core/transport';
-import { resolveClient } from '../client';
-import { OutageNotice } from '../outage-notice';
+import { resolveClient } from '../client/client';
+import { OutageNotice } from '../client/outage-notice';
 import { resolvePublisherOptions } from './options';
 import { publish } from './publish';
 import type { PublisherRuntime } from './runtime';

@@ -5,8 +5,8 @@ import {
   rejectUnknownOptions,
   resolveLogger,
 } from '@justonce/core/transport';
-import type { BodyEncoding } from '../body';
-import { resolveTimeouts, type ResolvedTimeouts } from '../time-limits';
+import type { BodyEncoding } from '../client/body';
+import { resolveTimeouts, type ResolvedTimeouts } from '../client/time-limits';
 import type { SqsPublisherOptions } from './types';
 
 /** {@link SqsPublisherOptions} checked, with defaults applied. @internal */

@@ -1,6 +1,6 @@
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { isQueueUrl } from '../queue-names';
-import { timeLimited } from '../time-limits';
+import { isQueueUrl } from '../client/queue-names';
+import { timeLimited } from '../client/time-limits';
 import type { PublisherRuntime } from './runtime';
 
 /**

@@ -1,6 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Logger } from '@justonce/core';
-import type { OutageNotice } from '../outage-notice';
+import type { OutageNotice } from '../client/outage-notice';
 import type { ResolvedPublisherOptions } from './options';
 
 /** Why a message was not published, as its `PublishResult` says it. @internal */

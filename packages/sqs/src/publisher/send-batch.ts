@@ -7,9 +7,14 @@ import {
 import { fullJitterBackoff } from '@justonce/core/retry';
 import { SqsPublishError } from '../errors/publish-error';
 import { SqsTimeoutError } from '../errors/timeout-error';
-import { isFifoQueue } from '../queue-names';
-import { errorName, isQueueMissing, isRetriableRequestError, isSqsOutage } from '../request-errors';
-import { timeLimited } from '../time-limits';
+import { isFifoQueue } from '../client/queue-names';
+import {
+  errorName,
+  isQueueMissing,
+  isRetriableRequestError,
+  isSqsOutage,
+} from '../client/request-errors';
+import { timeLimited } from '../client/time-limits';
 import { entryOf, requestEntry } from './entry';
 import type { PreparedEntry } from './prepared-entry';
 import type { Failure, PublisherRuntime } from './runtime';

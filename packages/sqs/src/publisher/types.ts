@@ -1,7 +1,7 @@
 import type { BackoffOptions, Logger } from '@justonce/core';
-import type { SqsClientSource } from '../client';
-import type { BodyEncoding } from '../body';
-import type { SqsTimeoutOptions } from '../time-limits';
+import type { SqsClientSource } from '../client/client';
+import type { BodyEncoding } from '../client/body';
+import type { SqsTimeoutOptions } from '../client/time-limits';
 
 /**
  * Options of {@link createSqsPublisher}. Give `client` or `clientConfig` (see

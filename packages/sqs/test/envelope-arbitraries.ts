@@ -4,7 +4,7 @@
  */
 import type { Message } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
-import { type EnvelopeSettings } from './envelope';
+import { type EnvelopeSettings } from '../src/consumer/envelope';
 /**
  * Property tests of the mapping from a received SQS message to the inbox's envelope. The SDK
  * types say what SQS sends; these feed it anything (wrong types included), because a throw

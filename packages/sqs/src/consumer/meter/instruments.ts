@@ -1,4 +1,4 @@
-import type { SqsMeter } from './types';
+import type { SqsMeter } from '../types';
 
 /** The consumer's counters. @internal */
 export interface ConsumerInstruments {

@@ -1,7 +1,7 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { findMessageId, type Envelope, type ResolvedMessageId } from '@justonce/core/transport';
-import { fromMessageAttributes, headerOf } from './attributes';
-import { decodeBody } from './body';
+import { fromMessageAttributes, headerOf } from '../client/attributes';
+import { decodeBody } from '../client/body';
 
 /** Settings that shape how a received message becomes an {@link Envelope}. */
 export interface EnvelopeSettings {

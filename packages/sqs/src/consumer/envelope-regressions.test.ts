@@ -1,6 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { toEnvelope, type EnvelopeSettings } from './envelope';
-import { build } from './envelope-arbitraries';
+import { build } from '../../test/envelope-arbitraries';
 
 describe('toEnvelope: inputs the properties found (each threw or mapped wrongly before)', () => {
   const base = build({

@@ -1,9 +1,9 @@
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Logger } from '@justonce/core';
-import { OutageNotice } from '../outage-notice';
-import { timeLimited } from '../time-limits';
+import { OutageNotice } from '../../client/outage-notice';
+import { timeLimited } from '../../client/time-limits';
 import type { HeldMessage } from './held-message';
-import type { ConsumerInstruments } from './instruments';
+import type { ConsumerInstruments } from '../meter/instruments';
 
 /** Batch-entry error codes that mean the message is no longer ours to extend. */
 const GONE = new Set([

@@ -1,11 +1,12 @@
 import { sleep } from '@justonce/core/transport';
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { fullJitterBackoff } from '@justonce/core/retry';
-import { errorName } from '../request-errors';
-import { timeLimited } from '../time-limits';
-import { groupOf, handleBatch, handleOne } from './handle';
+import { errorName } from '../../client/request-errors';
+import { timeLimited } from '../../client/time-limits';
+import { handleBatch, handleOne } from '../handle';
+import { groupOf } from '../fifo/groups';
 import type { HeldMessage } from './held-message';
-import type { ConsumerRuntime, QueueSetup } from './runtime';
+import type { ConsumerRuntime, QueueSetup } from '../runtime';
 
 /** Backoff between failed receives: capped low, so polling resumes soon after a heal. */
 const RECEIVE_BACKOFF = { baseMs: 200, capMs: 5_000 } as const;

@@ -5,7 +5,7 @@ import {
   rejectUnknownOptions,
   withTimeout,
 } from '@justonce/core/transport';
-import { SqsTimeoutError } from './errors/timeout-error';
+import { SqsTimeoutError } from '../errors/timeout-error';
 
 /**
  * Time limits of the SQS calls a consumer or publisher makes, in milliseconds; `0` turns one

@@ -1,5 +1,5 @@
 import type { Inbox, Logger } from '@justonce/core';
-import type { SqsQueueInfo } from './types';
+import type { SqsQueueInfo } from '../types';
 
 /**
  * Warns once, at start, when the inbox's `maxAttempts` is not below the queue's redrive

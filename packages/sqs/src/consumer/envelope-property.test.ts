@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { fromMessageAttributes } from './attributes';
+import { fromMessageAttributes } from '../client/attributes';
 import { toEnvelope } from './envelope';
 import {
   RUNS,
@@ -14,7 +14,7 @@ import {
   idAttribute,
   expectedId,
   expectedReceiveCount,
-} from './envelope-arbitraries';
+} from '../../test/envelope-arbitraries';
 
 describe('toEnvelope (property)', () => {
   it('never throws, and maps every message to an envelope by the documented rules', () => {

@@ -2,10 +2,10 @@ import { sleep } from '@justonce/core/transport';
 import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Logger } from '@justonce/core';
 import { fullJitterBackoff } from '@justonce/core/retry';
-import { errorName, isRetriableRequestError } from '../request-errors';
-import { timeLimited } from '../time-limits';
+import { errorName, isRetriableRequestError } from '../../client/request-errors';
+import { timeLimited } from '../../client/time-limits';
 import type { HeldMessage } from './held-message';
-import type { ConsumerInstruments } from './instruments';
+import type { ConsumerInstruments } from '../meter/instruments';
 
 interface Pending {
   readonly held: HeldMessage;

@@ -1,10 +1,10 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '@justonce/core';
-import { SqsQueueError } from '../errors/queue-error';
-import { isFifoQueue, parseQueueArn } from '../queue-names';
-import { errorName } from '../request-errors';
-import { timeLimited } from '../time-limits';
-import type { SqsQueueInfo } from './types';
+import { SqsQueueError } from '../../errors/queue-error';
+import { isFifoQueue, parseQueueArn } from '../../client/queue-names';
+import { errorName } from '../../client/request-errors';
+import { timeLimited } from '../../client/time-limits';
+import type { SqsQueueInfo } from '../types';
 
 interface RedrivePolicy {
   readonly deadLetterTargetArn: string;
