@@ -11,10 +11,10 @@ import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessages } from './sql/claim-messages';
 import { countAttempts, type CountedAttempt } from './sql/count-attempts';
-import { hasUnfinishedAttempts } from './sql/unfinished-attempts';
 import { finishBatch } from './sql/finish-batch';
 import { keyOf, type MessageKey } from './sql/message-key';
-import { readRecords } from './sql/read-records';
+import { readChunk, readRecords } from './sql/read-records';
+import { poolRunner } from '../transactions/sql';
 import type { Handler, InboxOutcome } from './types';
 
 /** Deliveries per transaction; a larger batch runs as several transactions in sequence. */
@@ -39,8 +39,9 @@ const SAVEPOINT = 'justonce_handler';
 class IsolateAndRetry {}
 
 /**
- * Handles many deliveries in one transaction. Bad input and exhausted messages are settled
- * first; the rest are claimed with one multi-row dedup insert, in key order (so two batches
+ * Handles many deliveries in one transaction. Bad input, messages whose records say they were
+ * handled (one read of the chunk's records, before any transaction) and exhausted messages are
+ * settled first; the rest are claimed with one multi-row dedup insert, in key order (so two batches
  * never deadlock), and only the new ones reach the handler.
  *
  * The first pass runs every handler straight in the transaction. If one fails, that pass
@@ -72,7 +73,7 @@ async function processChunk<R>(
 ): Promise<InboxOutcome<R>[]> {
   const { store, consumer, maxAttempts } = rt.options;
   const outcomes = new Array<InboxOutcome<R> | undefined>(envelopes.length);
-  const live: { index: number; prepared: Prepared }[] = [];
+  const live: Live[] = [];
   const repeats: number[] = [];
   const seen = new Set<string>();
 
@@ -91,22 +92,14 @@ async function processChunk<R>(
     live.push({ index, prepared });
   }
 
-  const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
-  if (
-    live.length > 1 &&
-    (await hasUnfinishedAttempts(
-      store.knex,
-      store.names,
-      consumer,
-      toCount.map(({ prepared }) => prepared.good),
-    ))
-  ) {
+  const { live: open, toCount, unfinished } = await settleKnownDuplicates(rt, live, outcomes);
+  if (open.length > 1 && unfinished) {
     // An earlier delivery of some of these was counted and never finished: the process may
     // have died inside the batch's transaction. Counting the whole batch again would charge
     // every message for it, and a process-killing message would take its batch-mates to the
     // dead letters with it. One message per transaction instead, each counted just before it
     // runs: those before the killer commit, those after it are not counted until they run.
-    for (const { index, prepared } of live) {
+    for (const { index, prepared } of open) {
       const body = (envelopes[index] as Envelope).body;
       outcomes[index] = await processPrepared(rt, prepared, body, handler, signal);
     }
@@ -131,7 +124,7 @@ async function processChunk<R>(
           toCount.length > 1,
         );
   const runnable: Runnable[] = [];
-  for (const { index, prepared } of live) {
+  for (const { index, prepared } of open) {
     const stored = counts.get(keyOf(prepared.good));
     const attempt = attemptNumber(stored, prepared.ordinal);
     await rt.step('attempt-counted', prepared.good.messageId);
@@ -192,6 +185,55 @@ async function processChunk<R>(
   }
 
   return settleRepeats(rt, envelopes, outcomes, repeats, handler, signal);
+}
+
+/** A delivery of a chunk that was validated and is not a copy of an earlier one in it. */
+interface Live {
+  readonly index: number;
+  readonly prepared: Prepared;
+}
+
+/**
+ * Reads a chunk's records in one statement before anything is counted or claimed, and settles
+ * each message committed as handled as a duplicate (or, under another payload, a conflict)
+ * with no transaction and no write, whatever the transport said of the delivery. Returns the
+ * rest, those of them to count, and whether any of those has an unfinished attempt. A chunk of
+ * one delivery skips the read: its count (when it counts) reads its record, and a first
+ * delivery goes straight to its claim, as in {@link processPrepared}.
+ */
+async function settleKnownDuplicates(
+  rt: InboxRuntime,
+  live: readonly Live[],
+  outcomes: Array<InboxOutcome<unknown> | undefined>,
+): Promise<{ live: readonly Live[]; toCount: readonly Live[]; unfinished: boolean }> {
+  const { store, consumer } = rt.options;
+  const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
+  if (live.length <= 1) return { live, toCount, unfinished: false };
+  const chunk = await readChunk(
+    poolRunner(store.knex),
+    store.names,
+    consumer,
+    live.map(({ prepared }) => prepared.good),
+    toCount.map(({ prepared }) => prepared.good),
+  );
+  if (chunk.handled.size === 0) return { live, toCount, unfinished: chunk.unfinished };
+  const open: Live[] = [];
+  for (const item of live) {
+    const { good, ordinal } = item.prepared;
+    const record = chunk.handled.get(keyOf(good));
+    if (record === undefined) {
+      open.push(item);
+      continue;
+    }
+    await rt.step('attempt-counted', good.messageId);
+    const settled = await settleHandled(rt, good, attemptNumber(undefined, ordinal), record);
+    outcomes[item.index] = await report(rt, settled, good.envelope.body);
+  }
+  return {
+    live: open,
+    toCount: toCount.filter(({ prepared }) => !chunk.handled.has(keyOf(prepared.good))),
+    unfinished: chunk.unfinished,
+  };
 }
 
 /**

@@ -48,3 +48,64 @@ export async function readRecords(
   }
   return records;
 }
+
+/** What {@link readChunk} found for a batch's messages before any of them is counted. @internal */
+export interface ChunkRecords {
+  /** The committed `SUCCEEDED` dedup records among the messages, by {@link keyOf}. */
+  readonly handled: Map<string, StoredRecord>;
+  /** Some message of `counting` without a `SUCCEEDED` record has an attempt counter. */
+  readonly unfinished: boolean;
+}
+
+/**
+ * One read for a batch before anything is counted or claimed: the committed `SUCCEEDED`
+ * records of `keys` (those messages are duplicates, decided without a transaction or a
+ * write), and whether any of `counting` (a subset of `keys`) that has no such record has an
+ * attempt counter: an earlier delivery of it was counted and has not finished. Primary-key
+ * lookups only. @internal
+ */
+export async function readChunk(
+  db: SqlRunner,
+  names: MigrationNames,
+  consumer: string,
+  keys: readonly MessageKey[],
+  counting: readonly MessageKey[],
+): Promise<ChunkRecords> {
+  const records = names.table('inbox_records');
+  const result = await runSql(
+    db,
+    `select r.scope, r.message_id, r.status, r.fingerprint
+       from unnest(?::text[], ?::text[]) as m (scope, message_id)
+       join ${records} r
+         on r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
+      where r.status = 'SUCCEEDED'
+     union all
+     (select null, null, null, null
+        from unnest(?::text[], ?::text[]) as m (scope, message_id)
+        join ${names.table('inbox_attempts')} a
+          on a.scope = m.scope and a.consumer = ? and a.message_id = m.message_id
+       where not exists (select 1 from ${records} r
+                          where r.scope = m.scope and r.consumer = ?
+                            and r.message_id = m.message_id and r.status = 'SUCCEEDED')
+       limit 1)`,
+    [...keyArrays(keys), consumer, ...keyArrays(counting), consumer, consumer],
+  );
+  const handled = new Map<string, StoredRecord>();
+  let unfinished = false;
+  for (const row of rowsOf<{
+    scope: string | null;
+    message_id: string | null;
+    status: string | null;
+    fingerprint: string | null;
+  }>(result)) {
+    if (row.scope === null || row.message_id === null || row.status === null) {
+      unfinished = true;
+      continue;
+    }
+    handled.set(keyOf({ scope: row.scope, messageId: row.message_id }), {
+      status: row.status,
+      requestHash: row.fingerprint,
+    });
+  }
+  return { handled, unfinished };
+}
