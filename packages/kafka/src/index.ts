@@ -4,21 +4,21 @@
  *
  * @packageDocumentation
  */
-export { createKafkaConsumer } from './consumer';
-export { isTopicName } from './consumer-options';
+export { createKafkaConsumer } from './consumer/create-consumer';
+export { isTopicName } from './consumer/options';
 export type {
   KafkaConsumer,
   KafkaConsumerOptions,
   KafkaDeadLetterOptions,
   KafkaDelivery,
-} from './consumer-types';
-export { createKafkaPublisher } from './publisher';
-export type { KafkaPublisher, KafkaPublisherOptions } from './publisher';
-export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client';
+} from './consumer/types';
+export { createKafkaPublisher } from './publisher/create-publisher';
+export type { KafkaPublisher } from './publisher/create-publisher';
+export type { KafkaPublisherOptions } from './publisher/options';
+export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client/kafkajs/client';
+export type { KafkajsClientOptions, KafkaTimeouts } from './client/kafkajs/client';
 export type {
   KafkaClient,
-  KafkajsClientOptions,
-  KafkaTimeouts,
   KafkaConsumerClient,
   KafkaConsumerConfig,
   KafkaProducerClient,
@@ -31,16 +31,16 @@ export type {
   KafkaOffsetsByTopicPartition,
   KafkaTopicPartitions,
   KafkaInstrumentationEvent,
-} from './client';
-export { HEADERS } from './headers';
+} from './client/types';
+export { HEADERS } from './client/headers';
 /**
  * Core's dead-letter header names, re-exported: every transport's dead letters carry them
  * (a Kafka record's partition and offset under `DEAD_LETTER_POSITION_HEADERS`).
  */
 export { DEAD_LETTER_HEADERS, DEAD_LETTER_POSITION_HEADERS } from '@justonce/core';
-export type { RawHeaders, RawHeaderValue } from './headers';
-export { defaultDeadLetterTopic } from './dead-letter';
-export type { DeadLetterTopicName } from './consumer-types';
+export type { RawHeaders, RawHeaderValue } from './client/headers';
+export { defaultDeadLetterTopic } from './consumer/dead-letter';
+export type { DeadLetterTopicName } from './consumer/types';
 export {
   DeadLetterPublishError,
   KafkaPublishError,

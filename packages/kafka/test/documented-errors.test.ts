@@ -1,6 +1,6 @@
 import { isJustonceError, type DeadLetterFacts } from '@justonce/core';
 import { DeadLetterPublishError, type KafkaProducerClient } from '../src';
-import { forwardToDeadLetterTopic } from '../src/dead-letter';
+import { forwardToDeadLetterTopic } from '../src/consumer/dead-letter';
 
 /**
  * The README's `DeadLetterPublishError` (`KAFKA_DEAD_LETTER_PUBLISH_FAILED`, retriable): what a

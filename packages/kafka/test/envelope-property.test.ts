@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { createInbox, type Envelope } from '@justonce/core';
 import type { KafkaRecord } from '../src';
-import type { EnvelopeSettings } from '../src/consumer-types';
-import { toEnvelope } from '../src/envelope';
-import { decodeHeaders } from '../src/headers';
-import { utf8Bytes, utf8Text } from '../src/text';
+import type { EnvelopeSettings } from '../src/consumer/types';
+import { toEnvelope } from '../src/consumer/envelope';
+import { decodeHeaders } from '../src/client/headers';
+import { utf8Bytes, utf8Text } from '../src/client/text';
 import { openTestStore } from '../../core/test/db';
 
 /**

@@ -1,8 +1,8 @@
 import { JustonceError, silentLogger, type Inbox, type InboxOutcome } from '@justonce/core';
 import type { DeadLetterFacts, Envelope, SettledEvent } from '@justonce/core/transport';
-import { createBatchProcessor } from './batch-processor';
-import type { KafkaBatchContext, KafkaRecord } from './client';
-import type { KafkaDelivery, ProcessorDeps } from './consumer-types';
+import { createBatchProcessor } from './batch/processor';
+import type { KafkaBatchContext, KafkaRecord } from '../client/types';
+import type { KafkaDelivery, ProcessorDeps } from './types';
 
 /** What the consumer reports to `onSettled`, through core's `decide` / `decideOnThrow`. */
 

@@ -1,6 +1,6 @@
 import { errorMessage } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
-import type { KafkaConsumerClient, KafkaInstrumentationEvent } from './client';
+import type { KafkaConsumerClient, KafkaInstrumentationEvent } from '../client/types';
 
 /** kafkajs event names, used when the client's `events` map lacks one. */
 const FALLBACK_EVENTS = {

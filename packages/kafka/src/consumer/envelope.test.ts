@@ -3,11 +3,11 @@ import {
   deadLetterHeaders,
   type DeadLetterFacts,
 } from '@justonce/core/transport';
-import type { EnvelopeSettings } from './consumer-types';
+import type { EnvelopeSettings } from './types';
 import { toEnvelope } from './envelope';
-import { decodeHeaders } from './headers';
+import { decodeHeaders } from '../client/headers';
 import { deadLetterRecord, defaultDeadLetterTopic } from './dead-letter';
-import type { KafkaRecord } from './client';
+import type { KafkaRecord } from '../client/types';
 
 const record = (over: Partial<KafkaRecord> = {}): KafkaRecord => ({
   key: Buffer.from('order-7'),

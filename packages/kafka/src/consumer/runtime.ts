@@ -1,10 +1,10 @@
 import { errorMessage } from '@justonce/core/transport';
-import type { KafkaConsumerClient, KafkaProducerClient } from './client';
-import type { ResolvedConsumerOptions } from './consumer-options';
-import { createBatchProcessor } from './batch-processor';
-import type { BatchProcessor } from './consumer-types';
+import type { KafkaConsumerClient, KafkaProducerClient } from '../client/types';
+import type { ResolvedConsumerOptions } from './options';
+import { createBatchProcessor } from './batch/processor';
+import type { BatchProcessor } from './types';
 import { forwardToDeadLetterTopic } from './dead-letter';
-import { KafkaStateError } from './errors';
+import { KafkaStateError } from '../errors';
 
 /**
  * What the start and stop of one Kafka consumer share: its resolved options, the clients

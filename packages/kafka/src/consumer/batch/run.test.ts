@@ -1,5 +1,5 @@
-import { unlessHalted } from './batch-run';
-import type { ProcessorRuntime } from './consumer-types';
+import { unlessHalted } from './run';
+import type { ProcessorRuntime } from '../types';
 
 /** The two fields of the processor's runtime that `unlessHalted` reads. */
 function runtime(): ProcessorRuntime<unknown> {

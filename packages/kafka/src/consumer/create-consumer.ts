@@ -1,10 +1,9 @@
 import type { KnexTransaction } from '@justonce/core';
 import { consumerLifecycle } from '@justonce/core/transport';
-import { resolveConsumerOptions } from './consumer-options';
-import { createConsumerRuntime } from './consumer-runtime';
-import type { KafkaConsumer, KafkaConsumerOptions } from './consumer-types';
-import { startConsumer } from './start-consumer';
-import { stopConsumer } from './stop-consumer';
+import { resolveConsumerOptions } from './options';
+import { createConsumerRuntime } from './runtime';
+import type { KafkaConsumer, KafkaConsumerOptions } from './types';
+import { startConsumer, stopConsumer } from './start-stop';
 
 /**
  * Wraps a Kafka consumer group around an inbox: every record is handled in a database

@@ -1,7 +1,7 @@
 import { deadLetterHeaders, type DeadLetterFacts } from '@justonce/core/transport';
-import type { KafkaProducerClient } from './client';
-import type { DeadLetterTopicName, KafkaDelivery } from './consumer-types';
-import { DeadLetterPublishError } from './errors';
+import type { KafkaProducerClient } from '../client/types';
+import type { DeadLetterTopicName, KafkaDelivery } from './types';
+import { DeadLetterPublishError } from '../errors';
 
 /** The default dead-letter topic: `<topic>.dlq`. */
 export function defaultDeadLetterTopic(sourceTopic: string): string {

@@ -1,7 +1,7 @@
 import { silentLogger, type Inbox, type InboxOutcome } from '@justonce/core';
 import type { Envelope } from '@justonce/core/transport';
-import { createBatchProcessor } from './batch-processor';
-import type { KafkaBatchContext, KafkaRecord } from './client';
+import { createBatchProcessor } from './processor';
+import type { KafkaBatchContext, KafkaRecord } from '../../client/types';
 import { narrowAfterFailure, nextChunk } from './narrowing';
 
 const offsets = (...ns: number[]): bigint[] => ns.map((n) => BigInt(n));

@@ -8,22 +8,16 @@ import {
   type ResolvedMessageId,
   type SettledEvent,
 } from '@justonce/core/transport';
-import {
-  kafkajsClient,
-  resolveKafkaTimeouts,
-  validateBrokers,
-  type KafkaClient,
-  type KafkaConsumerConfig,
-  type KafkaProducerClient,
-} from './client';
+import type { KafkaClient, KafkaConsumerConfig, KafkaProducerClient } from '../client/types';
+import { kafkajsClient, resolveKafkaTimeouts, validateBrokers } from '../client/kafkajs/client';
 import type {
   DeadLetterTopicName,
   KafkaConsumerOptions,
   KafkaDeadLetterOptions,
   KafkaDelivery,
-} from './consumer-types';
+} from './types';
 import { defaultDeadLetterTopic } from './dead-letter';
-import { HEADERS } from './headers';
+import { HEADERS } from '../client/headers';
 
 /**
  * Group settings justonce sets unless `consumerConfig` overrides them. The three group limits

@@ -13,10 +13,10 @@ import type {
   KafkaConsumerConfig,
   KafkaProducerClient,
   KafkaRecord,
-  KafkaTimeouts,
-} from './client';
-import type { FirstDeliveryTracker } from './first-delivery';
-import type { Narrowing } from './narrowing';
+} from '../client/types';
+import type { KafkaTimeouts } from '../client/kafkajs/client';
+import type { FirstDeliveryTracker } from './batch/first-delivery';
+import type { Narrowing } from './batch/narrowing';
 
 // The types the consumer's modules share, kept apart from the code: each module imports
 // them from here rather than from the module that builds on the others, so no import runs
@@ -152,8 +152,8 @@ export interface ProcessorDeps<R> {
 
 /**
  * The state of one batch processor, per topic-partition (keyed `topic\0partition`), shared
- * by the functions in `batch-run.ts`, `partition-pacing.ts`, `process-chunk.ts` and
- * `settle-records.ts`. @internal
+ * by the functions in `batch/run.ts`, `batch/partition-pacing.ts`, `batch/chunk.ts`,
+ * `handle.ts` and `settle.ts`. @internal
  */
 export interface ProcessorRuntime<R> {
   readonly deps: ProcessorDeps<R>;

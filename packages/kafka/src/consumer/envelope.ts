@@ -1,7 +1,7 @@
 import { findMessageId, type Envelope } from '@justonce/core/transport';
-import type { KafkaRecord } from './client';
-import type { EnvelopeSettings, KafkaDelivery } from './consumer-types';
-import { decodeHeaders, headerOf } from './headers';
+import type { KafkaRecord } from '../client/types';
+import type { EnvelopeSettings, KafkaDelivery } from './types';
+import { decodeHeaders, headerOf } from '../client/headers';
 
 const EMPTY = new Uint8Array(0);
 
@@ -10,13 +10,13 @@ const EMPTY = new Uint8Array(0);
  * from the tenant header, key and headers as text, the value as raw bytes (a tombstone's
  * null value becomes an empty body), and the record's topic, partition and offset as
  * delivery facts (and as its `position`, which a dead letter keeps). `firstDelivery` adds `redelivered: false`, which lets the inbox skip its
- * attempt-counting write; it is set only by the rule in `first-delivery.ts`. Any other
+ * attempt-counting write; it is set only by the rule in `batch/first-delivery.ts`. Any other
  * record carries no first-delivery facts at all, so the inbox counts it from 1.
  *
  * Never throws, whatever the record holds: input the inbox cannot take (no id, an id,
  * tenant or header with U+0000 or invalid UTF-8) still becomes an envelope, which the inbox
  * then dead-letters with the reason. A throw would fail the record's whole chunk on every
- * delivery. Header values keep invalid UTF-8 one-to-one (see `text.ts`); the key, which
+ * delivery. Header values keep invalid UTF-8 one-to-one (see `client/text.ts`); the key, which
  * identifies nothing to the inbox, is decoded as plain UTF-8 (invalid bytes become U+FFFD).
  */
 export function toEnvelope(

@@ -1,6 +1,6 @@
 import { asError, errorMessage } from '@justonce/core/transport';
-import type { KafkaBatchContext } from './client';
-import type { ProcessorRuntime } from './consumer-types';
+import type { KafkaBatchContext } from '../../client/types';
+import type { ProcessorRuntime } from '../types';
 
 /** One `eachBatch` call under way: one partition's fetched records. @internal */
 export interface BatchRun {

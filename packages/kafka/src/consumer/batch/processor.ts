@@ -1,10 +1,10 @@
-import type { KafkaBatchContext } from './client';
-import type { BatchProcessor, ProcessorDeps, ProcessorRuntime } from './consumer-types';
+import type { KafkaBatchContext } from '../../client/types';
+import type { BatchProcessor, ProcessorDeps, ProcessorRuntime } from '../types';
 import { createFirstDeliveryTracker } from './first-delivery';
-import { closeBatchRun, commitOffset, mustStop, openBatchRun, revoked } from './batch-run';
+import { closeBatchRun, commitOffset, mustStop, openBatchRun, revoked } from './run';
 import { chunkSize, narrow, recordsToHandle, retryLater } from './partition-pacing';
-import { processOneByOne, processTogether } from './process-chunk';
-import { emitSettled } from './settle-records';
+import { processOneByOne, processTogether } from './chunk';
+import { emitSettled } from '../settle';
 
 /**
  * The one mechanism behind both consumer modes: an `eachBatch` handler that walks a

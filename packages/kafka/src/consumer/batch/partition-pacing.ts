@@ -1,7 +1,24 @@
-import type { KafkaBatchContext, KafkaRecord } from './client';
-import type { ProcessorRuntime } from './consumer-types';
-import { partitionKey, type BatchRun } from './batch-run';
+import { fullJitterBackoff } from '@justonce/core/retry';
+import type { KafkaBatchContext, KafkaRecord } from '../../client/types';
+import type { ProcessorRuntime } from '../types';
+import { partitionKey, type BatchRun } from './run';
 import { narrowAfterFailure, nextChunk } from './narrowing';
+
+/**
+ * The backoff of a paused partition. Capped low: once the store answers again, a paused
+ * partition should find out within a few seconds, not after a 30 s backoff step drawn during
+ * the outage. @internal
+ */
+export const HOLD_BACKOFF = { baseMs: 250, capMs: 3_000 };
+/** The shortest pause of a partition. @internal */
+export const MIN_HOLD_DELAY_MS = 100;
+
+/** The next delay after an infrastructure failure on the partition (growing, jittered). @internal */
+export function infraDelay<R>(runtime: ProcessorRuntime<R>, tp: string): number {
+  const n = (runtime.holds.get(tp) ?? 0) + 1;
+  runtime.holds.set(tp, n);
+  return Math.max(MIN_HOLD_DELAY_MS, fullJitterBackoff(n, HOLD_BACKOFF));
+}
 
 /**
  * The records of a fetched batch to hand on: from the record awaiting its retry, if the

@@ -1,7 +1,7 @@
 import { withTimeout, errorMessage } from '@justonce/core/transport';
 import type { Logger } from '@justonce/core';
-import type { KafkaProducerClient } from './client';
-import { KafkaStateError, KafkaTimeoutError } from './errors';
+import type { KafkaProducerClient } from '../client/types';
+import { KafkaStateError, KafkaTimeoutError } from '../errors';
 import { producerStateError, rebuildDelayMs } from './producer-state';
 
 // The slot's options and record live here, beside the functions that use them, and not in
