@@ -182,11 +182,13 @@ export { PayloadConflictError } from './inbox/errors/payload-conflict-error';
 export { MaxAttemptsExceededError } from './inbox/errors/max-attempts-exceeded-error';
 export { AlreadyDeadLetteredError } from './inbox/errors/already-dead-lettered-error';
 export { ConcurrentDeliveryError } from './inbox/errors/concurrent-delivery-error';
+export { EarlierRecordFailedError } from './inbox/errors/earlier-record-failed-error';
 export { AbortedTransactionError } from './inbox/errors/aborted-transaction-error';
 export type { InboxErrorClass, InboxErrorClassifier } from './inbox/types';
 export type {
   Inbox,
   InboxOptions,
+  InboxDedupMode,
   InboxProcessOptions,
   InboxOutcome,
   InboxStep,

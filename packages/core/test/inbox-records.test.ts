@@ -133,7 +133,8 @@ describe.each(STORE_KINDS)('inbox records and operation records on %s', (kind) =
         'SUCCEEDED op-ok',
         'FAILED_RETRIABLE op-released',
       ]);
-      expect(await store.migrate()).toEqual({ applied: [12], version: 12 });
+      const later = migrations.map((m) => m.version).filter((v) => v >= 12);
+      expect(await store.migrate()).toEqual({ applied: later, version: Math.max(...later) });
     });
     afterAll(async () => {
       if (kind === 'postgres')

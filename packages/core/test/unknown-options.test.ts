@@ -99,6 +99,8 @@ function allInboxOptions(): Required<InboxOptions> {
     backoff: { baseMs: 10, capMs: 100, random: () => 0.5 },
     classify: () => undefined,
     activityFlushMs: 5_000,
+    dedup: 'watermark+ids',
+    idRetentionMs: 30_000,
   };
 }
 

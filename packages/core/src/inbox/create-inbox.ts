@@ -4,8 +4,9 @@ import { createInstruments } from './instruments';
 import { resolveInboxOptions } from './options';
 import { processBatch } from './process-batch';
 import { processOne } from './process-one';
+import { processWatermarked } from './watermark/process';
 import type { InboxRuntime } from './runtime';
-import type { Handler, Inbox, InboxOptions, InboxProcessOptions } from './types';
+import type { Handler, Inbox, InboxOptions, InboxOutcome, InboxProcessOptions } from './types';
 import type { Knex } from 'knex';
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Envelope } from '../transport/envelope';
@@ -103,6 +104,7 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       maxAttempts: resolved.maxAttempts,
       defaultScope: resolved.defaultScope,
       retentionMs: resolved.retentionMs,
+      dedup: resolved.dedup,
     }),
     process: async <R>(
       envelope: Envelope,
@@ -112,12 +114,16 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       checkEnvelope(envelope);
       checkHandler(handler);
       // The adapter checked at construction opens transactions of type Tx.
-      return processOne(
-        runtime,
-        envelope,
-        handler as Handler<R, unknown>,
-        signalOf(processOptions),
-      ).catch((error: unknown) => rethrowAsOutage(runtime, error));
+      const work =
+        resolved.dedup === 'ids'
+          ? processOne(runtime, envelope, handler as Handler<R, unknown>, signalOf(processOptions))
+          : processWatermarked(
+              runtime,
+              [envelope],
+              handler as Handler<R, unknown>,
+              signalOf(processOptions),
+            ).then(([outcome]) => outcome as InboxOutcome<R>);
+      return work.catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     processBatch: async <R>(
       envelopes: readonly Envelope[],
@@ -131,7 +137,8 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       }
       envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
       checkHandler(handler);
-      return processBatch(
+      const run = resolved.dedup === 'ids' ? processBatch : processWatermarked;
+      return run(
         runtime,
         envelopes,
         handler as Handler<R, unknown>,

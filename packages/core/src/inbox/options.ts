@@ -1,6 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
-import { storableNameOption } from '../config/arguments';
+import { choiceOption, storableNameOption } from '../config/arguments';
 import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import { createOutbox } from '../outbox/create-outbox';
@@ -10,7 +10,7 @@ import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
 import type { TransactionAdapter } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
-import type { InboxOptions, InboxStep } from './types';
+import type { InboxDedupMode, InboxOptions, InboxStep } from './types';
 import type { InboxErrorClassifier } from './types';
 import {
   integerOption,
@@ -52,6 +52,8 @@ export const INBOX_OPTION_KEYS = optionKeys<InboxOptions<unknown>>()([
   'backoff',
   'classify',
   'activityFlushMs',
+  'dedup',
+  'idRetentionMs',
 ]);
 /** Every key of the inbox's `backoff`. @internal */
 export const INBOX_BACKOFF_KEYS = optionKeys<BackoffOptions>()(['baseMs', 'capMs', 'random']);
@@ -77,6 +79,35 @@ export interface ResolvedInboxOptions {
   readonly classify: InboxErrorClassifier | undefined;
   /** `0`: activity is not recorded. */
   readonly activityFlushMs: number;
+  readonly dedup: InboxDedupMode;
+  /** How long the id records of `watermark+ids` are kept (`retentionMs` in the other modes). */
+  readonly idRetentionMs: number;
+}
+
+const DEDUP_MODES: readonly InboxDedupMode[] = ['ids', 'watermark', 'watermark+ids'];
+
+/** `dedup` and `idRetentionMs`, checked against each other and `retentionMs`. */
+function dedupOptions(
+  options: InboxOptions<unknown>,
+  retentionMs: number,
+): { dedup: InboxDedupMode; idRetentionMs: number } {
+  const dedup = choiceOption(options.dedup, 'dedup', DEDUP_MODES, 'ids');
+  if (dedup !== 'watermark+ids') {
+    if (options.idRetentionMs !== undefined) {
+      throw new ConfigurationError("idRetentionMs applies to dedup 'watermark+ids' only", {
+        dedup,
+      });
+    }
+    return { dedup, idRetentionMs: retentionMs };
+  }
+  const idRetentionMs = integerOption(
+    options.idRetentionMs,
+    'idRetentionMs',
+    Math.min(DAY_MS, retentionMs),
+    1,
+    retentionMs,
+  );
+  return { dedup, idRetentionMs };
 }
 
 /** Validates {@link InboxOptions}; every problem is a {@link ConfigurationError}. @internal */
@@ -189,5 +220,6 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
       0,
       MAX_ACTIVITY_FLUSH_MS,
     ),
+    ...dedupOptions(options, retentionMs),
   };
 }

@@ -170,7 +170,28 @@ export interface InboxOptions<Tx = Knex.Transaction> {
    * graceful shutdown). `0` records nothing. Default 10 000; at most 3 600 000.
    */
   readonly activityFlushMs?: number;
+  /**
+   * How redeliveries are recognised (see docs/inbox.md, "Dedup modes"). Default `'ids'`.
+   * - `'ids'`: a dedup record per message id, written with the handler's effects.
+   * - `'watermark'`: no row per message: per broker partition, the highest offset whose
+   *   effects committed, advanced once per batch and partition in the same transaction; a
+   *   record at or below it is a duplicate. For an ordered log (a Kafka partition) whose
+   *   producer never sends one message twice at different offsets (an idempotent producer,
+   *   such as justonce's relay). Every delivery must carry `delivery.position` with `topic`,
+   *   `partition` and `offset`, or `process` throws a {@link ConfigurationError}.
+   * - `'watermark+ids'`: both; the id records, which then only catch a producer's copies at
+   *   other offsets, are kept for `idRetentionMs`.
+   */
+  readonly dedup?: InboxDedupMode;
+  /**
+   * With `dedup: 'watermark+ids'`: how long the id records are kept, in milliseconds; at
+   * most `retentionMs`. Default 1 day. Refused with another mode.
+   */
+  readonly idRetentionMs?: number;
 }
+
+/** How an inbox recognises redeliveries: see {@link InboxOptions.dedup}. */
+export type InboxDedupMode = 'ids' | 'watermark' | 'watermark+ids';
 
 /** Per-call options of {@link Inbox.process} and {@link Inbox.processBatch}. */
 export interface InboxProcessOptions {
@@ -199,6 +220,11 @@ export interface Inbox<Tx = Knex.Transaction> {
     readonly defaultScope: string;
     /** How long dedup records are kept, in milliseconds. */
     readonly retentionMs: number;
+    /**
+     * How redeliveries are recognised (see {@link InboxOptions.dedup}); `createInbox` always
+     * sets it, an inbox of your own may leave it out (read as `'ids'`).
+     */
+    readonly dedup?: InboxDedupMode;
   };
   /** Handles one delivery in its own transaction. Never throws for handler errors or bad input. */
   process<R>(

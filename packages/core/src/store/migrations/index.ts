@@ -11,6 +11,7 @@ import { m009OneSpelling } from './009_one_spelling';
 import { m010OperatorIndexes } from './010_operator_indexes';
 import { m011ConsumerActivity } from './011_consumer_activity';
 import { m012InboxRecords } from './012_inbox_records';
+import { m013InboxOffsets } from './013_inbox_offsets';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   m010OperatorIndexes,
   m011ConsumerActivity,
   m012InboxRecords,
+  m013InboxOffsets,
 ];

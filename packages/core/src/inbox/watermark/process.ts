@@ -1,0 +1,198 @@
+/**
+ * The inbox in a watermark dedup mode (`dedup: 'watermark'` or `'watermark+ids'`): records at
+ * or below their partition's watermark are duplicates before anything else happens; the
+ * rest run in one transaction that advances the watermark by compare-and-set (see
+ * `claim.ts`). Attempts are counted as in the `ids` mode, per message id and only for
+ * deliveries the transport does not mark as first (see `needsCounting`), so a message that
+ * crashes the process is still dead-lettered; first deliveries write no row of their own.
+ */
+import { asError } from '../../common/errors';
+import { poolRunner } from '../../transactions/sql';
+import type { Envelope } from '../../transport/envelope';
+import { handlerContext } from '../context';
+import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from '../count';
+import { settleExisting, settleHandled } from '../dedup';
+import { inspectEnvelope } from '../inspect-envelope';
+import { isInfrastructureFailure, storeOutage } from '../outage';
+import { prepare, type Prepared } from '../prepare';
+import { assertUsable, report } from '../process-one';
+import type { InboxRuntime } from '../runtime';
+import { settleFailure } from '../settle-failure';
+import { countAttempts, type CountedAttempt } from '../sql/count-attempts';
+import { finishBatch } from '../sql/finish-batch';
+import { keyOf } from '../sql/message-key';
+import { partitionKey, readWatermarks, type PartitionRef } from '../sql/offsets';
+import { readRecords, type StoredRecord } from '../sql/read-records';
+import type { GoodDelivery } from '../inspect-envelope';
+import type { SqlRunner } from '../../transactions/sql';
+import type { Handler, InboxOutcome } from '../types';
+import { claimPlaced, duplicateOf, type ToClaim } from './claim';
+import { placeOf, type Placed } from './position';
+import { processTogether } from './together';
+
+/** Deliveries per transaction, as in the `ids` mode. */
+const MAX_BATCH_SIZE = 1000;
+
+/** A validated delivery above its partition's watermark. @internal */
+export interface LiveRecord {
+  readonly index: number;
+  readonly prepared: Prepared;
+  readonly at: Placed;
+}
+
+/** Handles deliveries in a watermark mode; outcomes in input order. @internal */
+export async function processWatermarked<R>(
+  rt: InboxRuntime,
+  envelopes: readonly Envelope[],
+  handler: Handler<R, unknown>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>[]> {
+  const outcomes: InboxOutcome<R>[] = [];
+  for (let start = 0; start < envelopes.length; start += MAX_BATCH_SIZE) {
+    const chunk = envelopes.slice(start, start + MAX_BATCH_SIZE);
+    outcomes.push(...(await processChunk(rt, chunk, handler, signal)));
+  }
+  return outcomes;
+}
+
+async function processChunk<R>(
+  rt: InboxRuntime,
+  envelopes: readonly Envelope[],
+  handler: Handler<R, unknown>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>[]> {
+  const { store, consumer, dedup } = rt.options;
+  const placed = envelopes.map((envelope) => placeOf(envelope, dedup));
+  const partitions = new Map<string, PartitionRef>();
+  for (const at of placed) partitions.set(partitionKey(at), at);
+  // One read per chunk: the watermark another consumer advanced before a rebalance handed
+  // this one the partition is seen on the first chunk after it.
+  const marks = await readWatermarks(poolRunner(store.knex), store.names, consumer, [
+    ...partitions.values(),
+  ]);
+  const outcomes = new Array<InboxOutcome<R> | undefined>(envelopes.length);
+  const live: LiveRecord[] = [];
+  const seen = new Set<string>();
+  for (const [index, envelope] of envelopes.entries()) {
+    const at = placed[index] as Placed;
+    const mark = marks.get(partitionKey(at));
+    const position = `${partitionKey(at)}\u0000${at.offset}`;
+    if ((mark !== undefined && at.offset <= mark) || seen.has(position)) {
+      // Done already (or the same record twice in one batch): nothing is read or written.
+      const inspected = inspectEnvelope(envelope, rt.options);
+      const messageId = inspected.ok ? inspected.messageId : (inspected.rawId ?? '');
+      outcomes[index] = await report(rt, duplicateOf(messageId, inspected.scope), envelope.body);
+      continue;
+    }
+    seen.add(position);
+    const prepared = await prepare(rt, envelope);
+    if ('settled' in prepared) outcomes[index] = await report(rt, prepared.settled, envelope.body);
+    else live.push({ index, prepared, at });
+  }
+
+  if (live.length > 1 && !mustGoAlone(rt, live)) {
+    for (const [index, outcome] of await processTogether(rt, live, handler, signal)) {
+      outcomes[index] = outcome;
+    }
+  } else {
+    for (const item of live) outcomes[item.index] = await processAlone(rt, item, handler, signal);
+  }
+  return outcomes.map((o) => {
+    if (o === undefined) throw new Error('batch left a delivery without an outcome');
+    return o;
+  });
+}
+
+/**
+ * Whether a chunk runs one delivery per transaction: when any of them counts its attempt (a
+ * redelivery, or the first chunk after an assignment: a process-killing message then charges
+ * only itself, and the records before it commit), and with `watermark+ids` when one id comes
+ * twice (the second copy must see the first's record).
+ */
+function mustGoAlone(rt: InboxRuntime, live: readonly LiveRecord[]): boolean {
+  if (live.some((item) => needsCounting(rt, item.prepared.ordinal))) return true;
+  if (rt.options.dedup !== 'watermark+ids') return false;
+  return new Set(live.map((item) => keyOf(item.prepared.good))).size < live.length;
+}
+
+/** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
+class HandlerFailure {
+  constructor(readonly error: Error) {}
+}
+
+/**
+ * One delivery in its own transaction: count the attempt when the transport does not mark
+ * it first (autocommit), then claim the watermark, run the handler and clear the counter in
+ * one transaction.
+ */
+async function processAlone<R>(
+  rt: InboxRuntime,
+  item: LiveRecord,
+  handler: Handler<R, unknown>,
+  signal: AbortSignal,
+): Promise<InboxOutcome<R>> {
+  const { good, payload, ordinal } = item.prepared;
+  const { store, consumer, maxAttempts, transactions, dedup } = rt.options;
+  const body = good.envelope.body;
+  const counting = needsCounting(rt, ordinal);
+  let stored: CountedAttempt | undefined;
+  if (counting) {
+    const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
+      attemptToCount(rt, good, ordinal),
+    ]);
+    stored = counts.get(keyOf(good));
+  }
+  const attempt = attemptNumber(stored, ordinal);
+  await rt.step('attempt-counted', good.messageId);
+  if (stored?.handled !== undefined) {
+    return report(rt, await settleHandled(rt, good, attempt, stored.handled), body);
+  }
+  if (attempt > maxAttempts) {
+    return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
+  }
+  const claim: ToClaim = { index: item.index, good, at: item.at, attempt };
+  let outcome: InboxOutcome<R>;
+  try {
+    outcome = await transactions.transaction(async (trx): Promise<InboxOutcome<R>> => {
+      const tx = transactions.enter(trx);
+      const known = (await claimPlaced(rt, tx, [claim])).get(item.index);
+      if (counting) await finishBatch(tx, store.names, consumer, [good], []);
+      if (known !== undefined) return known;
+      const earlier = counting && dedup === 'watermark' ? await recordOf(rt, tx, good) : undefined;
+      // A redelivery above the watermark may still have been settled with a record: one
+      // dead-lettered as the last record before a crash, or one handled in the `ids` mode.
+      if (earlier !== undefined) return settleExisting(rt, tx, good, attempt, undefined, earlier);
+      const started = performance.now();
+      let result: R;
+      try {
+        result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
+        await assertUsable(tx);
+      } catch (error) {
+        rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
+        throw new HandlerFailure(asError(error));
+      }
+      rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
+      await rt.step('handler-done', good.messageId);
+      return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
+    });
+  } catch (error) {
+    if (!(error instanceof HandlerFailure)) {
+      if (isInfrastructureFailure(rt, error, false)) {
+        throw await storeOutage(rt, error, counting ? [good] : []);
+      }
+      throw error;
+    }
+    return report(rt, await settleFailure(rt, good, attempt, error.error, counting), body);
+  }
+  return report(rt, outcome, body);
+}
+
+/** The message's dedup record, if it has one (read in its transaction). */
+async function recordOf(
+  rt: InboxRuntime,
+  tx: SqlRunner,
+  good: GoodDelivery,
+): Promise<StoredRecord | undefined> {
+  const { store, consumer } = rt.options;
+  return (await readRecords(tx, store.names, consumer, [good])).get(keyOf(good));
+}
