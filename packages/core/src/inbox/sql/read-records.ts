@@ -62,7 +62,9 @@ export interface ChunkRecords {
  * records of `keys` (those messages are duplicates, decided without a transaction or a
  * write), and whether any of `counting` (a subset of `keys`) that has no such record has an
  * attempt counter: an earlier delivery of it was counted and has not finished. Primary-key
- * lookups only. @internal
+ * lookups only: the lateral subquery with its `limit` is never flattened into a join, so the
+ * records are probed by key whatever the planner thinks of the table's size (a hash join over
+ * a scan of the whole table costs a chunk more the more records it holds). @internal
  */
 export async function readChunk(
   db: SqlRunner,
@@ -74,11 +76,13 @@ export async function readChunk(
   const records = names.table('inbox_records');
   const result = await runSql(
     db,
-    `select r.scope, r.message_id, r.status, r.fingerprint
+    `select m.scope, m.message_id, r.status, r.fingerprint
        from unnest(?::text[], ?::text[]) as m (scope, message_id)
-       join ${records} r
-         on r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
-      where r.status = 'SUCCEEDED'
+       cross join lateral (
+         select status, fingerprint from ${records} r
+          where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
+            and r.status = 'SUCCEEDED'
+          limit 1) r
      union all
      (select null, null, null, null
         from unnest(?::text[], ?::text[]) as m (scope, message_id)
