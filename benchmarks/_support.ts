@@ -760,3 +760,44 @@ export async function measureCases(
   }
   return results;
 }
+
+/**
+ * Rows inserted, updated and deleted so far in the tables of `schema` (pg_stat_user_tables).
+ * A backend adds its counts to the shared statistics at the end of a transaction at most once
+ * a second, else up to 10 s later once idle; so first each of up to `connections` connections
+ * of `knex`'s pool is asked to flush when its next statement ends
+ * (`pg_stat_force_next_flush()`, PostgreSQL 15+: the concurrent calls, each sleeping a
+ * moment, take distinct connections), then this reads until two readings 0.3 s apart agree.
+ * TRUNCATE is not counted. Unlike a driver's reply, it counts the rows a data-modifying CTE
+ * writes too.
+ */
+export async function rowsWritten(
+  knex: Knex,
+  schema: string,
+  connections: number,
+): Promise<number> {
+  await Promise.all(
+    Array.from({ length: connections }, () =>
+      knex.raw('select pg_stat_force_next_flush(), pg_sleep(0.05)'),
+    ),
+  );
+  const read = async (): Promise<number> => {
+    await knex.raw('select pg_stat_clear_snapshot()');
+    const [row] = rowsOf<{ n: string | null }>(
+      await knex.raw(
+        `select sum(n_tup_ins + n_tup_upd + n_tup_del)::bigint as n
+           from pg_stat_user_tables where schemaname = ?`,
+        [schema],
+      ),
+    );
+    return Number(row?.n ?? 0);
+  };
+  let last = await read();
+  for (let i = 0; i < 20; i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = await read();
+    if (now === last) return now;
+    last = now;
+  }
+  return last;
+}

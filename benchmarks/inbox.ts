@@ -13,6 +13,13 @@
  *   knex and through node-postgres; pgbench's limit runs it with 4 clients, the claim's rows
  *   from `generate_series` rather than from arrays sent by the client.
  * - batch vs per-message: the inbox's batch throughput over its per-message throughput.
+ * - duplicates: per message and in batches of 100, the inbox handles N first deliveries, then
+ *   the same N again as each kind of copy a broker delivers (see {@link COPIES}): every copy
+ *   is a duplicate of a record committed as handled. Each round is measured after emptying
+ *   the tables, the first deliveries and then each kind of copy; a copy's ratio is the median
+ *   over the rounds of its rate over the same round's first deliveries. Besides the CPU and
+ *   the statements, it reports the rows written per message (pg_stat_user_tables, in the
+ *   bench's schema: _support.ts, rowsWritten).
  *
  * Each case: a warm-up of the node sides, then BENCH_ROUNDS rounds (default 6), the sides in
  * one order and then the reverse (inbox, knex, pg, pgbench); tables are truncated before every
@@ -22,12 +29,22 @@
  * PostgreSQL's CPU, and the statements sent (for pgbench: its script's SQL commands).
  * BENCH_INBOX_MESSAGES sets the per-message case's messages per round (default 2 000; the
  * batch case takes five times as many), BENCH_PGBENCH_SECONDS each pgbench run's length
- * (default 5). The last line printed is the JSON result.
+ * (default 5), BENCH_INBOX_CASES a comma-separated subset of per-message, batch and
+ * duplicates (default all; batch vs per-message needs both). The last line printed is the
+ * JSON result.
  */
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Pool, type PoolClient } from 'pg';
-import { createInbox, createStore, rowsOf, type Handler, type Store } from '@justonce/core';
+import {
+  createInbox,
+  createStore,
+  rowsOf,
+  type DeliveryFacts,
+  type Envelope,
+  type Handler,
+  type Store,
+} from '@justonce/core';
 import {
   medianPgbenchCost,
   pgbenchCommand,
@@ -55,10 +72,14 @@ import {
   medianCost,
   printTable,
   timedWorkers,
+  rowsWritten,
+  wantedCases,
   type Cost,
 } from './_support';
 
 const WORKERS = 8;
+/** The store's pool: the workers and two more. */
+const POOL_MAX = WORKERS + 2;
 const BATCH_SIZE = 100;
 /** pgbench's clients: one per worker for messages, four for batches. */
 const PGBENCH_CLIENTS = { message: WORKERS, batch: 4 };
@@ -375,7 +396,7 @@ async function measure(
 export async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
-  const store = await createStore({ connectionString: url, schema, pool: { max: WORKERS + 2 } });
+  const store = await createStore({ connectionString: url, schema, pool: { max: POOL_MAX } });
   const pool = new Pool({ connectionString: url, max: WORKERS });
   try {
     await store.migrate();
@@ -425,6 +446,7 @@ export async function main(): Promise<void> {
     };
     const scripts = pgbenchScripts(sql);
 
+    const wanted = wantedCases('BENCH_INBOX_CASES');
     console.log(
       `inbox benchmark on PostgreSQL, ${WORKERS} workers, ${b.rounds} rounds after a warm-up ` +
         `(per-message ${perMessageCount}, batch ${batchCount} messages per round); ` +
@@ -432,32 +454,52 @@ export async function main(): Promise<void> {
           ? `pgbench limit: ${b.pgbench}, ${b.pgbenchSeconds} s a run`
           : 'pgbench not found: no limit measured'),
     );
-    const one = await measure(b, 'per-message', perMessageCount, perMessage, {
-      script: scripts.message,
-      clients: PGBENCH_CLIENTS.message,
-    });
-    const many = await measure(b, 'batch', batchCount, batched, {
-      script: scripts.batch,
-      clients: PGBENCH_CLIENTS.batch,
-    });
-    const results = [
-      summarize(`per-message (${WORKERS} concurrent) vs hand-written SQL`, one),
-      summarize(
-        `batch (${BATCH_SIZE} per transaction, ${WORKERS} concurrent) vs hand-written SQL`,
-        many,
-      ),
+    const one = wanted('per-message')
+      ? await measure(b, 'per-message', perMessageCount, perMessage, {
+          script: scripts.message,
+          clients: PGBENCH_CLIENTS.message,
+        })
+      : undefined;
+    const many = wanted('batch')
+      ? await measure(b, 'batch', batchCount, batched, {
+          script: scripts.batch,
+          clients: PGBENCH_CLIENTS.batch,
+        })
+      : undefined;
+    const results: object[] = [];
+    const summaries = [
+      ...(one ? [summarize(`per-message (${WORKERS} concurrent) vs hand-written SQL`, one)] : []),
+      ...(many
+        ? [
+            summarize(
+              `batch (${BATCH_SIZE} per transaction, ${WORKERS} concurrent) vs hand-written SQL`,
+              many,
+            ),
+          ]
+        : []),
     ];
-    const batchVsOne: BatchVsOne = {
-      case: 'batch vs per-message (inbox both)',
-      perSec: Math.round(perSec(many.samples.inbox)),
-      baselinePerSec: Math.round(perSec(one.samples.inbox)),
-      ratio: round2(perSec(many.samples.inbox) / perSec(one.samples.inbox)),
-      target: 5,
-      cost: medianCost(many.samples.inbox.map((s) => s.cost)),
-      baselineCost: medianCost(one.samples.inbox.map((s) => s.cost)),
-    };
-    printResults(results, batchVsOne);
-    console.log(JSON.stringify({ bench: 'inbox', results: [...results, batchVsOne] }));
+    results.push(...summaries);
+    let batchVsOne: BatchVsOne | undefined;
+    if (one && many) {
+      batchVsOne = {
+        case: 'batch vs per-message (inbox both)',
+        perSec: Math.round(perSec(many.samples.inbox)),
+        baselinePerSec: Math.round(perSec(one.samples.inbox)),
+        ratio: round2(perSec(many.samples.inbox) / perSec(one.samples.inbox)),
+        target: 5,
+        cost: medianCost(many.samples.inbox.map((s) => s.cost)),
+        baselineCost: medianCost(one.samples.inbox.map((s) => s.cost)),
+      };
+      results.push(batchVsOne);
+    }
+    printResults(summaries, batchVsOne);
+    if (wanted('duplicates')) {
+      for (const mode of ['message', 'batch'] as const) {
+        const count = mode === 'message' ? perMessageCount : batchCount;
+        results.push(...(await measureDuplicates(b, schema, mode, count)));
+      }
+    }
+    console.log(JSON.stringify({ bench: 'inbox', results }));
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`);
     await store.close();
@@ -514,7 +556,7 @@ function summarize(name: string, m: Measured) {
 /** Prints each case's sides with their rates, their ratio to pgbench and their costs. */
 function printResults(
   results: ReadonlyArray<ReturnType<typeof summarize>>,
-  batchVsOne: BatchVsOne,
+  batchVsOne: BatchVsOne | undefined,
 ): void {
   const text = (ratio: number | undefined): string => (ratio === undefined ? 'n/a' : String(ratio));
   for (const r of results) {
@@ -550,9 +592,119 @@ function printResults(
     );
   }
   const b = batchVsOne;
+  if (b === undefined) return;
   console.log(
     `\n${b.ratio >= b.target ? 'met   ' : 'MISSED'} ${b.case}: ${b.perSec}/s vs ` +
       `${b.baselinePerSec}/s, ratio ${b.ratio} (target >= ${b.target}); ` +
       `per message ${costLine(b.cost, b.baselineCost)}`,
   );
+}
+
+/**
+ * The copies of a handled message a broker delivers, by the delivery facts each carries:
+ * a redelivery as RabbitMQ flags it and as SQS counts it; a Kafka record in the first chunk
+ * after a partition's assignment (no facts: the consumer counts it); and a copy delivered as
+ * new (`redelivered: false`: a Kafka record past that chunk after a rebalance that rewound
+ * the offsets, or a message its producer sent twice). The inbox takes the first three
+ * through its attempt count, the last straight to its claim.
+ */
+const COPIES: Readonly<Record<string, DeliveryFacts>> = {
+  'redelivered flag': { attempt: 2, redelivered: true, source: 'bench' },
+  'receive count 2': { attempt: 2, receiveCount: 2, source: 'bench' },
+  'no facts': { source: 'bench' },
+  'declared first': { attempt: 1, receiveCount: 1, redelivered: false, source: 'bench' },
+};
+
+/** One run of the duplicates case: its rate, its cost and the rows it wrote per message. */
+interface DuplicateSample {
+  readonly perSec: number;
+  readonly cost: Cost;
+  readonly writes: number;
+}
+
+/**
+ * The duplicates case in one mode: per round, after emptying the tables, the first deliveries
+ * of `count` messages, then each kind of {@link COPIES} of all of them; prints a table and
+ * returns one JSON result per kind of copy (its ratio to the first deliveries of its rounds).
+ */
+async function measureDuplicates(
+  b: Bench,
+  schema: string,
+  mode: 'message' | 'batch',
+  count: number,
+) {
+  const inbox = createInbox({
+    store: b.store,
+    consumer: 'bench-duplicates',
+    retentionMs: INBOX_RETENTION_MS,
+  });
+  const insertEffect = knexPlaceholders(b.sql.effect);
+  const handler: Handler = async ({ trx, messageId, message }) => {
+    await trx.raw(insertEffect, [messageId, message.body.length]);
+  };
+  const deliver = async (envelopes: readonly Envelope[], expected: string): Promise<void> => {
+    const outcomes =
+      mode === 'message'
+        ? [await inbox.process(envelopes[0]!, handler)]
+        : await inbox.processBatch(envelopes, handler);
+    if (outcomes.some((o) => o.status !== expected)) {
+      throw new Error(`duplicates: ${outcomes.find((o) => o.status !== expected)?.status}`);
+    }
+  };
+  const unitsOf = (envelopes: readonly Envelope[]): Envelope[][] =>
+    mode === 'message' ? envelopes.map((e) => [e]) : chunks(envelopes, BATCH_SIZE);
+  const run = async (units: readonly Envelope[][], expected: string) => {
+    const before = await rowsWritten(b.store.knex, schema, POOL_MAX);
+    const meter = costMeter();
+    const seconds = await timed(units, (unit) => deliver(unit, expected));
+    const cost = meter(count).cost;
+    const writes = (await rowsWritten(b.store.knex, schema, POOL_MAX)) - before;
+    return { perSec: count / seconds, cost, writes: writes / count };
+  };
+  const label = `duplicates ${mode === 'message' ? 'per-message' : `batch of ${BATCH_SIZE}`}`;
+  const samples: Record<string, DuplicateSample[]> = { first: [] };
+  for (const copy of Object.keys(COPIES)) samples[copy] = [];
+  for (let r = -1; r < b.rounds; r += 1) {
+    // Round -1 is the warm-up, on other ids.
+    const messages = benchMessages(r < 0 ? `dup-${mode}-warm` : `dup-${mode}`, count);
+    await b.reset();
+    const first = await run(unitsOf(messages.map((m) => m.envelope)), 'processed');
+    const copies: Record<string, DuplicateSample> = {};
+    for (const [copy, facts] of Object.entries(COPIES)) {
+      copies[copy] = await run(
+        unitsOf(messages.map((m) => ({ ...m.envelope, delivery: facts }))),
+        'duplicate',
+      );
+    }
+    if ((await b.effects()) !== count) throw new Error(`${label}: effects written twice`);
+    if (r < 0) continue;
+    samples.first!.push(first);
+    for (const [copy, sample] of Object.entries(copies)) samples[copy]!.push(sample);
+    console.log(
+      `  ${label} round ${r + 1}/${b.rounds}: first ${Math.round(first.perSec)}/s, ` +
+        Object.entries(copies)
+          .map(([copy, s]) => `${copy} ${Math.round(s.perSec)}/s`)
+          .join(', '),
+    );
+  }
+  const firsts = samples.first!;
+  const rows = Object.entries(samples).map(([copy, runs]) => ({
+    case: `${label}: ${copy === 'first' ? 'first delivery' : copy}`,
+    perSec: Math.round(perSec(runs)),
+    ratio: copy === 'first' ? 1 : pairedRatio(runs, firsts),
+    cost: medianCost(runs.map((s) => s.cost)),
+    writesPerMessage: Math.round(median(runs.map((s) => s.writes)) * 1000) / 1000,
+  }));
+  console.log(`\n${label} (${count} messages, ${WORKERS} concurrent)`);
+  printTable(
+    ['delivery', 'messages/s', 'ratio to first', ...costHeads('message'), 'rows written/message'],
+    rows.map((row) => [
+      row.case.slice(label.length + 2),
+      String(row.perSec),
+      String(row.ratio),
+      ...costCells(row.cost),
+      String(row.writesPerMessage),
+    ]),
+  );
+  return rows;
 }

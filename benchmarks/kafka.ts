@@ -9,6 +9,11 @@
  *   record) and then commits the offset.
  * - consumer-message: the same in per-message mode (one transaction per record, offsets
  *   committed per 100 records) beside the same per-record transaction by hand.
+ * - consumer-batch-replay, consumer-message-replay: a replay after a rebalance. A consumer
+ *   group reads the topic (untimed) and stops; the group's committed offsets are reset to the
+ *   earliest; a new consumer in the same group, with the same inbox, reads every record again,
+ *   each a duplicate, timed as above. The baseline is the same mode's first deliveries (a
+ *   fresh group and inbox), so the ratio is the replay's throughput over the first delivery's.
  * - relay: the outbox relay publishing through `createKafkaPublisher`, beside a raw kafkajs
  *   producer sending the same records with the same batch size, concurrency, idempotence and
  *   acks (all in-sync replicas).
@@ -23,8 +28,8 @@
  * 6) alternating which side runs first. `perSec` and `baselinePerSec` are medians; `ratio` is
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
- * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message, relay,
- * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
+ * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message,
+ * consumer-batch-replay, consumer-message-replay, relay, relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
  * relay's), BENCH_RELAY_CONCURRENCY (the relay's loops and the raw sides' lanes, default 2).
  * The last line printed is the JSON result.
  */
@@ -115,17 +120,17 @@ function timedClient(kafka: Kafka, onFirstBatch: () => void): KafkaClient {
   };
 }
 
-/** The inbox consumer; records per second. */
+/** The inbox consumer; records per second. `name` is its group's and its inbox's. */
 async function inboxRun(
   env: Env,
   topic: string,
   count: number,
   mode: 'batch' | 'message',
+  name = `bench-${tag()}`,
 ): Promise<Run> {
   let started = 0;
   let cpu = costMeter(); // restarted with the clock at the first batch
   let done = 0;
-  const name = `bench-${tag()}`;
   const consumer = createKafkaConsumer({
     kafka: timedClient(env.kafka, () => {
       started = performance.now();
@@ -155,6 +160,29 @@ async function inboxRun(
   const used = cpu(count);
   await consumer.stop();
   return { perSec: count / (elapsed / 1000), ...used };
+}
+
+/**
+ * A replay after a rebalance: a group reads the topic's `count` records (untimed) and stops,
+ * its committed offsets go back to the earliest, and a new consumer of the group with the
+ * same inbox reads them all again (timed): every record is a duplicate.
+ */
+async function replayRun(
+  env: Env,
+  topic: string,
+  count: number,
+  mode: 'batch' | 'message',
+): Promise<Run> {
+  const name = `bench-replay-${tag()}`;
+  await inboxRun(env, topic, count, mode, name);
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.resetOffsets({ groupId: name, topic, earliest: true });
+  } finally {
+    await admin.disconnect();
+  }
+  return inboxRun(env, topic, count, mode, name);
 }
 
 /** The hand-written consumer: the same rows, the same transactions, by hand. */
@@ -351,8 +379,12 @@ export async function main(): Promise<void> {
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));
     const wanted = wantedCases('BENCH_KAFKA_CASES');
-    if (wanted('consumer-batch')) await fillTopic(kafka, batchTopic, count);
-    if (wanted('consumer-message')) await fillTopic(kafka, messageTopic, perMessage);
+    if (wanted('consumer-batch') || wanted('consumer-batch-replay')) {
+      await fillTopic(kafka, batchTopic, count);
+    }
+    if (wanted('consumer-message') || wanted('consumer-message-replay')) {
+      await fillTopic(kafka, messageTopic, perMessage);
+    }
     const onPublished = process.env.BENCH_ON_PUBLISHED === 'keep' ? 'keep' : 'delete';
     const results = await measureCases(
       rounds,
@@ -366,6 +398,16 @@ export async function main(): Promise<void> {
           'consumer-message',
           () => inboxRun(env, messageTopic, perMessage, 'message'),
           () => rawRun(env, messageTopic, perMessage, 'message'),
+        ],
+        [
+          'consumer-batch-replay',
+          () => replayRun(env, batchTopic, count, 'batch'),
+          () => inboxRun(env, batchTopic, count, 'batch'),
+        ],
+        [
+          'consumer-message-replay',
+          () => replayRun(env, messageTopic, perMessage, 'message'),
+          () => inboxRun(env, messageTopic, perMessage, 'message'),
         ],
         [
           'relay',
