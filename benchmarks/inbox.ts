@@ -297,7 +297,7 @@ function pgTransactions(b: Bench): Transactions {
     batch: (batch) =>
       pgTransaction(b.pool, async (client) => {
         const sorted = inKeyOrder(batch);
-        const claimed = await client.query<{ key: string }>({
+        const claimed = await client.query<{ message_id: string }>({
           name: 'bench-claim-batch',
           text: claimBatch,
           values: [
@@ -309,7 +309,7 @@ function pgTransactions(b: Bench): Transactions {
             sorted.map(() => 1),
           ],
         });
-        const isNew = new Set(claimed.rows.map((r) => r.key));
+        const isNew = new Set(claimed.rows.map((r) => r.message_id));
         for (const m of batch) if (isNew.has(m.id)) await effect(client, m);
       }),
   };
