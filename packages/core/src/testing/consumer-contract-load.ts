@@ -99,7 +99,7 @@ export async function startLoad(run: ContractRun, clause: ClauseName): Promise<L
   const logs = { consumer: [], publisher: [], relay: [] } as Load['logs'];
   const write = effectHandler(run, name, {});
   const consumer: Consumer = run.options.createConsumer(destination, {
-    inbox: createInbox({ backoff: BACKOFF, store, consumer: name }),
+    inbox: createInbox({ backoff: BACKOFF, dedup: run.dedup, store, consumer: name }),
     handler: async (ctx) => {
       handled.push({ at: Date.now(), messageId: ctx.messageId });
       await write(ctx);

@@ -3,10 +3,11 @@
  * one consumer per clause on its own destination, and what it settled. @internal
  */
 import { sleep } from '../common/time';
+import { choiceOption } from '../config/arguments';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { createInbox } from '../inbox/create-inbox';
-import type { Handler, HandlerContext, InboxOptions } from '../inbox/types';
+import type { Handler, HandlerContext, InboxDedupMode, InboxOptions } from '../inbox/types';
 import type { Store } from '../store/store';
 import type { Consumer, SettledEvent } from '../consumer';
 
@@ -26,6 +27,7 @@ const KEYS = optionKeys<ConsumerContractOptions>()([
   'createPublisher',
   'features',
   'timeoutMs',
+  'dedup',
 ]);
 const FEATURE_KEYS = optionKeys<ConsumerFeatures>()([
   'ordersByKey',
@@ -34,6 +36,8 @@ const FEATURE_KEYS = optionKeys<ConsumerFeatures>()([
   'restart',
   'partition',
 ]);
+
+const DEDUP_MODES: readonly InboxDedupMode[] = ['ids', 'watermark', 'watermark+ids'];
 
 /** Attempts of the poison clause's inbox: small, so the contract stays short. */
 export const MAX_ATTEMPTS = 3;
@@ -59,6 +63,8 @@ export interface ContractRun {
   readonly table: string;
   /** A tag that keeps this run's consumer names and ids apart from other runs'. */
   readonly tag: string;
+  /** The dedup mode of every inbox the contract creates. */
+  readonly dedup: InboxDedupMode;
 }
 
 /** One clause's consumer on its own destination, with what it settled. */
@@ -125,7 +131,8 @@ export async function prepareRun(options: ConsumerContractOptions): Promise<Cont
     `create table if not exists ${table} (consumer text not null, message_id text not null, body text not null)`,
   );
   const tag = Math.random().toString(36).slice(2, 10);
-  return { options, features: options.features ?? {}, timeoutMs, table, tag };
+  const dedup = choiceOption(options.dedup, 'dedup', DEDUP_MODES, 'ids');
+  return { options, features: options.features ?? {}, timeoutMs, table, tag, dedup };
 }
 
 /** The fault features are well formed and come with the publisher their load needs. */
@@ -192,7 +199,13 @@ export async function open(
   const { store } = run.options;
   const destination = await run.options.newDestination();
   const name = `contract-${run.tag}-${clause}`;
-  const inbox = createInbox({ backoff: BACKOFF, ...setup.inbox, store, consumer: name });
+  const inbox = createInbox({
+    backoff: BACKOFF,
+    dedup: run.dedup,
+    ...setup.inbox,
+    store,
+    consumer: name,
+  });
   const seen: Seen[] = [];
   const consumer = run.options.createConsumer(destination, {
     inbox,

@@ -1,4 +1,4 @@
-import type { Handler, Inbox } from '../inbox/types';
+import type { Handler, Inbox, InboxDedupMode } from '../inbox/types';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { Consumer, SettledEvent } from '../consumer';
@@ -154,6 +154,13 @@ export interface ConsumerContractOptions {
   readonly features?: ConsumerFeatures;
   /** How long a clause waits for what it expects. Default 15 000 ms. */
   readonly timeoutMs?: number;
+  /**
+   * The inboxes' `dedup` mode, for a transport whose deliveries carry a position (Kafka).
+   * Default `'ids'`. With `'watermark'`, the clauses that send one id twice (`duplicate`,
+   * `concurrent`, `extract`) are skipped: that mode by design does not catch a producer's
+   * copies at other offsets.
+   */
+  readonly dedup?: InboxDedupMode;
 }
 
 /** The clauses, as {@link ContractCheck.clause} names them, in the order they are reported. */
