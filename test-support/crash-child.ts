@@ -14,6 +14,7 @@ import {
   type DeliveryFacts,
   type Handler,
   type Inbox,
+  type InboxDedupMode,
   type InboxOutcome,
   type InboxStep,
   type SettledEvent,
@@ -57,6 +58,8 @@ export interface CrashJob {
   /** The inbox consumer name; also written to each effect's `consumer` column. */
   readonly consumer: string;
   readonly maxAttempts?: number;
+  /** The inbox's dedup mode (default `ids`). */
+  readonly dedup?: InboxDedupMode;
   /** Stop at this inbox step… */
   readonly stopAt?: InboxStep;
   /** …once at least this many effects were written in this process (default 0). */
@@ -167,6 +170,7 @@ async function childMain(): Promise<void> {
     store,
     consumer: job.consumer,
     maxAttempts: job.maxAttempts,
+    ...(job.dedup === undefined ? {} : { dedup: job.dedup }),
     onStep: async (step, messageId) => {
       if (stopped || step !== job.stopAt || written < (job.stopAfter ?? 0)) return;
       await stop({ type: 'stopped', at: step, messageId });

@@ -2,6 +2,7 @@ import {
   CONSUMER_CONTRACT_CLAUSES,
   checkConsumerContract,
   type ConsumerContractCheck,
+  type ConsumerContractOptions,
   type ConsumerFeatures,
   type ContractConsumerSettings,
   type PartitionLogs,
@@ -112,6 +113,8 @@ function contractConsumer(
     fromBeginning: true,
     consumerConfig: FAST_GROUP,
     inbox: s.inbox,
+    // The consumer checks its inbox's dedup mode against its own option.
+    ...(s.inbox.settings?.dedup === undefined ? {} : { dedup: s.inbox.settings.dedup }),
     handler: s.handler,
     onSettled: s.onSettled,
     messageId: {
@@ -196,6 +199,30 @@ async function privateClients(broker: PrivateKafka): Promise<KafkaClients> {
   };
 }
 
+/** The contract's topics (and their dead-letter topics) on a broker. */
+function newTopic(on: KafkaClients, label: string): () => Promise<string> {
+  return async () => {
+    const topic = unique(`cc-${label}`);
+    // The dead-letter topic too: the poison and bad-input clauses forward to it.
+    await createReadyTopics(on, [topic, `${topic}.dlq`]);
+    return topic;
+  };
+}
+
+/** The contract's sends, as Kafka records. */
+function sendTo(on: KafkaClients): ConsumerContractOptions['send'] {
+  return (topic, messages) =>
+    produce(
+      on.producer,
+      topic,
+      messages.map((m) => ({
+        value: m.body,
+        headers: { ...m.headers, ...(m.id === undefined ? {} : { 'message-id': m.id }) },
+        ...(m.key === undefined ? {} : { key: m.key }),
+      })),
+    );
+}
+
 /**
  * Batch mode runs on the shared broker. Message mode runs on a private broker (the other test
  * files keep the shared one) with the fault clauses too: the broker killed (SIGKILL) and
@@ -223,22 +250,8 @@ describe.each(['message', 'batch'] as const)('the Kafka consumer in %s mode', (m
       const own = broker;
       const checks = await checkConsumerContract({
         store,
-        newDestination: async () => {
-          const topic = unique(`cc-${mode}`);
-          // The dead-letter topic too: the poison and bad-input clauses forward to it.
-          await createReadyTopics(on, [topic, `${topic}.dlq`]);
-          return topic;
-        },
-        send: (topic, messages) =>
-          produce(
-            on.producer,
-            topic,
-            messages.map((m) => ({
-              value: m.body,
-              headers: { ...m.headers, ...(m.id === undefined ? {} : { 'message-id': m.id }) },
-              ...(m.key === undefined ? {} : { key: m.key }),
-            })),
-          ),
+        newDestination: newTopic(on, mode),
+        send: sendTo(on),
         createConsumer: (topic, settings) => contractConsumer(own, mode, topic, settings),
         ...(own === undefined
           ? {}
@@ -268,3 +281,35 @@ describe.each(['message', 'batch'] as const)('the Kafka consumer in %s mode', (m
     }
   });
 });
+
+/**
+ * The inbox's watermark dedup modes keep the contract too, in batch mode on the shared broker
+ * (the fault clauses run above, in the `ids` mode). `watermark` skips the three clauses that
+ * send one id twice: it does not catch a producer's copies at other offsets by design.
+ */
+describe.each(['watermark', 'watermark+ids'] as const)(
+  'the Kafka consumer in batch mode with dedup %s',
+  (dedup) => {
+    it('keeps the consumer contract on the real broker', async () => {
+      const checks = await checkConsumerContract({
+        store,
+        newDestination: newTopic(clients, `wm-${dedup === 'watermark' ? 'w' : 'wi'}`),
+        send: sendTo(clients),
+        createConsumer: (topic, settings) => contractConsumer(undefined, 'batch', topic, settings),
+        features: { ordersByKey: true, batchMode: true },
+        timeoutMs: 20_000,
+        dedup,
+      });
+      expect(checks.map((c) => c.clause)).toEqual(Object.values(CONSUMER_CONTRACT_CLAUSES));
+      expect(failures(checks)).toEqual([]);
+      const skipped = checks.filter((c) => c.skipped !== undefined).map((c) => c.clause);
+      const copies = [
+        CONSUMER_CONTRACT_CLAUSES.duplicate,
+        CONSUMER_CONTRACT_CLAUSES.concurrent,
+        CONSUMER_CONTRACT_CLAUSES.extract,
+      ];
+      const faults = [CONSUMER_CONTRACT_CLAUSES.restart, CONSUMER_CONTRACT_CLAUSES.partition];
+      expect(skipped).toEqual(dedup === 'watermark' ? [...copies, ...faults] : faults);
+    });
+  },
+);

@@ -45,6 +45,12 @@ describe('createKafkaConsumer configuration', () => {
     expect(typeof createKafkaConsumer(base()).start).toBe('function');
   });
 
+  it('accepts the dedup mode its inbox was created with', () => {
+    const watermarked = createInbox({ store, consumer: 'options-wm', dedup: 'watermark' });
+    const options = { ...base(), inbox: watermarked, dedup: 'watermark' } as const;
+    expect(typeof createKafkaConsumer(options).start).toBe('function');
+  });
+
   it.each<[string, Partial<KafkaConsumerOptions>, RegExp]>([
     ['no group id', { groupId: '' }, /groupId/],
     ['no topics', { topics: [] }, /topics/],
@@ -53,6 +59,12 @@ describe('createKafkaConsumer configuration', () => {
     ['both a client and brokers', { kafka: testKafka() }, /only one of kafka and brokers/],
     ['an unknown mode', { mode: 'stream' as never }, /mode/],
     ['a zero batch size', { batchSize: 0 }, /batchSize/],
+    ['an unknown dedup mode', { dedup: 'offsets' as never }, /dedup must be one of/],
+    [
+      'a dedup mode the inbox was not created with',
+      { dedup: 'watermark' },
+      /dedup is 'watermark' but the inbox was created with dedup 'ids'/,
+    ],
     ['a fractional concurrency', { concurrency: 1.5 }, /concurrency/],
     ['an empty id header', { messageId: { header: '' } }, /messageId.header/],
     ['a bad dead-letter topic', { deadLetter: { topic: 'a/b' } }, /deadLetter.topic/],

@@ -31,10 +31,19 @@ afterAll(async () => {
   await store.dispose();
 });
 
+/** Both modes with each inbox dedup mode, but `watermark+ids` in batch mode only. */
+const RUNS = [
+  ['batch', 'ids'],
+  ['message', 'ids'],
+  ['batch', 'watermark'],
+  ['message', 'watermark'],
+  ['batch', 'watermark+ids'],
+] as const;
+
 describe('two consumers in one group while members join and leave', () => {
-  it.each(['batch', 'message'] as const)(
-    'in %s mode, every message flowing through the rebalances has exactly one effect',
-    async (mode) => {
+  it.each(RUNS)(
+    'in %s mode with dedup %s, every message flowing through the rebalances has exactly one effect',
+    async (mode, dedup) => {
       const topic = unique('rebal');
       const groupId = unique('g');
       const name = unique('c');
@@ -50,7 +59,8 @@ describe('two consumers in one group while members join and leave', () => {
           batchSize: 10,
           concurrency: 2,
           consumerConfig: FAST_GROUP,
-          inbox: createInbox({ store, consumer: name }),
+          inbox: createInbox({ store, consumer: name, dedup }),
+          dedup,
           handler: async (ctx) => {
             // Slow enough that rebalances land in the middle of batches.
             await new Promise((resolve) => setTimeout(resolve, 2));

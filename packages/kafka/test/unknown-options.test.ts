@@ -46,7 +46,7 @@ afterAll(async () => {
 /** Every option but `brokers` and `timeouts` (which exclude `kafka`). */
 function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 'timeouts'> {
   return {
-    inbox: createInbox({ store, consumer: 'kafka-options' }),
+    inbox: createInbox({ store, consumer: 'kafka-options', dedup: 'watermark' }),
     handler: async () => undefined,
     groupId: 'g',
     topics: ['t', /^t-.*/],
@@ -55,6 +55,7 @@ function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 
     mode: 'message',
     batchSize: 10,
     fromBeginning: true,
+    dedup: 'watermark',
     concurrency: 2,
     messageId: { header: 'id', extract: () => undefined, fallback: false },
     scopeHeader: 'tenant',

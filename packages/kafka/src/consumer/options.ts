@@ -115,6 +115,7 @@ const CONSUMER_KEYS = optionKeys<KafkaConsumerOptions>()([
   'mode',
   'batchSize',
   'fromBeginning',
+  'dedup',
   'concurrency',
   'messageId',
   'scopeHeader',
@@ -170,6 +171,7 @@ function validate<R>(options: KafkaConsumerOptions<R>): void {
   }
   validateClient(options);
   validateProcessing(options);
+  validateDedup(options);
   validateDeadLetter(options.deadLetter);
   validateGroup(options.consumerConfig ?? {});
 }
@@ -186,6 +188,26 @@ function validateClient<R>(options: KafkaConsumerOptions<R>): void {
     fail('timeouts apply to the client built from brokers; configure the kafka client you pass');
   }
   resolveKafkaTimeouts(options.timeouts, CONTEXT);
+}
+
+const DEDUP_MODES = ['ids', 'watermark', 'watermark+ids'] as const;
+
+/** `dedup` is a mode, and the inbox's own when the inbox says which (`settings.dedup`). */
+function validateDedup<R>(options: KafkaConsumerOptions<R>): void {
+  const { dedup } = options;
+  if (dedup === undefined) return;
+  if (!(DEDUP_MODES as readonly string[]).includes(dedup)) {
+    fail(`dedup must be one of ${DEDUP_MODES.join(', ')}`, { dedup });
+  }
+  const settings = options.inbox.settings;
+  if (settings === undefined) return;
+  const inboxMode = settings.dedup ?? 'ids';
+  if (inboxMode !== dedup) {
+    fail(`dedup is '${dedup}' but the inbox was created with dedup '${inboxMode}'`, {
+      dedup,
+      inboxDedup: inboxMode,
+    });
+  }
 }
 
 function validateProcessing<R>(options: KafkaConsumerOptions<R>): void {

@@ -1,4 +1,4 @@
-import type { KnexTransaction, Handler, Inbox, Logger } from '@justonce/core';
+import type { KnexTransaction, Handler, Inbox, InboxDedupMode, Logger } from '@justonce/core';
 import type {
   Consumer,
   DeadLetterFacts,
@@ -83,6 +83,17 @@ export interface KafkaConsumerOptions<R = unknown, Tx = KnexTransaction> {
   readonly batchSize?: number;
   /** Where a group with no committed offset starts: the earliest record when true. Default false. */
   readonly fromBeginning?: boolean;
+  /**
+   * The dedup mode the inbox must have been created with (its `dedup` option): `'ids'` (a
+   * record per message id), `'watermark'` (per partition, the highest offset handled; no row
+   * per message; for topics whose producer never writes one message twice, such as
+   * justonce's relay) or `'watermark+ids'`. Construction fails when the inbox says another
+   * mode. Default: whatever the inbox has. Every record carries its topic, partition and
+   * offset, which the watermark modes need; the inbox reads a partition's watermark for
+   * every chunk, so a partition that comes back after a rebalance starts from what its
+   * last owner committed.
+   */
+  readonly dedup?: InboxDedupMode;
   /**
    * Partitions handled at the same time, each in order (kafkajs's
    * `partitionsConsumedConcurrently`). Default 1.
