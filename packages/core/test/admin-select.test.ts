@@ -16,6 +16,7 @@ import {
   type BulkFailure,
 } from '../src';
 import { STORE_KINDS, openTestStore } from './db';
+import { watchStatements } from './fixtures/statements';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -61,12 +62,11 @@ async function idsOf(store: TestStore, sql: string): Promise<string[]> {
 /** Counts the statements `call` runs on the store's knex. */
 async function statements<T>(store: TestStore, call: () => Promise<T>): Promise<[T, string[]]> {
   const seen: string[] = [];
-  const listener = (query: { sql: string }) => seen.push(query.sql);
-  store.knex.on('query', listener);
+  const stop = watchStatements(store.knex, (sql) => seen.push(sql));
   try {
     return [await call(), seen];
   } finally {
-    store.knex.off('query', listener);
+    stop();
   }
 }
 

@@ -14,6 +14,7 @@ import { STORE_KINDS, openTestStore } from './db';
 import { ORDER_SCHEMAS, orderType, zodOrder } from './fixtures/message-schemas';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
+import { watchStatements } from './fixtures/statements';
 
 /**
  * `outbox.add(trx, messageType, payload)` and `ctx.outbox.add(messageType, payload)`: the
@@ -88,11 +89,13 @@ describe.each(STORE_KINDS)('typed outbox.add on %s', (kind) => {
       'refuses %s before any SQL, writes nothing, and the transaction stays usable',
       async (_, payload) => {
         const effectId = freshId('effect');
+        let queries = 0;
+        const stopWatching = watchStatements(store.knex, () => (queries += 1));
         await store.knex.transaction(async (trx) => {
-          let queries = 0;
-          trx.on('query', () => (queries += 1));
+          const sent = queries;
           const error: unknown = await outbox.add(trx, message, payload).catch((e: unknown) => e);
-          expect(queries).toBe(0);
+          stopWatching();
+          expect(queries).toBe(sent);
           expect(error).toBeInstanceOf(InvalidEventError);
           expect(error).toMatchObject({ code: 'INVALID_EVENT', field: 'payload', index: 0 });
           const cause = (error as InvalidEventError).cause;
@@ -187,9 +190,10 @@ describe.each(STORE_KINDS)('typed outbox.add on %s', (kind) => {
       },
     });
     const order = { orderId: 'o', total: 1 };
+    let queries = 0;
+    const stopWatching = watchStatements(store.knex, () => (queries += 1));
     await store.knex.transaction(async (trx) => {
-      let queries = 0;
-      trx.on('query', () => (queries += 1));
+      const sent = queries;
       const refusal = (call: Promise<unknown>): Promise<unknown> => call.catch((e: unknown) => e);
       expect(await refusal(outbox.add(trx, NoDestination, order))).toMatchObject({
         field: 'destination',
@@ -209,7 +213,8 @@ describe.each(STORE_KINDS)('typed outbox.add on %s', (kind) => {
         field: 'options',
         message: expect.stringContaining('did you mean `messageId`?'),
       });
-      expect(queries).toBe(0);
+      stopWatching();
+      expect(queries).toBe(sent);
     });
   });
 

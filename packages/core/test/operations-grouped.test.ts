@@ -15,19 +15,19 @@ import {
 import { STORE_KINDS, openTestStore } from './db';
 import { DeclinedError, TransientError } from './fixtures/operations-support';
 import { rejection } from './fixtures/gate';
+import { watchStatements } from './fixtures/statements';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 /** Counts the grouped reservations and final updates `knex` sends from now on. */
 function countGrouped(knex: Knex): { reserves: number; finals: number; stop(): void } {
   const counts = { reserves: 0, finals: 0 };
-  const listener = (query: { sql: string }): void => {
-    if (!query.sql.includes('unnest(')) return;
-    if (/^\s*insert into \S+idempotency" as t/.test(query.sql)) counts.reserves += 1;
-    if (/^\s*update \S+idempotency" as t/.test(query.sql)) counts.finals += 1;
-  };
-  knex.on('query', listener);
-  return Object.assign(counts, { stop: () => void knex.off('query', listener) });
+  const stop = watchStatements(knex, (sql) => {
+    if (!sql.includes('unnest(')) return;
+    if (/^\s*insert into \S+idempotency" as t/.test(sql)) counts.reserves += 1;
+    if (/^\s*update \S+idempotency" as t/.test(sql)) counts.finals += 1;
+  });
+  return Object.assign(counts, { stop });
 }
 
 describe.each(STORE_KINDS)('operations called at the same time on %s', (kind) => {

@@ -20,6 +20,7 @@ import {
   withOrdersStore,
   type OrdersStore,
 } from './fixtures/orders-support';
+import { watchStatements } from './fixtures/statements';
 
 describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
   let store: OrdersStore;
@@ -187,10 +188,9 @@ describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
   it('refuses arguments it cannot use before any SQL', async () => {
     const ops = operations();
     let queries = 0;
-    const onQuery = (): void => {
+    const stopWatching = watchStatements(store.knex, () => {
       queries += 1;
-    };
-    store.knex.on('query', onQuery);
+    });
     try {
       const calls: Array<[() => Promise<unknown>, string]> = [
         [() => ops.runInTransaction('k', 1, 'effect' as never), 'needs an effect function'],
@@ -220,7 +220,7 @@ describe.each(STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
       }
       expect(queries).toBe(0);
     } finally {
-      store.knex.off('query', onQuery);
+      stopWatching();
     }
   });
 });

@@ -8,6 +8,7 @@ import {
 } from '../src';
 import { unwritableText } from '../src/common/text';
 import { STORE_KINDS, openTestStore } from './db';
+import { watchStatements } from './fixtures/statements';
 
 /**
  * Property tests of idempotent operations against arbitrary, hostile input from plain
@@ -122,15 +123,15 @@ describe.each(STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
   let store: TestStore;
   let round = 0;
   let queries = 0;
-  const onQuery = (): void => {
-    queries += 1;
-  };
+  let stopWatching = (): void => undefined;
   beforeAll(async () => {
     store = await openTestStore(kind);
-    store.knex.on('query', onQuery);
+    stopWatching = watchStatements(store.knex, () => {
+      queries += 1;
+    });
   });
   afterAll(async () => {
-    store.knex.off('query', onQuery);
+    stopWatching();
     await store.dispose();
   });
 

@@ -12,6 +12,7 @@ import {
 } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, openTestStore, uniqueSchema } from './db';
+import { watchStatements } from './fixtures/statements';
 
 /** How long the checks below wait for the relay, and how often they look. */
 const SOON = { timeoutMs: 10_000, intervalMs: 10 };
@@ -806,10 +807,9 @@ describe('claim hold on postgres', () => {
       close: async () => undefined,
     };
     let claims = 0;
-    const countClaims = (query: { sql: string }): void => {
-      if (query.sql.startsWith('with bound as')) claims += 1;
-    };
-    store.knex.on('query', countClaims);
+    const stopWatching = watchStatements(store.knex, (sql) => {
+      if (sql.startsWith('with bound as')) claims += 1;
+    });
     const relay = createRelay({
       store,
       onPublished: 'keep',
@@ -832,7 +832,7 @@ describe('claim hold on postgres', () => {
       await inner.waitForCount(3, 5_000);
       expect(payloadsOf(inner.byKey('a'))).toEqual([0, 1, 2].map((i) => ({ key: 'a', i })));
     } finally {
-      store.knex.off('query', countClaims);
+      stopWatching();
       await relay.stop({ timeoutMs: 2_000 });
     }
   });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Store } from './store';
-import { runSql, type SqlRunner } from '../transactions/sql';
+import { knexRunner, runSql, type SqlRunner } from '../transactions/sql';
 import type { SqlResult } from '../transactions/types';
 
 /**
@@ -58,33 +58,26 @@ export type StatementStore = Pick<Store, 'names' | 'preparedStatements'>;
  * generic plan after a few runs instead of planning every call. Only for statements whose
  * text does not vary with the data, or each connection would keep one per variant.
  *
- * `trx` may also be the store's own knex (a statement in its own transaction). A prepared
+ * `trx` may also be the store's own knex (a statement in its own transaction). Either way the
+ * statement goes to the driver's connection directly where it can (see {@link knexRunner}).
+ * For what happens to a statement the server lost, see {@link preparedOn}. @internal
+ */
+export function prepared(
+  store: StatementStore,
+  trx: Knex | Knex.Transaction,
+  sql: string,
+  bindings: readonly unknown[],
+): Promise<SqlResult> {
+  return preparedOn(store, knexRunner(trx), sql, bindings);
+}
+
+/**
+ * Runs `sql` (a fixed text, with `?` bindings) on a {@link SqlRunner}: the store's pool or a
+ * caller's transaction, which prepares the statement when its driver can. A prepared
  * statement the server lost or can no longer run fails; the names then change. In a
  * transaction the failure fails the transaction, and the caller's next transaction prepares
  * every statement again; a statement on its own changed nothing, so it runs once more at
  * once under its new name. @internal
- */
-export async function prepared(
-  store: StatementStore,
-  trx: Knex | Knex.Transaction,
-  sql: string,
-  bindings: readonly Knex.RawBinding[],
-): Promise<unknown> {
-  if (!store.preparedStatements) return trx.raw(sql, bindings as Knex.RawBinding[]);
-  try {
-    return await trx.raw(sql, bindings as Knex.RawBinding[]).options({ name: statementName(sql) });
-  } catch (error) {
-    if (!isStaleStatement(error)) throw error;
-    generation += 1;
-    names.clear();
-    if (trx.isTransaction === true) throw error;
-    return trx.raw(sql, bindings as Knex.RawBinding[]).options({ name: statementName(sql) });
-  }
-}
-
-/**
- * {@link prepared} on a {@link SqlRunner}: the store's pool or a caller's transaction, which
- * prepares the statement when its driver can. @internal
  */
 export async function preparedOn(
   store: StatementStore,

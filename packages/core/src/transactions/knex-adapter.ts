@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { InvalidTransactionError } from './invalid-transaction-error';
-import { knexQuery } from './sql';
+import { transactionQuery } from './sql';
 import type { SqlTransaction, TransactionAdapter } from './types';
 
 /** Transactions that saw a failed statement (knex reports each on `query-error`). */
@@ -42,7 +42,15 @@ export function enterKnex(trx: Knex.Transaction): SqlTransaction {
   const seen = watch(trx);
   return {
     dialect: 'postgres',
-    query: (text, values, options) => knexQuery(trx, text, values, options),
+    query: async (text, values, options) => {
+      try {
+        return await transactionQuery(trx, text, values, options);
+      } catch (error) {
+        // knex reports its own statements on `query-error`; justonce's bypass knex.
+        seen.failed = true;
+        throw error;
+      }
+    },
     // A failed statement may have been recovered by a savepoint: only the server can tell.
     state: () => (seen.failed ? undefined : 'active'),
   };

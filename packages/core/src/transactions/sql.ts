@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { runOnPool, transactionStatements } from './driver';
 import type { SqlQueryOptions, SqlResult } from './types';
 
 /**
@@ -79,6 +80,28 @@ export async function knexQuery(
   return { rows, rowCount: result.rowCount ?? rows.length };
 }
 
+/** knex's own error for a statement on a transaction that has ended. */
+function completed(): Error {
+  return new Error('Transaction query already complete, run with DEBUG=knex:tx for more info');
+}
+
+/**
+ * Runs a `$n` statement in a knex transaction: straight on the transaction's connection when
+ * knex's driver is node-postgres (see `driver.ts`), else through knex. @internal
+ */
+export async function transactionQuery(
+  trx: Knex.Transaction,
+  text: string,
+  values: readonly unknown[],
+  options?: SqlQueryOptions,
+): Promise<SqlResult> {
+  if (trx.isCompleted()) throw completed();
+  let run = transactionStatements(trx);
+  if (run instanceof Promise) run = await run;
+  if (run === null) return knexQuery(trx, text, values, options);
+  return run(text, values, options?.name);
+}
+
 const POOL_RUNNERS = new WeakMap<Knex, SqlRunner>();
 
 /** The store's own knex as a {@link SqlRunner}, for statements outside a caller's transaction. @internal */
@@ -87,9 +110,25 @@ export function poolRunner(knex: Knex): SqlRunner {
   if (runner === undefined) {
     runner = {
       pool: true,
-      query: (text, values, options) => knexQuery(knex, text, values, options),
+      query: async (text, values, options) =>
+        (await runOnPool(knex, text, values, options?.name)) ??
+        knexQuery(knex, text, values, options),
     };
     POOL_RUNNERS.set(knex, runner);
+  }
+  return runner;
+}
+
+const TRANSACTION_RUNNERS = new WeakMap<Knex.Transaction, SqlRunner>();
+
+/** A knex transaction of justonce's own, or the store's knex, as a {@link SqlRunner}. @internal */
+export function knexRunner(db: Knex | Knex.Transaction): SqlRunner {
+  if (db.isTransaction !== true) return poolRunner(db as Knex);
+  const trx = db as Knex.Transaction;
+  let runner = TRANSACTION_RUNNERS.get(trx);
+  if (runner === undefined) {
+    runner = { query: (text, values, options) => transactionQuery(trx, text, values, options) };
+    TRANSACTION_RUNNERS.set(trx, runner);
   }
   return runner;
 }
