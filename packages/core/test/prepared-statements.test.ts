@@ -1,4 +1,5 @@
 import {
+  createInbox,
   createMemoryPublisher,
   createOperations,
   createOutbox,
@@ -9,6 +10,7 @@ import {
   type Store,
 } from '../src';
 import { databaseUrl, openTestStore } from './db';
+import { envelope } from './fixtures/inbox-support';
 
 interface PreparedRow {
   name: string;
@@ -120,6 +122,34 @@ describe('prepared statements on postgres', () => {
       expect(await ops.run('k2', { n: 2 }, async () => 'two')).toBe('two');
       expect(await ops.run('k1', { n: 1 }, async () => 'again')).toBe('one');
       expect(ours(await preparedStatements(store)).sort()).toEqual(['insert', 'update']);
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it("prepares the inbox's claim of a message, and prepares it again after the server lost it", async () => {
+    const store = await openTestStore('postgres', { pool: { min: 1, max: 1 } });
+    try {
+      const inbox = createInbox({ store, consumer: 'prepared' });
+      const handled: string[] = [];
+      const handle = (id: string) =>
+        inbox.process(envelope(id), async ({ messageId }) => void handled.push(messageId));
+      expect(await handle('m1')).toMatchObject({ status: 'processed' });
+      const records = store.names.table('inbox_records');
+      const claims = async () =>
+        (await preparedStatements(store)).filter((row) =>
+          row.statement.includes(`insert into ${records}`),
+        );
+      expect(await claims()).toHaveLength(1);
+      // What a pooler's DISCARD ALL does. The claim runs in the message's transaction, which
+      // it fails: the delivery throws (the transport redelivers it), nothing is committed,
+      // and the next delivery prepares the claim again.
+      await store.knex.raw('deallocate all');
+      await expect(handle('m2')).rejects.toMatchObject({ code: '26000' });
+      expect(await handle('m2')).toMatchObject({ status: 'processed' });
+      expect(await handle('m2')).toMatchObject({ status: 'duplicate' });
+      expect(handled).toEqual(['m1', 'm2']);
+      expect(await claims()).toHaveLength(1);
     } finally {
       await store.dispose();
     }

@@ -95,7 +95,7 @@ export async function processPrepared<R>(
       const tx = transactions.enter(trx);
       const claimed = await claimMessage(
         tx,
-        store.names,
+        store,
         consumer,
         retentionMs,
         {

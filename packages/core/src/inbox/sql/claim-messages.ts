@@ -1,6 +1,8 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
+import { preparedOn, type StatementStore } from '../../store/prepared';
+import { statementCache } from '../../store/statement-cache';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
 
 /** A message to claim for handling. @internal */
@@ -20,6 +22,21 @@ function claimedKeys(result: unknown): Set<string> {
   return claimed;
 }
 
+/** The claim of one message, with or without the clearing of its attempt counter. */
+const claimOne = statementCache((names, clearCounter: boolean) => {
+  const insert = `insert into ${names.table('inbox_records')}
+       (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
+     values (?, ?, ?, 'SUCCEEDED', ?, ?, ${EXPIRES})
+     ${CONFLICT}`;
+  return clearCounter
+    ? `with cleared as (
+         delete from ${names.table('inbox_attempts')}
+          where scope = ? and consumer = ? and message_id = ?
+       )
+       ${insert}`
+    : insert;
+});
+
 /**
  * The dedup insert of one message, in its business transaction: `insert … on conflict do
  * nothing` of a SUCCEEDED record. A record another transaction is inserting makes this one
@@ -33,16 +50,12 @@ function claimedKeys(result: unknown): Set<string> {
  */
 export async function claimMessage(
   db: SqlRunner,
-  names: MigrationNames,
+  store: StatementStore,
   consumer: string,
   retentionMs: number,
   message: MessageToClaim,
   clearCounter = true,
 ): Promise<boolean> {
-  const insert = `insert into ${names.table('inbox_records')}
-       (scope, consumer, message_id, status, fingerprint, attempts, expires_at)
-     values (?, ?, ?, 'SUCCEEDED', ?, ?, ${EXPIRES})
-     ${CONFLICT}`;
   const values = [
     message.scope,
     consumer,
@@ -52,16 +65,13 @@ export async function claimMessage(
     retentionMs,
   ];
   const result = clearCounter
-    ? await runSql(
-        db,
-        `with cleared as (
-           delete from ${names.table('inbox_attempts')}
-            where scope = ? and consumer = ? and message_id = ?
-         )
-         ${insert}`,
-        [message.scope, consumer, message.messageId, ...values],
-      )
-    : await runSql(db, insert, values);
+    ? await preparedOn(store, db, claimOne(store.names, true), [
+        message.scope,
+        consumer,
+        message.messageId,
+        ...values,
+      ])
+    : await preparedOn(store, db, claimOne(store.names, false), values);
   return rowsOf(result).length > 0;
 }
 

@@ -5,7 +5,7 @@ import type { MigrationNames } from '../../store/migration';
 import { ascendingId, idsAscending } from '../row-order';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 import type { ClaimedRow } from './claimed-row';
-import { statementCache } from './statement-cache';
+import { statementCache } from '../../store/statement-cache';
 
 export type { ClaimedRow } from './claimed-row';
 

@@ -6,7 +6,7 @@ import { ascendingId, idsAscending } from '../row-order';
 import { columns, keyAfter, type ClaimedRow } from './claim';
 import { idArray } from './id-array';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
-import { statementCache } from './statement-cache';
+import { statementCache } from '../../store/statement-cache';
 
 /**
  * The statement that continues a claim: the next pending events of keys this transaction

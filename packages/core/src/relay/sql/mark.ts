@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import { prepared, type StatementStore } from '../../store/prepared';
 import { idArray } from './id-array';
-import { statementCache } from './statement-cache';
+import { statementCache } from '../../store/statement-cache';
 
 /** One failed publish to record. @internal */
 export interface FailureMark {

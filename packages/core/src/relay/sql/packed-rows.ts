@@ -3,7 +3,7 @@ import { rowsOf } from '../../store/migrate';
 import { prepared, type StatementStore } from '../../store/prepared';
 import type { ClaimedRow } from './claimed-row';
 import { idArray } from './id-array';
-import { statementCache } from './statement-cache';
+import { statementCache } from '../../store/statement-cache';
 
 /**
  * Payloads up to this many bytes travel packed; larger ones are read in a second statement.

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import { prepared, type StatementStore } from '../../store/prepared';
-import { statementCache } from './statement-cache';
+import { statementCache } from '../../store/statement-cache';
 import { claimedRows, columns, keyAfter, type ClaimedRow } from './claim';
 
 /**

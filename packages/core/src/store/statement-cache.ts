@@ -1,9 +1,10 @@
-import type { MigrationNames } from '../../store/migration';
+import type { MigrationNames } from './migration';
 
 /**
  * Builds each variant of a statement once per store's table names and keeps it as long as
- * those names live: the relay's statements are long, and a cycle runs them many times a
- * second. @internal
+ * those names live: the hot statements are long and run many times a second, and the same
+ * text object each time keeps the lookups of its `$n` form and its prepared name cheap
+ * (the string's hash is computed once). @internal
  */
 export function statementCache<V>(
   build: (names: MigrationNames, variant: V) => string,
