@@ -103,9 +103,9 @@ function logOutcome<R>(
 /**
  * What to do when the inbox call threw (core's {@link decideOnThrow}): `held` for a store
  * outage, `released` for anything else; either way the partition is paused and the records
- * come back after a growing, jittered delay. The failure is logged. @internal
+ * come back after a growing, jittered delay. The failure is logged.
  */
-export function afterThrow<R>(
+function afterThrow<R>(
   runtime: ProcessorRuntime<R>,
   run: BatchRun,
   error: unknown,
