@@ -89,8 +89,14 @@ describe.each(STORE_KINDS)('a known duplicate on %s', (kind) => {
     'a redelivery (receive count)': { receiveCount: 2 },
     'a delivery with no facts (counted)': {},
   } as const;
+  /** The one statement per message: a reported redelivery's read, else the count's. */
+  const statement = {
+    'a redelivery (redelivered flag)': /^select scope, message_id, status, fingerprint from /,
+    'a redelivery (receive count)': /^select scope, message_id, status, fingerprint from /,
+    'a delivery with no facts (counted)': /^with handled as \(/,
+  } as const;
 
-  describe.each(Object.entries(kinds))('per message, %s', (_name, delivery) => {
+  describe.each(Object.entries(kinds))('per message, %s', (name, delivery) => {
     it('is one read: no transaction, no write', async () => {
       const inbox = inboxFor();
       const copy = envelope(freshId(), undefined, { delivery });
@@ -99,6 +105,7 @@ describe.each(STORE_KINDS)('a known duplicate on %s', (kind) => {
         expect((await inbox.process(copy, async () => 'again')).status).toBe('duplicate');
       });
       expect(cost.statements).toHaveLength(1);
+      expect(cost.statements[0]?.trim()).toMatch(statement[name as keyof typeof statement]);
       expect(cost.wrote).toBe(false);
     });
   });

@@ -4,7 +4,15 @@ import { ConcurrentDeliveryError } from './errors/concurrent-delivery-error';
 import { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 import type { GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';
-import { OVERLAP_MS, type AttemptToCount, type CountedAttempt } from './sql/count-attempts';
+import { poolRunner } from '../transactions/sql';
+import {
+  OVERLAP_MS,
+  countAttempts,
+  type AttemptToCount,
+  type CountedAttempt,
+} from './sql/count-attempts';
+import { keyOf } from './sql/message-key';
+import { readRecords } from './sql/read-records';
 import { refundAttempts } from './sql/refund-attempts';
 import type { InboxOutcome } from './types';
 
@@ -15,6 +23,39 @@ import type { InboxOutcome } from './types';
  */
 export function needsCounting(rt: InboxRuntime, ordinal: DeliveryOrdinal): boolean {
   return rt.options.alwaysCountAttempts || !ordinal.first;
+}
+
+/**
+ * Whether a delivery reads its dedup record before anything else: a redelivery the transport
+ * reports (a receive count above 1, the redelivered flag). It is never a genuine first
+ * delivery, so the read costs a first delivery nothing; it is a duplicate or a retry. A
+ * delivery with no facts may be a first delivery: its count reads the record instead. @internal
+ */
+export function readsRecordFirst(ordinal: DeliveryOrdinal): boolean {
+  return ordinal.reported && !ordinal.first;
+}
+
+/**
+ * Counts one delivery that needs counting, in autocommit. A reported redelivery
+ * ({@link readsRecordFirst}) first reads its record by primary key: a committed `SUCCEEDED`
+ * record decides it with that one read, nothing counted (a retry pays the read on top of its
+ * count). Otherwise the count, which reads the record too. @internal
+ */
+export async function countDelivery(
+  rt: InboxRuntime,
+  good: GoodDelivery,
+  ordinal: DeliveryOrdinal,
+): Promise<CountedAttempt | undefined> {
+  const { store, consumer, maxAttempts } = rt.options;
+  if (readsRecordFirst(ordinal)) {
+    const records = await readRecords(poolRunner(store.knex), store.names, consumer, [good]);
+    const record = records.get(keyOf(good));
+    if (record?.status === 'SUCCEEDED') return { attempts: 0, overlapped: false, handled: record };
+  }
+  const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
+    attemptToCount(rt, good, ordinal),
+  ]);
+  return counts.get(keyOf(good));
 }
 
 /** The counter upsert for one delivery. @internal */

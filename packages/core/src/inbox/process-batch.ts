@@ -1,6 +1,12 @@
 import type { SqlTransaction } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
-import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
+import {
+  attemptNumber,
+  attemptToCount,
+  needsCounting,
+  readsRecordFirst,
+  settleExhausted,
+} from './count';
 import { handlerContext } from './context';
 import { settleExisting, settleHandled } from './dedup';
 import { isInfrastructureFailure, storeOutage } from './outage';
@@ -198,8 +204,9 @@ interface Live {
  * each message committed as handled as a duplicate (or, under another payload, a conflict)
  * with no transaction and no write, whatever the transport said of the delivery. Returns the
  * rest, those of them to count, and whether any of those has an unfinished attempt. A chunk of
- * one delivery skips the read: its count (when it counts) reads its record, and a first
- * delivery goes straight to its claim, as in {@link processPrepared}.
+ * one delivery is read as in {@link processPrepared}: first only when it is a reported
+ * redelivery; otherwise its count (when it counts) reads its record, and a first delivery
+ * goes straight to its claim.
  */
 async function settleKnownDuplicates(
   rt: InboxRuntime,
@@ -208,7 +215,10 @@ async function settleKnownDuplicates(
 ): Promise<{ live: readonly Live[]; toCount: readonly Live[]; unfinished: boolean }> {
   const { store, consumer } = rt.options;
   const toCount = live.filter(({ prepared }) => needsCounting(rt, prepared.ordinal));
-  if (live.length <= 1) return { live, toCount, unfinished: false };
+  const [only] = live;
+  if (only === undefined || (live.length === 1 && !readsRecordFirst(only.prepared.ordinal))) {
+    return { live, toCount, unfinished: false };
+  }
   const chunk = await readChunk(
     poolRunner(store.knex),
     store.names,

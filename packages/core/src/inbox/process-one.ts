@@ -1,4 +1,4 @@
-import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from './count';
+import { attemptNumber, countDelivery, needsCounting, settleExhausted } from './count';
 import { handlerContext } from './context';
 import { settleExisting, settleHandled } from './dedup';
 import { AbortedTransactionError } from './errors/aborted-transaction-error';
@@ -8,8 +8,7 @@ import { asError } from '../common/errors';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import { claimMessage } from './sql/claim-messages';
-import { countAttempts, type CountedAttempt } from './sql/count-attempts';
-import { keyOf } from './sql/message-key';
+import type { CountedAttempt } from './sql/count-attempts';
 import type { Envelope } from '../transport/envelope';
 import type { SqlTransaction } from '../transactions/types';
 import type { Handler, InboxOutcome } from './types';
@@ -73,12 +72,7 @@ export async function processPrepared<R>(
 
   let stored: CountedAttempt | undefined;
   const counting = needsCounting(rt, ordinal);
-  if (counting) {
-    const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
-      attemptToCount(rt, good, ordinal),
-    ]);
-    stored = counts.get(keyOf(good));
-  }
+  if (counting) stored = await countDelivery(rt, good, ordinal);
   const attempt = attemptNumber(stored, ordinal);
   await rt.step('attempt-counted', good.messageId);
   if (stored?.handled !== undefined) {
