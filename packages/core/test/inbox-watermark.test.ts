@@ -228,6 +228,27 @@ describe.each(STORE_KINDS)('inbox watermark modes on %s', (kind) => {
     expect(await rowsOfConsumer(store, 'inbox_attempts', crashing.consumer)).toBe(0);
   });
 
+  it('counted deliveries run together; a dead-lettered one among them stays dead-lettered', async () => {
+    const { consumer, inbox, ran, effect } = setup({ maxAttempts: 1 });
+    // Not marked first, as the first chunk after an assignment: counted, in one statement.
+    const dead = record('dead', 1, { first: false });
+    expect(
+      await inbox.process(dead, async () => {
+        throw new Error('poison');
+      }),
+    ).toMatchObject({ status: 'dead-lettered', reason: 'MAX_ATTEMPTS' });
+    expect(await watermarkOf(store, consumer)).toBeUndefined();
+    // The dead letter's offset commit was lost: the chunk comes again from offset 0.
+    const chunk = [0, 1, 2, 3].map((o) => (o === 1 ? dead : record(`c${o}`, o, { first: false })));
+    const outcomes = await inbox.processBatch(chunk, effect);
+    expect(statuses(outcomes)).toEqual(['processed', 'dead-lettered', 'processed', 'processed']);
+    expect(outcomes[1]).toMatchObject({ error: { code: 'ALREADY_DEAD_LETTERED' } });
+    expect(ran).toEqual(['c0', 'c2', 'c3']);
+    expect(await watermarkOf(store, consumer)).toBe('3');
+    expect(await rowsOfConsumer(store, 'inbox_attempts', consumer)).toBe(0);
+    expect(await rowsOfConsumer(store, 'dead_letters', consumer)).toBe(1);
+  });
+
   it('two consumers that both think they own a partition: the compare-and-set lets one through', async () => {
     const consumer = freshId('owners');
     const ran: string[] = [];
@@ -271,6 +292,31 @@ describe.each(STORE_KINDS)('inbox watermark modes on %s', (kind) => {
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
     expect(counts.size).toBe(6);
     expect(await watermarkOf(store, consumer)).toBe('15');
+  });
+
+  it('a partition that comes back after another consumer advanced it', async () => {
+    const consumer = freshId('back');
+    const handler = (owner: string) => async (ctx: HandlerContext) => {
+      await writeEffect(ctx.trx, store, ctx.messageId, { consumer, note: owner });
+    };
+    const a = createInbox({ store, consumer, dedup: 'watermark' });
+    const b = createInbox({ store, consumer, dedup: 'watermark' });
+    const records = Array.from({ length: 13 }, (_, o) => record(`n${o}`, o));
+    await a.processBatch(records.slice(0, 5), handler('a'));
+    // A rebalance gives the partition to b, which handles 5..9, and back to a, which fetches
+    // from an offset b had not committed to Kafka yet: a knows only its own watermark, 4.
+    await b.processBatch(records.slice(5, 10), handler('b'));
+    const back = await a.processBatch(records.slice(5), handler('a'));
+    expect(statuses(back)).toEqual([
+      ...Array<string>(5).fill('duplicate'),
+      'processed',
+      'processed',
+      'processed',
+    ]);
+    const counts = await effectCounts(store, { consumer });
+    expect(counts.size).toBe(13);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(await watermarkOf(store, consumer)).toBe('12');
   });
 
   it('watermark+ids also catches a producer copy at another offset, with short-lived id rows', async () => {

@@ -7,6 +7,7 @@ import { keyOf } from '../sql/message-key';
 import { advanceWatermark, lockWatermark, partitionKey, setWatermark } from '../sql/offsets';
 import { readRecords } from '../sql/read-records';
 import type { InboxOutcome } from '../types';
+import type { PendingMarks } from './known';
 import type { Placed } from './position';
 
 /** A delivery a watermark transaction claims. @internal */
@@ -30,12 +31,14 @@ export function duplicateOf(messageId: string, scope: string): InboxOutcome<neve
  * the records at or below the new watermark are duplicates, the rest go on, and the
  * watermark is set to our highest offset. With `watermark+ids`, the id records of the rest
  * are inserted too (one multi-row insert, in key order), and a message whose record exists
- * is settled by it. Returns the settled outcomes by delivery index. @internal
+ * is settled by it. Returns the settled outcomes by delivery index, and notes in `pending`
+ * the watermark of each partition once the transaction commits. @internal
  */
 export async function claimPlaced(
   rt: InboxRuntime,
   tx: SqlRunner,
   items: readonly ToClaim[],
+  pending: PendingMarks,
 ): Promise<Map<number, InboxOutcome<never>>> {
   const { store, consumer, dedup, idRetentionMs } = rt.options;
   const settled = new Map<number, InboxOutcome<never>>();
@@ -47,17 +50,21 @@ export async function claimPlaced(
     else group.push(item);
   }
   const ordered = [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const [, group] of ordered) {
+  for (const [key, group] of ordered) {
     const offsets = group.map((g) => g.at.offset);
     const first = offsets.reduce((a, b) => (b < a ? b : a));
     const last = offsets.reduce((a, b) => (b > a ? b : a));
     const at = (group[0] as ToClaim).at;
-    if (await advanceWatermark(tx, store.names, consumer, at, first, last)) continue;
+    if (await advanceWatermark(tx, store.names, consumer, at, first, last)) {
+      pending.set(key, { at, mark: last });
+      continue;
+    }
     const mark = await lockWatermark(tx, store.names, consumer, at);
     for (const g of group) {
       if (g.at.offset <= mark) settled.set(g.index, duplicateOf(g.good.messageId, g.good.scope));
     }
     if (last > mark) await setWatermark(tx, store.names, consumer, at, last);
+    pending.set(key, { at, mark: last > mark ? last : mark });
   }
   if (dedup !== 'watermark+ids') return settled;
 

@@ -27,7 +27,9 @@ import type { GoodDelivery } from '../inspect-envelope';
 import type { SqlRunner } from '../../transactions/sql';
 import type { Handler, InboxOutcome } from '../types';
 import { claimPlaced, duplicateOf, type ToClaim } from './claim';
+import { knownMarks, noteCommitted, noteMark, type PendingMarks } from './known';
 import { placeOf, type Placed } from './position';
+import { countChunk } from './count-chunk';
 import { processTogether } from './together';
 
 /** Deliveries per transaction, as in the `ids` mode. */
@@ -63,13 +65,23 @@ async function processChunk<R>(
 ): Promise<InboxOutcome<R>[]> {
   const { store, consumer, dedup } = rt.options;
   const placed = envelopes.map((envelope) => placeOf(envelope, dedup));
-  const partitions = new Map<string, PartitionRef>();
-  for (const at of placed) partitions.set(partitionKey(at), at);
-  // One read per chunk: the watermark another consumer advanced before a rebalance handed
-  // this one the partition is seen on the first chunk after it.
-  const marks = await readWatermarks(poolRunner(store.knex), store.names, consumer, [
-    ...partitions.values(),
-  ]);
+  const marks = knownMarks(rt);
+  const toRead = new Map<string, PartitionRef>();
+  for (const at of placed) {
+    const known = marks.get(partitionKey(at));
+    // Read what this inbox does not know, and when the chunk goes back to or below what it
+    // knows (a seek back, a redelivery after a crash or a rebalance): see known.ts.
+    if (known === undefined || at.offset <= known) toRead.set(partitionKey(at), at);
+  }
+  if (toRead.size > 0) {
+    const read = await readWatermarks(poolRunner(store.knex), store.names, consumer, [
+      ...toRead.values(),
+    ]);
+    for (const [key, at] of toRead) {
+      const mark = read.get(key);
+      if (mark !== undefined) noteMark(rt, at, mark);
+    }
+  }
   const outcomes = new Array<InboxOutcome<R> | undefined>(envelopes.length);
   const live: LiveRecord[] = [];
   const seen = new Set<string>();
@@ -90,12 +102,14 @@ async function processChunk<R>(
     else live.push({ index, prepared, at });
   }
 
-  if (live.length > 1 && !mustGoAlone(rt, live)) {
-    for (const [index, outcome] of await processTogether(rt, live, handler, signal)) {
+  const runnable =
+    live.length > 1 && !repeatsIds(rt, live) ? await countChunk(rt, live, outcomes) : 'alone';
+  if (runnable === 'alone') {
+    for (const item of live) outcomes[item.index] = await processAlone(rt, item, handler, signal);
+  } else if (runnable.length > 0) {
+    for (const [index, outcome] of await processTogether(rt, runnable, handler, signal)) {
       outcomes[index] = outcome;
     }
-  } else {
-    for (const item of live) outcomes[item.index] = await processAlone(rt, item, handler, signal);
   }
   return outcomes.map((o) => {
     if (o === undefined) throw new Error('batch left a delivery without an outcome');
@@ -104,13 +118,10 @@ async function processChunk<R>(
 }
 
 /**
- * Whether a chunk runs one delivery per transaction: when any of them counts its attempt (a
- * redelivery, or the first chunk after an assignment: a process-killing message then charges
- * only itself, and the records before it commit), and with `watermark+ids` when one id comes
- * twice (the second copy must see the first's record).
+ * With `watermark+ids`, one id twice in a chunk (a producer's copy): the chunk then runs one
+ * delivery per transaction, so the second copy sees the first's record.
  */
-function mustGoAlone(rt: InboxRuntime, live: readonly LiveRecord[]): boolean {
-  if (live.some((item) => needsCounting(rt, item.prepared.ordinal))) return true;
+function repeatsIds(rt: InboxRuntime, live: readonly LiveRecord[]): boolean {
   if (rt.options.dedup !== 'watermark+ids') return false;
   return new Set(live.map((item) => keyOf(item.prepared.good))).size < live.length;
 }
@@ -151,11 +162,12 @@ async function processAlone<R>(
     return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
   }
   const claim: ToClaim = { index: item.index, good, at: item.at, attempt };
+  const pending: PendingMarks = new Map();
   let outcome: InboxOutcome<R>;
   try {
     outcome = await transactions.transaction(async (trx): Promise<InboxOutcome<R>> => {
       const tx = transactions.enter(trx);
-      const known = (await claimPlaced(rt, tx, [claim])).get(item.index);
+      const known = (await claimPlaced(rt, tx, [claim], pending)).get(item.index);
       if (counting) await finishBatch(tx, store.names, consumer, [good], []);
       if (known !== undefined) return known;
       const earlier = counting && dedup === 'watermark' ? await recordOf(rt, tx, good) : undefined;
@@ -184,6 +196,7 @@ async function processAlone<R>(
     }
     return report(rt, await settleFailure(rt, good, attempt, error.error, counting), body);
   }
+  noteCommitted(rt, pending);
   return report(rt, outcome, body);
 }
 

@@ -1,7 +1,6 @@
 import { asError } from '../../common/errors';
 import type { SqlTransaction } from '../../transactions/types';
 import { handlerContext } from '../context';
-import { attemptNumber } from '../count';
 import { EarlierRecordFailedError } from '../errors/earlier-record-failed-error';
 import { isInfrastructureFailure, storeOutage } from '../outage';
 import { assertUsable, report } from '../process-one';
@@ -11,7 +10,12 @@ import { finishBatch } from '../sql/finish-batch';
 import { partitionKey, setWatermark } from '../sql/offsets';
 import type { Handler, InboxOutcome } from '../types';
 import { claimPlaced, type ToClaim } from './claim';
-import type { LiveRecord } from './process';
+import type { Runnable } from './count-chunk';
+import { noteCommitted, type PendingMarks } from './known';
+import { settleExisting } from '../dedup';
+import { keyOf } from '../sql/message-key';
+import { readRecords } from '../sql/read-records';
+import { refundAttempts } from '../sql/refund-attempts';
 
 type RunResult<R> =
   | { readonly kind: 'processed'; readonly result: R }
@@ -35,16 +39,11 @@ class IsolateAndRetry {}
  */
 export async function processTogether<R>(
   rt: InboxRuntime,
-  live: readonly LiveRecord[],
+  runnable: readonly Runnable[],
   handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<Map<number, InboxOutcome<R>>> {
-  const items: (ToClaim & LiveRecord)[] = [];
-  for (const item of live) {
-    const attempt = attemptNumber(undefined, item.prepared.ordinal);
-    await rt.step('attempt-counted', item.prepared.good.messageId);
-    items.push({ ...item, good: item.prepared.good, attempt });
-  }
+  const items: Item[] = runnable.map((item) => ({ ...item, good: item.prepared.good }));
   let results: Map<number, RunResult<R>>;
   try {
     try {
@@ -56,8 +55,18 @@ export async function processTogether<R>(
   } catch (error) {
     // The inbox's own statements or the commit failed: an outage is not the messages'.
     if (!isInfrastructureFailure(rt, error, false)) throw error;
-    throw await storeOutage(rt, error, []);
+    const charged = items.filter((i) => i.counted).map((i) => i.good);
+    throw await storeOutage(rt, error, charged);
   }
+  // A held delivery did not run: the attempt it was charged is given back.
+  const { store, consumer } = rt.options;
+  const heldCounted = items.filter((i) => i.counted && results.get(i.index)?.kind === 'held');
+  await refundAttempts(
+    store.knex,
+    store.names,
+    consumer,
+    heldCounted.map((i) => i.good),
+  );
   const outcomes = new Map<number, InboxOutcome<R>>();
   for (const item of items) {
     const result = results.get(item.index);
@@ -82,26 +91,65 @@ export async function processTogether<R>(
                 }),
                 retryDelayMs: 0,
               }
-            : await settleFailure(rt, item.good, item.attempt, result.error, false);
+            : await settleFailure(rt, item.good, item.attempt, result.error, item.counted);
     outcomes.set(item.index, await report(rt, outcome, item.good.envelope.body));
   }
   return outcomes;
 }
 
+/** A delivery of the chunk's transaction. */
+type Item = ToClaim & Runnable;
+
+function isDone(result: RunResult<unknown> | undefined): boolean {
+  return result?.kind === 'processed' || result?.kind === 'settled';
+}
+
+/**
+ * In `watermark` mode, the counted deliveries (possible redeliveries) above the watermark
+ * that have an id record all the same are settled by it: one dead-lettered as the last
+ * record before a crash, or one handled earlier in the `ids` mode. One read, only when some
+ * delivery was counted.
+ */
+async function settleRecorded<R>(
+  rt: InboxRuntime,
+  tx: SqlTransaction,
+  items: readonly Item[],
+  results: Map<number, RunResult<R>>,
+): Promise<void> {
+  const { store, consumer, dedup } = rt.options;
+  if (dedup !== 'watermark') return;
+  const counted = items.filter((i) => i.counted && !results.has(i.index));
+  if (counted.length === 0) return;
+  const records = await readRecords(
+    tx,
+    store.names,
+    consumer,
+    counted.map((i) => i.good),
+  );
+  for (const item of counted) {
+    const record = records.get(keyOf(item.good));
+    if (record === undefined) continue;
+    const outcome = await settleExisting(rt, tx, item.good, item.attempt, undefined, record);
+    results.set(item.index, { kind: 'settled', outcome });
+  }
+}
+
 async function runTransaction<R>(
   rt: InboxRuntime,
-  items: readonly (ToClaim & LiveRecord)[],
+  items: readonly Item[],
   handler: Handler<R, unknown>,
   signal: AbortSignal,
   isolate: boolean,
 ): Promise<Map<number, RunResult<R>>> {
   const { store, consumer, transactions } = rt.options;
-  return transactions.transaction(async (trx) => {
+  const pending: PendingMarks = new Map();
+  const results = await transactions.transaction(async (trx) => {
     const tx = transactions.enter(trx);
     const results = new Map<number, RunResult<R>>();
-    for (const [index, outcome] of await claimPlaced(rt, tx, items)) {
+    for (const [index, outcome] of await claimPlaced(rt, tx, items, pending)) {
       results.set(index, { kind: 'settled', outcome });
     }
+    await settleRecorded(rt, tx, items, results);
     /** The first failed offset of each partition that has one. */
     const failedAt = new Map<string, bigint>();
     for (const item of items) {
@@ -116,11 +164,22 @@ async function runTransaction<R>(
       if (result.kind === 'failed') failedAt.set(partitionKey(item.at), item.at.offset);
       else await rt.step('handler-done', item.good.messageId);
     }
+    const done = items.filter((i) => i.counted && isDone(results.get(i.index)));
+    if (done.length > 0) {
+      await finishBatch(
+        tx,
+        store.names,
+        consumer,
+        done.map((i) => i.good),
+        [],
+      );
+    }
     if (failedAt.size === 0) return results;
     for (const item of items) {
       const failed = failedAt.get(partitionKey(item.at));
       if (failed === item.at.offset) {
         await setWatermark(tx, store.names, consumer, item.at, failed - 1n);
+        pending.set(partitionKey(item.at), { at: item.at, mark: failed - 1n });
       }
     }
     if (rt.options.dedup === 'watermark+ids') {
@@ -138,6 +197,8 @@ async function runTransaction<R>(
     }
     return results;
   });
+  noteCommitted(rt, pending);
+  return results;
 }
 
 /**
@@ -148,7 +209,7 @@ async function runHandler<R>(
   rt: InboxRuntime,
   trx: unknown,
   tx: SqlTransaction,
-  item: ToClaim & LiveRecord,
+  item: Item,
   handler: Handler<R, unknown>,
   signal: AbortSignal,
   isolate: boolean,
