@@ -14,6 +14,12 @@
  *   earliest; a new consumer in the same group, with the same inbox, reads every record again,
  *   each a duplicate, timed as above. The baseline is the same mode's first deliveries (a
  *   fresh group and inbox), so the ratio is the replay's throughput over the first delivery's.
+ * - consumer-batch-watermark: the batch consumer with its inbox in `dedup: 'watermark'`
+ *   mode (per partition, one watermark row updated per chunk; no row per record) beside the
+ *   same consumer in the default `ids` mode, each on a fresh group and inbox of the same
+ *   topic. With this case, one more untimed run per mode counts the rows each writes in the
+ *   bench's schema (pg_stat_user_tables: inserted, updated and deleted, the business rows
+ *   taken off) and prints them per message as `watermarkRows`, table by table.
  * - relay: the outbox relay publishing through `createKafkaPublisher`, beside a raw kafkajs
  *   producer sending the same records with the same batch size, concurrency, idempotence and
  *   acks (all in-sync replicas).
@@ -29,14 +35,22 @@
  * the median of per-round ratios. Environment: BENCH_KAFKA_MESSAGES (default 4 000; the
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
  * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message,
- * consumer-batch-replay, consumer-message-replay, relay, relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
+ * consumer-batch-replay, consumer-message-replay, consumer-batch-watermark, relay,
+ * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
  * relay's), BENCH_RELAY_CONCURRENCY (the relay's loops and the raw sides' lanes, default 2).
  * The last line printed is the JSON result.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
-import { createInbox, createStore, type HandlerContext, type Store } from '@justonce/core';
+import {
+  createInbox,
+  createStore,
+  rowsOf,
+  type HandlerContext,
+  type InboxDedupMode,
+  type Store,
+} from '@justonce/core';
 import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
 import { ensureServices } from '../test-support/services';
 import {
@@ -51,6 +65,7 @@ import {
   reached,
   measureCases,
   printCostTable,
+  rowsWritten,
   wantedCases,
   type Run,
 } from './_support';
@@ -127,6 +142,7 @@ async function inboxRun(
   count: number,
   mode: 'batch' | 'message',
   name = `bench-${tag()}`,
+  dedup: InboxDedupMode = 'ids',
 ): Promise<Run> {
   let started = 0;
   let cpu = costMeter(); // restarted with the clock at the first batch
@@ -142,7 +158,8 @@ async function inboxRun(
     mode,
     batchSize: CHUNK,
     consumerConfig: GROUP,
-    inbox: createInbox({ store: env.store, consumer: name }),
+    inbox: createInbox({ store: env.store, consumer: name, dedup }),
+    dedup,
     handler: async (ctx: HandlerContext) => {
       await ctx.trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [
         ctx.messageId,
@@ -258,6 +275,46 @@ async function rawRun(
   const used = cpu(count);
   await consumer.disconnect();
   return { perSec: count / (elapsed / 1000), ...used };
+}
+
+/** Rows written so far per table of `schema` (inserted + updated + deleted), once settled. */
+async function writesByTable(store: Store, schema: string): Promise<Map<string, number>> {
+  await rowsWritten(store.knex, schema, 10);
+  const result = await store.knex.raw(
+    `select relname, (n_tup_ins + n_tup_upd + n_tup_del)::bigint as n
+       from pg_stat_user_tables where schemaname = ?`,
+    [schema],
+  );
+  return new Map(
+    rowsOf<{ relname: string; n: string }>(result).map((r) => [r.relname, Number(r.n)]),
+  );
+}
+
+/**
+ * Rows the batch consumer writes per record in each dedup mode, table by table (the business
+ * table left out): one untimed run of `count` records per mode, on a fresh group and inbox.
+ */
+async function rowsPerRecord(
+  env: Env,
+  schema: string,
+  topic: string,
+  count: number,
+): Promise<Record<string, Record<string, number>>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const dedup of ['ids', 'watermark'] as const) {
+    const before = await writesByTable(env.store, schema);
+    await inboxRun(env, topic, count, 'batch', `bench-rows-${tag()}`, dedup);
+    const after = await writesByTable(env.store, schema);
+    const perTable: Record<string, number> = {};
+    for (const [table, n] of after) {
+      const written = n - (before.get(table) ?? 0);
+      if (table !== 'bench_effects' && written > 0) {
+        perTable[table] = Math.round((written / count) * 1000) / 1000;
+      }
+    }
+    out[dedup] = perTable;
+  }
+  return out;
 }
 
 /** An empty outbox holding `count` events for `topic`, as both relay sides start from. */
@@ -379,7 +436,11 @@ export async function main(): Promise<void> {
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));
     const wanted = wantedCases('BENCH_KAFKA_CASES');
-    if (wanted('consumer-batch') || wanted('consumer-batch-replay')) {
+    if (
+      wanted('consumer-batch') ||
+      wanted('consumer-batch-replay') ||
+      wanted('consumer-batch-watermark')
+    ) {
       await fillTopic(kafka, batchTopic, count);
     }
     if (wanted('consumer-message') || wanted('consumer-message-replay')) {
@@ -410,6 +471,11 @@ export async function main(): Promise<void> {
           () => inboxRun(env, messageTopic, perMessage, 'message'),
         ],
         [
+          'consumer-batch-watermark',
+          () => inboxRun(env, batchTopic, count, 'batch', undefined, 'watermark'),
+          () => inboxRun(env, batchTopic, count, 'batch', undefined, 'ids'),
+        ],
+        [
           'relay',
           () => relayRun(env, relayCount, onPublished),
           () => rawProducerRun(env, relayCount),
@@ -423,7 +489,21 @@ export async function main(): Promise<void> {
       wanted,
     );
     printCostTable(results);
-    console.log(JSON.stringify({ bench: 'kafka', results }));
+    const watermarkRows = wanted('consumer-batch-watermark')
+      ? await rowsPerRecord(env, schema, batchTopic, count)
+      : undefined;
+    if (watermarkRows !== undefined) {
+      console.log(
+        `rows written per record by the batch consumer: ${JSON.stringify(watermarkRows)}`,
+      );
+    }
+    console.log(
+      JSON.stringify({
+        bench: 'kafka',
+        results,
+        ...(watermarkRows === undefined ? {} : { watermarkRows }),
+      }),
+    );
   } finally {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`).catch(() => undefined);
     await store.close();
