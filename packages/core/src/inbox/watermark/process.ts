@@ -49,6 +49,9 @@ export async function processWatermarked<R>(
   handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
+  // Every position is checked before any chunk runs: a transport that gives none is refused
+  // before anything is written.
+  for (const envelope of envelopes) placeOf(envelope, rt.options.dedup);
   const outcomes: InboxOutcome<R>[] = [];
   for (let start = 0; start < envelopes.length; start += MAX_BATCH_SIZE) {
     const chunk = envelopes.slice(start, start + MAX_BATCH_SIZE);
