@@ -1,5 +1,5 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { createDeadLetters } from '@justonce/core';
+import { createDeadLetters, type InboxDedupMode } from '@justonce/core';
 import { DEAD_LETTER_HEADERS } from '../src';
 import { databaseUrl } from '../../core/test/db';
 import {
@@ -54,6 +54,8 @@ interface PoisonRun {
   readonly mode: 'batch' | 'message';
   /** The inbox's `maxAttempts`; default {@link MAX_ATTEMPTS}. */
   readonly maxAttempts?: number;
+  /** The inbox's dedup mode; default `ids`. */
+  readonly dedup?: InboxDedupMode;
 }
 
 /**
@@ -73,6 +75,7 @@ async function crashUntilDeadLettered(
       schema: run.schema,
       consumer: run.name,
       maxAttempts,
+      ...(run.dedup === undefined ? {} : { dedup: run.dedup }),
       stopInHandlerOn: 'poison',
       transport: {
         kind: 'kafka',
@@ -161,58 +164,63 @@ describe('a record whose handler kills the process on every delivery', () => {
     },
     120_000,
   );
-  it('in batch mode, in the middle of a counted chunk, takes only itself to the dead letters', async () => {
-    const store = await openEffectsStore();
-    try {
-      const { topic, groupId, name } = await freshNames('crash-poison-mid');
-      // One chunk, the first after the assignment (so every record in it is counted), with
-      // the poison between two records on each side.
-      const record = (label: string) => ({
-        value: label === 'poison' ? 'poison' : `ok-${label}`,
-        headers: { 'message-id': `${name}-${label}` },
-      });
-      const labels = ['0', '1', 'poison', '3', '4'];
-      expect(labels).toHaveLength(BATCH_SIZE);
-      await produce(producer, topic, labels.map(record));
+  it.each(['ids', 'watermark'] as const)(
+    'in batch mode with dedup %s, in the middle of a counted chunk, takes only itself to the dead letters',
+    async (dedup) => {
+      const store = await openEffectsStore();
+      try {
+        const { topic, groupId, name } = await freshNames('crash-poison-mid');
+        // One chunk, the first after the assignment (so every record in it is counted), with
+        // the poison between two records on each side.
+        const record = (label: string) => ({
+          value: label === 'poison' ? 'poison' : `ok-${label}`,
+          headers: { 'message-id': `${name}-${label}` },
+        });
+        const labels = ['0', '1', 'poison', '3', '4'];
+        expect(labels).toHaveLength(BATCH_SIZE);
+        await produce(producer, topic, labels.map(record));
 
-      const { crashes, deadLettered } = await crashUntilDeadLettered({
-        schema: store.schema,
-        topic,
-        groupId,
-        name,
-        mode: 'batch',
-      });
+        const { crashes, deadLettered } = await crashUntilDeadLettered({
+          schema: store.schema,
+          topic,
+          groupId,
+          name,
+          mode: 'batch',
+          dedup,
+        });
 
-      // The first delivery ran the chunk in one transaction and died in it. Every later
-      // delivery ran one record per transaction, each counted just before it ran: the chunk's
-      // shared count became each record's own attempt 1, so the records before the poison
-      // committed on the second delivery, and the records after it were not charged for the
-      // poison's crashes; the poison itself ran once more as attempt 1.
-      expect(crashes).toEqual([
-        { attempt: 1, first: false },
-        { attempt: 1, first: false },
-        { attempt: 2, first: false },
-        { attempt: 3, first: false },
-      ]);
-      expect(deadLettered).toBe(MAX_ATTEMPTS + 1);
-      await waitFor(
-        `the committed offset to reach ${BATCH_SIZE}`,
-        async () => {
-          const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-          return committed!.partitions[0]!.offset === String(BATCH_SIZE);
-        },
-        { timeoutMs: 30_000, intervalMs: 100 },
-      );
-      const counts = await store.effectCounts();
-      expect([...counts.keys()].sort()).toEqual(
-        ['0', '1', '3', '4'].map((label) => `${name}-${label}`).sort(),
-      );
-      expect([...counts.values()].every((n) => n === 1)).toBe(true);
-      await expectOnlyPoisonDeadLettered(store, topic, name);
-    } finally {
-      await store.dispose();
-    }
-  }, 120_000);
+        // The first delivery ran the chunk in one transaction and died in it. Every later
+        // delivery ran one record per transaction, each counted just before it ran: the chunk's
+        // shared count became each record's own attempt 1, so the records before the poison
+        // committed on the second delivery, and the records after it were not charged for the
+        // poison's crashes; the poison itself ran once more as attempt 1.
+        expect(crashes).toEqual([
+          { attempt: 1, first: false },
+          { attempt: 1, first: false },
+          { attempt: 2, first: false },
+          { attempt: 3, first: false },
+        ]);
+        expect(deadLettered).toBe(MAX_ATTEMPTS + 1);
+        await waitFor(
+          `the committed offset to reach ${BATCH_SIZE}`,
+          async () => {
+            const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+            return committed!.partitions[0]!.offset === String(BATCH_SIZE);
+          },
+          { timeoutMs: 30_000, intervalMs: 100 },
+        );
+        const counts = await store.effectCounts();
+        expect([...counts.keys()].sort()).toEqual(
+          ['0', '1', '3', '4'].map((label) => `${name}-${label}`).sort(),
+        );
+        expect([...counts.values()].every((n) => n === 1)).toBe(true);
+        await expectOnlyPoisonDeadLettered(store, topic, name);
+      } finally {
+        await store.dispose();
+      }
+    },
+    120_000,
+  );
 
   it('in batch mode, in the middle of a declared chunk, takes only itself to the dead letters', async () => {
     const store = await openEffectsStore();
