@@ -180,6 +180,31 @@ describe.each(STORE_KINDS)('inbox watermark modes on %s', (kind) => {
     expect(await watermarkOf(store, consumer, 'orders', 0)).toBe('3');
   });
 
+  it('one delivery per transaction after an unfinished attempt: a failure holds back the rest', async () => {
+    const { consumer, inbox, effect } = setup({ backoff: { random: () => 0 } });
+    let failing = true;
+    const handler = async (ctx: HandlerContext) => {
+      if (ctx.messageId === 'u1' && failing) throw new Error('not yet');
+      return effect(ctx);
+    };
+    // u1 failed once already: its counter makes the chunk run one delivery per transaction.
+    const records = [0, 1, 2].map((o) => record(`u${o}`, o, { first: false }));
+    expect((await inbox.process(records[1] as Envelope, handler)).status).toBe('failed');
+    const outcomes = await inbox.processBatch(records, handler);
+    expect(statuses(outcomes)).toEqual(['processed', 'failed', 'failed']);
+    expect(outcomes[2]).toMatchObject({ error: { code: 'EARLIER_RECORD_FAILED' } });
+    expect(await watermarkOf(store, consumer)).toBe('0');
+    // Had u2 committed, the watermark would be past u1, and u1's redelivery a "duplicate".
+    failing = false;
+    expect(statuses(await inbox.processBatch(records.slice(1), handler))).toEqual([
+      'processed',
+      'processed',
+    ]);
+    const effects = await effectCounts(store, { consumer });
+    expect(['u0', 'u1', 'u2'].map((id) => effects.get(id))).toEqual([1, 1, 1]);
+    expect(await rowsOfConsumer(store, 'inbox_attempts', consumer)).toBe(0);
+  });
+
   it('a message that keeps failing or crashing is dead-lettered', async () => {
     const { consumer, inbox } = setup({ maxAttempts: 3, backoff: { random: () => 0 } });
     // Not marked first: counted durably, as Kafka counts the first chunks after an assignment.

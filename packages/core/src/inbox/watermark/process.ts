@@ -30,6 +30,8 @@ import { claimPlaced, duplicateOf, type ToClaim } from './claim';
 import { knownMarks, noteCommitted, noteMark, type PendingMarks } from './known';
 import { placeOf, type Placed } from './position';
 import { countChunk } from './count-chunk';
+import { heldBy, heldOutcome, noteOutcome, type FailedAt } from './hold';
+import { refundAttempts } from '../sql/refund-attempts';
 import { processTogether } from './together';
 
 /** Deliveries per transaction, as in the `ids` mode. */
@@ -104,20 +106,58 @@ async function processChunk<R>(
     if ('settled' in prepared) outcomes[index] = await report(rt, prepared.settled, envelope.body);
     else live.push({ index, prepared, at });
   }
-
-  const runnable =
-    live.length > 1 && !repeatsIds(rt, live) ? await countChunk(rt, live, outcomes) : 'alone';
-  if (runnable === 'alone') {
-    for (const item of live) outcomes[item.index] = await processAlone(rt, item, handler, signal);
-  } else if (runnable.length > 0) {
-    for (const [index, outcome] of await processTogether(rt, runnable, handler, signal)) {
-      outcomes[index] = outcome;
-    }
-  }
+  await runLive(rt, placed, live, outcomes, handler, signal);
   return outcomes.map((o) => {
     if (o === undefined) throw new Error('batch left a delivery without an outcome');
     return o;
   });
+}
+
+/**
+ * Runs a chunk's live deliveries, together or one per transaction, and holds back every
+ * record of a partition after one that must be delivered again (see hold.ts).
+ */
+async function runLive<R>(
+  rt: InboxRuntime,
+  placed: readonly Placed[],
+  live: readonly LiveRecord[],
+  outcomes: Array<InboxOutcome<R> | undefined>,
+  handler: Handler<R, unknown>,
+  signal: AbortSignal,
+): Promise<void> {
+  const failedAt: FailedAt = new Map();
+  placed.forEach((at, index) => noteOutcome(failedAt, at, outcomes[index]));
+  const hold = async (item: LiveRecord, attempt: number, failed: bigint): Promise<void> => {
+    const { good } = item.prepared;
+    const outcome = heldOutcome(good, item.at, attempt, failed);
+    outcomes[item.index] = await report(rt, outcome, good.envelope.body);
+  };
+  const runnable =
+    live.length > 1 && !repeatsIds(rt, live) ? await countChunk(rt, live, outcomes) : 'alone';
+  if (runnable === 'alone') {
+    for (const item of live) {
+      const failed = heldBy(failedAt, item.at);
+      if (failed !== undefined) {
+        await hold(item, attemptNumber(undefined, item.prepared.ordinal), failed);
+      } else {
+        outcomes[item.index] = await processAlone(rt, item, handler, signal);
+        noteOutcome(failedAt, item.at, outcomes[item.index]);
+      }
+    }
+    return;
+  }
+  for (const item of live) noteOutcome(failedAt, item.at, outcomes[item.index]);
+  const go = runnable.filter((item) => heldBy(failedAt, item.at) === undefined);
+  const held = runnable.filter((item) => heldBy(failedAt, item.at) !== undefined);
+  for (const item of held) await hold(item, item.attempt, heldBy(failedAt, item.at) as bigint);
+  // A held delivery did not run: the attempt it was just charged is given back.
+  const { store, consumer } = rt.options;
+  const charged = held.filter((item) => item.counted).map((item) => item.prepared.good);
+  await refundAttempts(store.knex, store.names, consumer, charged);
+  if (go.length === 0) return;
+  for (const [index, outcome] of await processTogether(rt, go, handler, signal)) {
+    outcomes[index] = outcome;
+  }
 }
 
 /**

@@ -1,7 +1,6 @@
 import { asError } from '../../common/errors';
 import type { SqlTransaction } from '../../transactions/types';
 import { handlerContext } from '../context';
-import { EarlierRecordFailedError } from '../errors/earlier-record-failed-error';
 import { isInfrastructureFailure, storeOutage } from '../outage';
 import { assertUsable, report } from '../process-one';
 import type { InboxRuntime } from '../runtime';
@@ -11,6 +10,7 @@ import { partitionKey, setWatermark } from '../sql/offsets';
 import type { Handler, InboxOutcome } from '../types';
 import { claimPlaced, type ToClaim } from './claim';
 import type { Runnable } from './count-chunk';
+import { heldOutcome } from './hold';
 import { noteCommitted, type PendingMarks } from './known';
 import { settleExisting } from '../dedup';
 import { keyOf } from '../sql/message-key';
@@ -78,19 +78,7 @@ export async function processTogether<R>(
         : result.kind === 'settled'
           ? result.outcome
           : result.kind === 'held'
-            ? {
-                status: 'failed',
-                ...base,
-                attempt: item.attempt,
-                retriable: true,
-                error: new EarlierRecordFailedError({
-                  messageId: item.good.messageId,
-                  topic: item.at.topic,
-                  partition: item.at.partition,
-                  failedOffset: result.failedOffset.toString(),
-                }),
-                retryDelayMs: 0,
-              }
+            ? heldOutcome(item.good, item.at, item.attempt, result.failedOffset)
             : await settleFailure(rt, item.good, item.attempt, result.error, item.counted);
     outcomes.set(item.index, await report(rt, outcome, item.good.envelope.body));
   }
