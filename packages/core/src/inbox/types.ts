@@ -180,12 +180,14 @@ export interface InboxOptions<Tx = Knex.Transaction> {
    *   such as justonce's relay). Every delivery must carry `delivery.position` with `topic`,
    *   `partition` and `offset`, or `process` throws a {@link ConfigurationError}.
    * - `'watermark+ids'`: both; the id records, which then only catch a producer's copies at
-   *   other offsets, are kept for `idRetentionMs`.
+   *   other offsets, expire after `idRetentionMs`.
    */
   readonly dedup?: InboxDedupMode;
   /**
-   * With `dedup: 'watermark+ids'`: how long the id records are kept, in milliseconds; at
-   * most `retentionMs`. Default 1 day. Refused with another mode.
+   * With `dedup: 'watermark+ids'`: when the id records expire (their `expires_at`), in
+   * milliseconds; at most `retentionMs`. Default 1 day. Refused with another mode. The
+   * retention job deletes an expired record once it is also older than the job's own
+   * `retentionMs`.
    */
   readonly idRetentionMs?: number;
 }
