@@ -1,5 +1,6 @@
 import type { DeliveryOrdinal } from './attempts';
 import { deadLetterMessage } from './dead-letter';
+import { settleHandled } from './dedup';
 import { ConcurrentDeliveryError } from './errors/concurrent-delivery-error';
 import { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 import type { GoodDelivery } from './inspect-envelope';
@@ -14,6 +15,7 @@ import {
 import { keyOf } from './sql/message-key';
 import { readRecords } from './sql/read-records';
 import { refundAttempts } from './sql/refund-attempts';
+import { retryOutcome } from './retry-outcome';
 import type { InboxOutcome } from './types';
 
 /**
@@ -107,15 +109,31 @@ export async function settleExhausted(
   }
   const { store, consumer } = rt.options;
   await refundAttempts(store.knex, store.names, consumer, [good]);
-  return {
-    status: 'failed',
-    messageId: good.messageId,
-    scope: good.scope,
-    attempt,
-    retriable: true,
-    error: new ConcurrentDeliveryError({ messageId: good.messageId, attempt }),
-    retryDelayMs: concurrentRetryDelayMs(),
-  };
+  const error = new ConcurrentDeliveryError({ messageId: good.messageId, attempt });
+  return retryOutcome(good, attempt, error, concurrentRetryDelayMs());
+}
+
+/**
+ * Judges a delivery by its count (`stored`, when it counted), before any transaction: its
+ * attempt number, and its outcome when the count settles it (a committed record, read by the
+ * count, decides before any count is judged; an attempt past `maxAttempts` is settled by
+ * {@link settleExhausted}). Runs the `attempt-counted` step. @internal
+ */
+export async function settleByCount(
+  rt: InboxRuntime,
+  good: GoodDelivery,
+  ordinal: DeliveryOrdinal,
+  stored: CountedAttempt | undefined,
+): Promise<{ readonly attempt: number; readonly settled?: InboxOutcome<never> }> {
+  const attempt = attemptNumber(stored, ordinal);
+  await rt.step('attempt-counted', good.messageId);
+  if (stored?.handled !== undefined) {
+    return { attempt, settled: await settleHandled(rt, good, attempt, stored.handled) };
+  }
+  if (attempt > rt.options.maxAttempts) {
+    return { attempt, settled: await settleExhausted(rt, good, attempt, stored, ordinal) };
+  }
+  return { attempt };
 }
 
 /**

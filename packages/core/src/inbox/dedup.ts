@@ -22,6 +22,34 @@ import { deliveryOf, positionField, writeLetter } from './write-letter';
 type Settled = InboxOutcome<never>;
 
 /**
+ * Settles deliveries whose claim in `tx` found a dedup record, by their records read in one
+ * statement ({@link settleExisting} for each); with `onlyRecorded`, a delivery that has no
+ * record is left out. Returns the settled outcomes by delivery index. @internal
+ */
+export async function settleByRecords(
+  rt: InboxRuntime,
+  tx: SqlRunner,
+  items: readonly {
+    readonly index: number;
+    readonly good: GoodDelivery;
+    readonly attempt: number;
+  }[],
+  onlyRecorded = false,
+): Promise<Map<number, Settled>> {
+  const settled = new Map<number, Settled>();
+  if (items.length === 0) return settled;
+  const { store, consumer } = rt.options;
+  const goods = items.map((item) => item.good);
+  const records = await readRecords(tx, store.names, consumer, goods);
+  for (const { index, good, attempt } of items) {
+    const record = records.get(keyOf(good));
+    if (record === undefined && onlyRecorded) continue;
+    settled.set(index, await settleExisting(rt, tx, good, attempt, undefined, record));
+  }
+  return settled;
+}
+
+/**
  * What to do with a message whose dedup record already exists (seen inside the transaction
  * that tried to insert it, after waiting on the unique index; `known` when the caller read
  * it already): the same payload handled →

@@ -1,5 +1,13 @@
-import type { SqlTransaction } from '../transactions/types';
 import type { Envelope } from '../transport/envelope';
+import {
+  passOutcome,
+  runInPass,
+  runPasses,
+  type BatchItem,
+  type PassRun,
+  type RunResult,
+} from './batch-passes';
+import { everyOutcome, inChunks } from './chunks';
 import {
   attemptNumber,
   attemptToCount,
@@ -7,42 +15,23 @@ import {
   readsRecordFirst,
   settleExhausted,
 } from './count';
-import { handlerContext } from './context';
-import { settleExisting, settleHandled } from './dedup';
-import { isInfrastructureFailure, storeOutage } from './outage';
+import { settleByRecords, settleHandled } from './dedup';
 import { prepare, type Prepared } from './prepare';
-import { assertUsable, processOne, processPrepared, report } from './process-one';
-import { asError } from '../common/errors';
+import { processOne, processPrepared, report } from './process-one';
 import type { InboxRuntime } from './runtime';
-import { settleFailure } from './settle-failure';
-import { claimMessages } from './sql/claim-messages';
+import { claimMessages, toClaim } from './sql/claim-messages';
 import { countAttempts, type CountedAttempt } from './sql/count-attempts';
 import { finishBatch } from './sql/finish-batch';
 import { keyOf, type MessageKey } from './sql/message-key';
-import { readChunk, readRecords } from './sql/read-records';
+import { readChunk } from './sql/read-records';
 import { poolRunner } from '../transactions/sql';
 import type { Handler, InboxOutcome } from './types';
 
-/** Deliveries per transaction; a larger batch runs as several transactions in sequence. */
-export const MAX_BATCH_SIZE = 1000;
+export { MAX_BATCH_SIZE } from './chunks';
 
-interface Runnable extends Prepared {
+interface Runnable extends Prepared, BatchItem {
   readonly index: number;
-  readonly attempt: number;
-  /** This delivery counted its attempt durably, so its counter is cleared when it is done. */
-  readonly counted: boolean;
 }
-
-type RunResult<R> =
-  | { readonly kind: 'processed'; readonly result: R }
-  | { readonly kind: 'settled'; readonly outcome: InboxOutcome<never> }
-  | { readonly kind: 'failed'; readonly error: Error };
-
-/** The savepoint around each handler of an isolated pass. */
-const SAVEPOINT = 'justonce_handler';
-
-/** Thrown inside the optimistic pass to roll it back and run the batch again isolated. */
-class IsolateAndRetry {}
 
 /**
  * Handles many deliveries in one transaction. Bad input, messages whose records say they were
@@ -63,14 +52,10 @@ export async function processBatch<R>(
   handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
-  const outcomes: InboxOutcome<R>[] = [];
-  for (let start = 0; start < envelopes.length; start += MAX_BATCH_SIZE) {
-    const chunk = envelopes.slice(start, start + MAX_BATCH_SIZE);
-    outcomes.push(...(await processChunk(rt, chunk, handler, signal)));
-  }
-  return outcomes;
+  return inChunks(envelopes, (chunk) => processChunk(rt, chunk, handler, signal));
 }
 
+/** One chunk of a batch, in as few transactions as it safely can (see processBatch). */
 async function processChunk<R>(
   rt: InboxRuntime,
   envelopes: readonly Envelope[],
@@ -162,30 +147,11 @@ async function processChunk<R>(
   // claim insert is sorted, so two overlapping batches lock rows in one order.
 
   if (runnable.length > 0) {
-    let results: Map<number, RunResult<R>>;
-    try {
-      try {
-        results = await runTransaction(rt, runnable, handler, signal, runnable.length === 1);
-      } catch (error) {
-        if (!(error instanceof IsolateAndRetry)) throw error;
-        results = await runTransaction(rt, runnable, handler, signal, true);
-      }
-    } catch (error) {
-      // The inbox's own statements or the commit failed: an outage is not the messages'.
-      if (!isInfrastructureFailure(rt, error, false)) throw error;
-      const charged = runnable.filter((r) => r.counted).map((r) => r.good);
-      throw await storeOutage(rt, error, charged);
-    }
+    const results = await runPasses(rt, runnable, runnable.length === 1, (isolate) =>
+      runTransaction(rt, runnable, { handler, signal, isolate }),
+    );
     for (const item of runnable) {
-      const result = results.get(item.index);
-      if (result === undefined) throw new Error('batch lost a message result');
-      const base = { messageId: item.good.messageId, scope: item.good.scope };
-      const outcome: InboxOutcome<R> =
-        result.kind === 'processed'
-          ? { status: 'processed', ...base, attempt: item.attempt, result: result.result }
-          : result.kind === 'settled'
-            ? result.outcome
-            : await settleFailure(rt, item.good, item.attempt, result.error, item.counted);
+      const outcome = await passOutcome(rt, item, results.get(item.index));
       outcomes[item.index] = await report(rt, outcome, item.good.envelope.body);
     }
   }
@@ -261,10 +227,7 @@ async function settleRepeats<R>(
   for (const index of repeats) {
     outcomes[index] = await processOne(rt, envelopes[index] as Envelope, handler, signal);
   }
-  return outcomes.map((o) => {
-    if (o === undefined) throw new Error('batch left a delivery without an outcome');
-    return o;
-  });
+  return everyOutcome(outcomes);
 }
 
 function compareKeys(a: MessageKey, b: MessageKey): number {
@@ -273,12 +236,15 @@ function compareKeys(a: MessageKey, b: MessageKey): number {
   return a.messageId < b.messageId ? -1 : 1;
 }
 
+/**
+ * One pass of a chunk's transaction: claims its messages with one multi-row insert in key
+ * order, settles those whose record exists, runs the handlers of the rest and clears the
+ * attempt counters of those done.
+ */
 async function runTransaction<R>(
   rt: InboxRuntime,
   runnable: readonly Runnable[],
-  handler: Handler<R, unknown>,
-  signal: AbortSignal,
-  isolate: boolean,
+  pass: PassRun<R>,
 ): Promise<Map<number, RunResult<R>>> {
   const { store, consumer, retentionMs, transactions } = rt.options;
   return transactions.transaction(async (trx) => {
@@ -291,32 +257,11 @@ async function runTransaction<R>(
       retentionMs,
       [...runnable]
         .sort((a, b) => compareKeys(a.good, b.good))
-        .map((r) => ({
-          scope: r.good.scope,
-          messageId: r.good.messageId,
-          fingerprint: r.good.fingerprint,
-          attempt: r.attempt,
-        })),
+        .map((r) => toClaim(r.good, r.attempt)),
     );
     const taken = runnable.filter((r) => !claimed.has(keyOf(r.good)));
-    if (taken.length > 0) {
-      const records = await readRecords(
-        tx,
-        store.names,
-        consumer,
-        taken.map((r) => r.good),
-      );
-      for (const r of taken) {
-        const outcome = await settleExisting(
-          rt,
-          tx,
-          r.good,
-          r.attempt,
-          undefined,
-          records.get(keyOf(r.good)),
-        );
-        results.set(r.index, { kind: 'settled', outcome });
-      }
+    for (const [index, outcome] of await settleByRecords(rt, tx, taken)) {
+      results.set(index, { kind: 'settled', outcome });
     }
 
     // Attempt counters to clear: only deliveries that counted can have one (a stray one from
@@ -325,57 +270,14 @@ async function runTransaction<R>(
     const failed: MessageKey[] = [];
     for (const r of runnable) {
       if (!claimed.has(keyOf(r.good))) continue;
-      if (isolate) {
-        const result = await runIsolated(rt, trx, tx, r, handler, signal);
-        results.set(r.index, result);
-        if (result.kind === 'failed') failed.push(r.good);
-        else if (r.counted) done.push(r.good);
-      } else {
-        const started = performance.now();
-        try {
-          const result = await handler(
-            handlerContext(rt.options, trx, tx, r.good, r.payload, r.attempt, signal),
-          );
-          await assertUsable(tx);
-          results.set(r.index, { kind: 'processed', result });
-          if (r.counted) done.push(r.good);
-        } catch {
-          rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
-          throw new IsolateAndRetry();
-        }
-        rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
-      }
+      // Straight in the pass, a failure rolls it back (thrown): only an isolated one fails here.
+      const result = await runInPass(rt, trx, tx, r, pass);
+      results.set(r.index, result);
+      if (result.kind === 'failed') failed.push(r.good);
+      else if (r.counted) done.push(r.good);
       await rt.step('handler-done', r.good.messageId);
     }
     await finishBatch(tx, store.names, consumer, done, failed);
     return results;
   });
-}
-
-async function runIsolated<R>(
-  rt: InboxRuntime,
-  trx: unknown,
-  tx: SqlTransaction,
-  r: Runnable,
-  handler: Handler<R, unknown>,
-  signal: AbortSignal,
-): Promise<RunResult<R>> {
-  const started = performance.now();
-  // A savepoint in SQL rather than the library's nested transaction, so that it works the same
-  // through every adapter; the handler writes through the one transaction object it knows.
-  await tx.query(`savepoint ${SAVEPOINT}`, []);
-  try {
-    const result = await handler(
-      handlerContext(rt.options, trx, tx, r.good, r.payload, r.attempt, signal),
-    );
-    await assertUsable(tx);
-    await tx.query(`release savepoint ${SAVEPOINT}`, []);
-    rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
-    return { kind: 'processed', result };
-  } catch (error) {
-    rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
-    await tx.query(`rollback to savepoint ${SAVEPOINT}`, []);
-    await tx.query(`release savepoint ${SAVEPOINT}`, []);
-    return { kind: 'failed', error: asError(error) };
-  }
 }

@@ -1,43 +1,12 @@
-import { attemptNumber, countDelivery, needsCounting, settleExhausted } from './count';
-import { handlerContext } from './context';
-import { settleExisting, settleHandled } from './dedup';
-import { AbortedTransactionError } from './errors/aborted-transaction-error';
-import { isInfrastructureFailure, storeOutage } from './outage';
+import { countDelivery, needsCounting, settleByCount } from './count';
+import { settleExisting } from './dedup';
 import { prepare, type Prepared } from './prepare';
-import { asError } from '../common/errors';
 import type { InboxRuntime } from './runtime';
-import { settleFailure } from './settle-failure';
-import { claimMessage } from './sql/claim-messages';
+import { runHandler, settleTransactionFailure } from './run-handler';
+import { claimMessage, toClaim } from './sql/claim-messages';
 import type { CountedAttempt } from './sql/count-attempts';
 import type { Envelope } from '../transport/envelope';
-import type { SqlTransaction } from '../transactions/types';
 import type { Handler, InboxOutcome } from './types';
-
-/** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
-class HandlerFailure {
-  constructor(readonly error: Error) {}
-}
-
-/**
- * After a handler returned normally: if one of its statements failed, PostgreSQL has aborted
- * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. The
- * driver's transaction state tells, where it tracks one; otherwise one probe statement.
- * @internal
- */
-export async function assertUsable(tx: SqlTransaction): Promise<void> {
-  const state = tx.state();
-  if (state === 'active') return;
-  if (state === 'failed' || state === 'idle') {
-    throw new AbortedTransactionError(
-      new Error(state === 'idle' ? 'the handler ended the transaction' : 'a statement failed'),
-    );
-  }
-  try {
-    await tx.query('select 1', []);
-  } catch (error) {
-    throw new AbortedTransactionError(error);
-  }
-}
 
 /**
  * Handles one delivery: validate, count the attempt (autocommit), then in one transaction
@@ -68,20 +37,13 @@ export async function processPrepared<R>(
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>> {
   const { good, payload, ordinal } = prepared;
-  const { store, consumer, maxAttempts, retentionMs, transactions } = rt.options;
+  const { store, consumer, retentionMs, transactions } = rt.options;
 
   let stored: CountedAttempt | undefined;
   const counting = needsCounting(rt, ordinal);
   if (counting) stored = await countDelivery(rt, good, ordinal);
-  const attempt = attemptNumber(stored, ordinal);
-  await rt.step('attempt-counted', good.messageId);
-  if (stored?.handled !== undefined) {
-    // Committed already: the record decides, before any count is judged.
-    return report(rt, await settleHandled(rt, good, attempt, stored.handled), body);
-  }
-  if (attempt > maxAttempts) {
-    return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
-  }
+  const { attempt, settled } = await settleByCount(rt, good, ordinal, stored);
+  if (settled !== undefined) return report(rt, settled, body);
 
   let outcome: InboxOutcome<R>;
   try {
@@ -92,38 +54,15 @@ export async function processPrepared<R>(
         store,
         consumer,
         retentionMs,
-        {
-          scope: good.scope,
-          messageId: good.messageId,
-          fingerprint: good.fingerprint,
-          attempt,
-        },
+        toClaim(good, attempt),
         counting,
       );
       if (!claimed) return settleExisting(rt, tx, good, attempt);
 
-      const started = performance.now();
-      let result: R;
-      try {
-        result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
-        await assertUsable(tx);
-      } catch (error) {
-        rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
-        throw new HandlerFailure(asError(error));
-      }
-      rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
-      await rt.step('handler-done', good.messageId);
-      return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
+      return runHandler(rt, trx, tx, { good, payload, attempt }, handler, signal);
     });
   } catch (error) {
-    if (!(error instanceof HandlerFailure)) {
-      // The inbox's own statements or the commit failed: an outage is not the message's.
-      if (isInfrastructureFailure(rt, error, false)) {
-        throw await storeOutage(rt, error, counting ? [good] : []);
-      }
-      throw error;
-    }
-    return report(rt, await settleFailure(rt, good, attempt, error.error, counting), body);
+    return report(rt, await settleTransactionFailure(rt, error, good, attempt, counting), body);
   }
   return report(rt, outcome, body);
 }

@@ -7,6 +7,7 @@ import { MaxAttemptsExceededError } from './errors/max-attempts-exceeded-error';
 import type { GoodDelivery } from './inspect-envelope';
 import { storedError, type InboxRuntime } from './runtime';
 import { recordFailure } from './sql/record-failure';
+import { retryOutcome } from './retry-outcome';
 import type { InboxOutcome } from './types';
 import { isInfrastructureFailure, storeOutage, userClass } from './outage';
 
@@ -62,18 +63,9 @@ export async function settleFailure(
     );
   }
   await recordFailure(store.knex, store.names, consumer, good, storedError(error));
-  return {
-    status: 'failed',
-    messageId: good.messageId,
-    scope: good.scope,
-    attempt,
-    retriable: true,
-    error,
-    retryDelayMs: fullJitterBackoff(
-      attempt,
-      errorClass === 'throttling'
-        ? { ...backoff, baseMs: Math.max(backoff.baseMs ?? 100, THROTTLING_BASE_MS) }
-        : backoff,
-    ),
-  };
+  const base =
+    errorClass === 'throttling'
+      ? { ...backoff, baseMs: Math.max(backoff.baseMs ?? 100, THROTTLING_BASE_MS) }
+      : backoff;
+  return retryOutcome(good, attempt, error, fullJitterBackoff(attempt, base));
 }

@@ -11,6 +11,19 @@ export interface MessageToClaim extends MessageKey {
   readonly attempt: number;
 }
 
+/** The claim of a message for one of its attempts. @internal */
+export function toClaim(
+  message: MessageKey & { readonly fingerprint: string },
+  attempt: number,
+): MessageToClaim {
+  return {
+    scope: message.scope,
+    messageId: message.messageId,
+    fingerprint: message.fingerprint,
+    attempt,
+  };
+}
+
 const EXPIRES = `now() + ?::double precision * interval '1 millisecond'`;
 const CONFLICT = `on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
 

@@ -1,11 +1,10 @@
 import type { SqlRunner } from '../../transactions/sql';
-import { settleExisting } from '../dedup';
+import { settleByRecords } from '../dedup';
 import type { GoodDelivery } from '../inspect-envelope';
 import type { InboxRuntime } from '../runtime';
-import { claimMessages } from '../sql/claim-messages';
+import { claimMessages, toClaim } from '../sql/claim-messages';
 import { keyOf } from '../sql/message-key';
 import { advanceWatermark, lockWatermark, partitionKey, setWatermark } from '../sql/offsets';
-import { readRecords } from '../sql/read-records';
 import type { InboxOutcome } from '../types';
 import type { PendingMarks } from './known';
 import type { Placed } from './position';
@@ -77,24 +76,9 @@ export async function claimPlaced(
     store.names,
     consumer,
     idRetentionMs,
-    rest.map((r) => ({
-      scope: r.good.scope,
-      messageId: r.good.messageId,
-      fingerprint: r.good.fingerprint,
-      attempt: r.attempt,
-    })),
+    rest.map((r) => toClaim(r.good, r.attempt)),
   );
   const taken = rest.filter((r) => !claimed.has(keyOf(r.good)));
-  if (taken.length === 0) return settled;
-  const records = await readRecords(
-    tx,
-    store.names,
-    consumer,
-    taken.map((r) => r.good),
-  );
-  for (const r of taken) {
-    const known = records.get(keyOf(r.good));
-    settled.set(r.index, await settleExisting(rt, tx, r.good, r.attempt, undefined, known));
-  }
+  for (const [index, outcome] of await settleByRecords(rt, tx, taken)) settled.set(index, outcome);
   return settled;
 }

@@ -1,6 +1,7 @@
 import { EarlierRecordFailedError } from '../errors/earlier-record-failed-error';
 import type { GoodDelivery } from '../inspect-envelope';
 import { partitionKey } from '../sql/offsets';
+import { retryOutcome } from '../retry-outcome';
 import type { InboxOutcome } from '../types';
 import type { Placed } from './position';
 
@@ -36,18 +37,11 @@ export function heldOutcome(
   attempt: number,
   failedOffset: bigint,
 ): InboxOutcome<never> {
-  return {
-    status: 'failed',
+  const error = new EarlierRecordFailedError({
     messageId: good.messageId,
-    scope: good.scope,
-    attempt,
-    retriable: true,
-    error: new EarlierRecordFailedError({
-      messageId: good.messageId,
-      topic: at.topic,
-      partition: at.partition,
-      failedOffset: failedOffset.toString(),
-    }),
-    retryDelayMs: 0,
-  };
+    topic: at.topic,
+    partition: at.partition,
+    failedOffset: failedOffset.toString(),
+  });
+  return retryOutcome(good, attempt, error, 0);
 }

@@ -6,18 +6,16 @@
  * deliveries the transport does not mark as first (see `needsCounting`), so a message that
  * crashes the process is still dead-lettered; first deliveries write no row of their own.
  */
-import { asError } from '../../common/errors';
 import { poolRunner } from '../../transactions/sql';
 import type { Envelope } from '../../transport/envelope';
-import { handlerContext } from '../context';
-import { attemptNumber, attemptToCount, needsCounting, settleExhausted } from '../count';
-import { settleExisting, settleHandled } from '../dedup';
+import { attemptNumber, attemptToCount, needsCounting, settleByCount } from '../count';
+import { settleExisting } from '../dedup';
 import { inspectEnvelope } from '../inspect-envelope';
-import { isInfrastructureFailure, storeOutage } from '../outage';
 import { prepare, type Prepared } from '../prepare';
-import { assertUsable, report } from '../process-one';
+import { everyOutcome, inChunks } from '../chunks';
+import { report } from '../process-one';
+import { runHandler, settleTransactionFailure } from '../run-handler';
 import type { InboxRuntime } from '../runtime';
-import { settleFailure } from '../settle-failure';
 import { countAttempts, type CountedAttempt } from '../sql/count-attempts';
 import { finishBatch } from '../sql/finish-batch';
 import { keyOf } from '../sql/message-key';
@@ -33,9 +31,6 @@ import { countChunk } from './count-chunk';
 import { heldBy, heldOutcome, noteOutcome, type FailedAt } from './hold';
 import { refundAttempts } from '../sql/refund-attempts';
 import { processTogether } from './together';
-
-/** Deliveries per transaction, as in the `ids` mode. */
-const MAX_BATCH_SIZE = 1000;
 
 /** A validated delivery above its partition's watermark. @internal */
 export interface LiveRecord {
@@ -53,23 +48,28 @@ export async function processWatermarked<R>(
 ): Promise<InboxOutcome<R>[]> {
   // Every position is checked before any chunk runs: a transport that gives none is refused
   // before anything is written.
-  for (const envelope of envelopes) placeOf(envelope, rt.options.dedup);
-  const outcomes: InboxOutcome<R>[] = [];
-  for (let start = 0; start < envelopes.length; start += MAX_BATCH_SIZE) {
-    const chunk = envelopes.slice(start, start + MAX_BATCH_SIZE);
-    outcomes.push(...(await processChunk(rt, chunk, handler, signal)));
-  }
-  return outcomes;
+  const { dedup } = rt.options;
+  for (const envelope of envelopes) placeOf(envelope, dedup);
+  // Chunks of as many deliveries per transaction as in the `ids` mode.
+  return inChunks(envelopes, (chunk) => {
+    const placed = chunk.map((envelope) => placeOf(envelope, dedup));
+    return processChunk(rt, chunk, placed, handler, signal);
+  });
 }
 
+/**
+ * One chunk, with the position of each delivery: what its partitions' watermarks (known or
+ * read in one statement) say are done is a duplicate with nothing written; the rest is
+ * validated and run (see runLive).
+ */
 async function processChunk<R>(
   rt: InboxRuntime,
   envelopes: readonly Envelope[],
+  placed: readonly Placed[],
   handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<InboxOutcome<R>[]> {
-  const { store, consumer, dedup } = rt.options;
-  const placed = envelopes.map((envelope) => placeOf(envelope, dedup));
+  const { store, consumer } = rt.options;
   const marks = knownMarks(rt);
   const toRead = new Map<string, PartitionRef>();
   for (const at of placed) {
@@ -107,10 +107,7 @@ async function processChunk<R>(
     else live.push({ index, prepared, at });
   }
   await runLive(rt, placed, live, outcomes, handler, signal);
-  return outcomes.map((o) => {
-    if (o === undefined) throw new Error('batch left a delivery without an outcome');
-    return o;
-  });
+  return everyOutcome(outcomes);
 }
 
 /**
@@ -169,11 +166,6 @@ function repeatsIds(rt: InboxRuntime, live: readonly LiveRecord[]): boolean {
   return new Set(live.map((item) => keyOf(item.prepared.good))).size < live.length;
 }
 
-/** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
-class HandlerFailure {
-  constructor(readonly error: Error) {}
-}
-
 /**
  * One delivery in its own transaction: count the attempt when the transport does not mark
  * it first (autocommit), then claim the watermark, run the handler and clear the counter in
@@ -196,14 +188,8 @@ async function processAlone<R>(
     ]);
     stored = counts.get(keyOf(good));
   }
-  const attempt = attemptNumber(stored, ordinal);
-  await rt.step('attempt-counted', good.messageId);
-  if (stored?.handled !== undefined) {
-    return report(rt, await settleHandled(rt, good, attempt, stored.handled), body);
-  }
-  if (attempt > maxAttempts) {
-    return report(rt, await settleExhausted(rt, good, attempt, stored, ordinal), body);
-  }
+  const { attempt, settled } = await settleByCount(rt, good, ordinal, stored);
+  if (settled !== undefined) return report(rt, settled, body);
   const claim: ToClaim = { index: item.index, good, at: item.at, attempt };
   const pending: PendingMarks = new Map();
   let outcome: InboxOutcome<R>;
@@ -217,27 +203,10 @@ async function processAlone<R>(
       // A redelivery above the watermark may still have been settled with a record: one
       // dead-lettered as the last record before a crash, or one handled in the `ids` mode.
       if (earlier !== undefined) return settleExisting(rt, tx, good, attempt, undefined, earlier);
-      const started = performance.now();
-      let result: R;
-      try {
-        result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
-        await assertUsable(tx);
-      } catch (error) {
-        rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
-        throw new HandlerFailure(asError(error));
-      }
-      rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
-      await rt.step('handler-done', good.messageId);
-      return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
+      return runHandler(rt, trx, tx, { good, payload, attempt }, handler, signal);
     });
   } catch (error) {
-    if (!(error instanceof HandlerFailure)) {
-      if (isInfrastructureFailure(rt, error, false)) {
-        throw await storeOutage(rt, error, counting ? [good] : []);
-      }
-      throw error;
-    }
-    return report(rt, await settleFailure(rt, good, attempt, error.error, counting), body);
+    return report(rt, await settleTransactionFailure(rt, error, good, attempt, counting), body);
   }
   noteCommitted(rt, pending);
   return report(rt, outcome, body);

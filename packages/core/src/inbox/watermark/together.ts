@@ -1,33 +1,24 @@
-import { asError } from '../../common/errors';
 import type { SqlTransaction } from '../../transactions/types';
-import { handlerContext } from '../context';
-import { isInfrastructureFailure, storeOutage } from '../outage';
-import { assertUsable, report } from '../process-one';
+import {
+  passOutcome,
+  runInPass,
+  runPasses,
+  type PassRun,
+  type RunResult as PassResult,
+} from '../batch-passes';
+import { settleByRecords } from '../dedup';
+import { report } from '../process-one';
 import type { InboxRuntime } from '../runtime';
-import { settleFailure } from '../settle-failure';
 import { finishBatch } from '../sql/finish-batch';
 import { partitionKey, setWatermark } from '../sql/offsets';
+import { refundAttempts } from '../sql/refund-attempts';
 import type { Handler, InboxOutcome } from '../types';
 import { claimPlaced, type ToClaim } from './claim';
 import type { Runnable } from './count-chunk';
 import { heldOutcome } from './hold';
 import { noteCommitted, type PendingMarks } from './known';
-import { settleExisting } from '../dedup';
-import { keyOf } from '../sql/message-key';
-import { readRecords } from '../sql/read-records';
-import { refundAttempts } from '../sql/refund-attempts';
 
-type RunResult<R> =
-  | { readonly kind: 'processed'; readonly result: R }
-  | { readonly kind: 'settled'; readonly outcome: InboxOutcome<never> }
-  | { readonly kind: 'failed'; readonly error: Error }
-  | { readonly kind: 'held'; readonly failedOffset: bigint };
-
-/** The savepoint around each handler of an isolated pass. */
-const SAVEPOINT = 'justonce_handler';
-
-/** Thrown inside the optimistic pass to roll it back and run the batch again isolated. */
-class IsolateAndRetry {}
+type RunResult<R> = PassResult<R> | { readonly kind: 'held'; readonly failedOffset: bigint };
 
 /**
  * First deliveries of a chunk in one transaction that advances each partition's watermark
@@ -43,21 +34,14 @@ export async function processTogether<R>(
   handler: Handler<R, unknown>,
   signal: AbortSignal,
 ): Promise<Map<number, InboxOutcome<R>>> {
-  const items: Item[] = runnable.map((item) => ({ ...item, good: item.prepared.good }));
-  let results: Map<number, RunResult<R>>;
-  try {
-    try {
-      results = await runTransaction(rt, items, handler, signal, false);
-    } catch (error) {
-      if (!(error instanceof IsolateAndRetry)) throw error;
-      results = await runTransaction(rt, items, handler, signal, true);
-    }
-  } catch (error) {
-    // The inbox's own statements or the commit failed: an outage is not the messages'.
-    if (!isInfrastructureFailure(rt, error, false)) throw error;
-    const charged = items.filter((i) => i.counted).map((i) => i.good);
-    throw await storeOutage(rt, error, charged);
-  }
+  const items: Item[] = runnable.map((item) => ({
+    ...item,
+    good: item.prepared.good,
+    payload: item.prepared.payload,
+  }));
+  const results = await runPasses(rt, items, false, (isolate) =>
+    runTransaction(rt, items, { handler, signal, isolate }),
+  );
   // A held delivery did not run: the attempt it was charged is given back.
   const { store, consumer } = rt.options;
   const heldCounted = items.filter((i) => i.counted && results.get(i.index)?.kind === 'held');
@@ -70,23 +54,17 @@ export async function processTogether<R>(
   const outcomes = new Map<number, InboxOutcome<R>>();
   for (const item of items) {
     const result = results.get(item.index);
-    if (result === undefined) throw new Error('batch lost a message result');
-    const base = { messageId: item.good.messageId, scope: item.good.scope };
     const outcome: InboxOutcome<R> =
-      result.kind === 'processed'
-        ? { status: 'processed', ...base, attempt: item.attempt, result: result.result }
-        : result.kind === 'settled'
-          ? result.outcome
-          : result.kind === 'held'
-            ? heldOutcome(item.good, item.at, item.attempt, result.failedOffset)
-            : await settleFailure(rt, item.good, item.attempt, result.error, item.counted);
+      result?.kind === 'held'
+        ? heldOutcome(item.good, item.at, item.attempt, result.failedOffset)
+        : await passOutcome(rt, item, result);
     outcomes.set(item.index, await report(rt, outcome, item.good.envelope.body));
   }
   return outcomes;
 }
 
 /** A delivery of the chunk's transaction. */
-type Item = ToClaim & Runnable;
+type Item = ToClaim & Runnable & { readonly payload: unknown };
 
 function isDone(result: RunResult<unknown> | undefined): boolean {
   return result?.kind === 'processed' || result?.kind === 'settled';
@@ -104,30 +82,22 @@ async function settleRecorded<R>(
   items: readonly Item[],
   results: Map<number, RunResult<R>>,
 ): Promise<void> {
-  const { store, consumer, dedup } = rt.options;
-  if (dedup !== 'watermark') return;
+  if (rt.options.dedup !== 'watermark') return;
   const counted = items.filter((i) => i.counted && !results.has(i.index));
-  if (counted.length === 0) return;
-  const records = await readRecords(
-    tx,
-    store.names,
-    consumer,
-    counted.map((i) => i.good),
-  );
-  for (const item of counted) {
-    const record = records.get(keyOf(item.good));
-    if (record === undefined) continue;
-    const outcome = await settleExisting(rt, tx, item.good, item.attempt, undefined, record);
-    results.set(item.index, { kind: 'settled', outcome });
+  for (const [index, outcome] of await settleByRecords(rt, tx, counted, true)) {
+    results.set(index, { kind: 'settled', outcome });
   }
 }
 
+/**
+ * One pass of the chunk's transaction: claims the watermarks, settles what they or the id
+ * records decide, runs the rest's handlers (holding a partition's records after a failed
+ * one) and clears the attempt counters of those done.
+ */
 async function runTransaction<R>(
   rt: InboxRuntime,
   items: readonly Item[],
-  handler: Handler<R, unknown>,
-  signal: AbortSignal,
-  isolate: boolean,
+  pass: PassRun<R>,
 ): Promise<Map<number, RunResult<R>>> {
   const { store, consumer, transactions } = rt.options;
   const pending: PendingMarks = new Map();
@@ -147,7 +117,7 @@ async function runTransaction<R>(
         results.set(item.index, { kind: 'held', failedOffset: failed });
         continue;
       }
-      const result = await runHandler(rt, trx, tx, item, handler, signal, isolate);
+      const result = await runInPass(rt, trx, tx, item, pass);
       results.set(item.index, result);
       if (result.kind === 'failed') failedAt.set(partitionKey(item.at), item.at.offset);
       else await rt.step('handler-done', item.good.messageId);
@@ -187,45 +157,4 @@ async function runTransaction<R>(
   });
   noteCommitted(rt, pending);
   return results;
-}
-
-/**
- * Runs one handler: straight in the transaction (a failure rolls the pass back for an
- * isolated one), or in its own savepoint.
- */
-async function runHandler<R>(
-  rt: InboxRuntime,
-  trx: unknown,
-  tx: SqlTransaction,
-  item: Item,
-  handler: Handler<R, unknown>,
-  signal: AbortSignal,
-  isolate: boolean,
-): Promise<RunResult<R>> {
-  const started = performance.now();
-  const context = handlerContext(
-    rt.options,
-    trx,
-    tx,
-    item.good,
-    item.prepared.payload,
-    item.attempt,
-    signal,
-  );
-  // A savepoint in SQL rather than the library's nested transaction, so that it works the
-  // same through every adapter.
-  if (isolate) await tx.query(`savepoint ${SAVEPOINT}`, []);
-  try {
-    const result = await handler(context);
-    await assertUsable(tx);
-    if (isolate) await tx.query(`release savepoint ${SAVEPOINT}`, []);
-    rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
-    return { kind: 'processed', result };
-  } catch (error) {
-    rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
-    if (!isolate) throw new IsolateAndRetry();
-    await tx.query(`rollback to savepoint ${SAVEPOINT}`, []);
-    await tx.query(`release savepoint ${SAVEPOINT}`, []);
-    return { kind: 'failed', error: asError(error) };
-  }
 }
