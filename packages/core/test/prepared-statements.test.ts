@@ -6,6 +6,7 @@ import {
   createRelay,
   createStore,
   rowsOf,
+  type Envelope,
   type OutboxEvent,
   type Store,
 } from '../src';
@@ -132,8 +133,12 @@ describe('prepared statements on postgres', () => {
     try {
       const inbox = createInbox({ store, consumer: 'prepared' });
       const handled: string[] = [];
-      const handle = (id: string) =>
-        inbox.process(envelope(id), async ({ messageId }) => void handled.push(messageId));
+      // First deliveries as a broker reports them: no attempt is counted before the claim.
+      const first = { delivery: { redelivered: false } };
+      const handle = (id: string, extra: Partial<Envelope> = first) =>
+        inbox.process(envelope(id, undefined, extra), async ({ messageId }) => {
+          handled.push(messageId);
+        });
       expect(await handle('m1')).toMatchObject({ status: 'processed' });
       const records = store.names.table('inbox_records');
       const claims = async () =>
@@ -150,6 +155,16 @@ describe('prepared statements on postgres', () => {
       expect(await handle('m2')).toMatchObject({ status: 'duplicate' });
       expect(handled).toEqual(['m1', 'm2']);
       expect(await claims()).toHaveLength(1);
+      // A delivery whose attempt is counted meets the lost statement first in the count,
+      // which runs on its own: it runs again under a new name, and so does the claim.
+      await store.knex.raw('deallocate all');
+      expect(await handle('m3', {})).toMatchObject({ status: 'processed' });
+      expect(handled).toEqual(['m1', 'm2', 'm3']);
+      const attempts = store.names.table('inbox_attempts');
+      const counts = (await preparedStatements(store)).filter((row) =>
+        row.statement.includes(`insert into ${attempts}`),
+      );
+      expect(counts).toHaveLength(1);
     } finally {
       await store.dispose();
     }

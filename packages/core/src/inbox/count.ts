@@ -54,7 +54,7 @@ export async function countDelivery(
     const record = records.get(keyOf(good));
     if (record?.status === 'SUCCEEDED') return { attempts: 0, overlapped: false, handled: record };
   }
-  const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
+  const counts = await countAttempts(store, consumer, maxAttempts, [
     attemptToCount(rt, good, ordinal),
   ]);
   return counts.get(keyOf(good));

@@ -101,8 +101,7 @@ async function processChunk<R>(
     toCount.length === 0
       ? new Map<string, CountedAttempt>()
       : await countAttempts(
-          store.knex,
-          store.names,
+          store,
           consumer,
           maxAttempts,
           // In key order, like the claim: two overlapping batches counting in delivery order

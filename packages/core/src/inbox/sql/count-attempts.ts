@@ -1,4 +1,7 @@
-import type { Knex } from 'knex';
+import type { Store } from '../../store/store';
+import { preparedOn } from '../../store/prepared';
+import { statementCache } from '../../store/statement-cache';
+import { poolRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
@@ -63,6 +66,50 @@ const ANSWER = `select scope, message_id, attempts, overlapped, null::text as st
                 union all
                 select scope, message_id, 0, false, status, fingerprint from handled`;
 
+/** What counting needs of the store: its pool, its table names, whether to prepare. */
+export type CountingStore = Pick<Store, 'knex' | 'names' | 'preparedStatements'>;
+
+/**
+ * The count of one message: its text is fixed per store, so it runs as a named prepared
+ * statement (PostgreSQL would otherwise plan this long statement on every delivery).
+ */
+const countOne = statementCache(
+  (names: MigrationNames) => `with handled as (
+     select scope, message_id, status, fingerprint from ${names.table('inbox_records')}
+      where scope = ? and consumer = ? and message_id = ? and status = 'SUCCEEDED'
+   ), counted as (
+     insert into ${names.table('inbox_attempts')} as a
+       (scope, consumer, message_id, attempts, open_since, open_pid)
+     select ?::text, ?::text, ?::text, ?::integer, now(), pg_backend_pid()
+      where not exists (select 1 from handled)
+     ${UPSERT}
+   )
+   ${ANSWER}`,
+);
+
+/** The count of several messages, their keys passed as arrays: also one fixed text. */
+const countMany = statementCache(
+  (names: MigrationNames) => `with m as (
+     select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
+              as m (scope, message_id, initial, ord)
+   ), handled as (
+     select r.scope, r.message_id, r.status, r.fingerprint
+       from ${names.table('inbox_records')} r
+       join m on r.scope = m.scope and r.message_id = m.message_id
+      where r.consumer = ? and r.status = 'SUCCEEDED'
+   ), counted as (
+     insert into ${names.table('inbox_attempts')} as a
+       (scope, consumer, message_id, attempts, shared, open_since, open_pid)
+     select m.scope, ?::text, m.message_id, m.initial, ?::boolean, now(), pg_backend_pid()
+       from m
+      where not exists (select 1 from handled h
+                         where h.scope = m.scope and h.message_id = m.message_id)
+      order by m.ord
+     ${UPSERT}
+   )
+   ${ANSWER}`,
+);
+
 /**
  * Counts one more delivery of each message, in autocommit, before any business transaction
  * opens, so the count survives a rollback or a crash. One statement for all messages (their
@@ -74,72 +121,37 @@ const ANSWER = `select scope, message_id, attempts, overlapped, null::text as st
  * @internal
  */
 export async function countAttempts(
-  db: Knex,
-  names: MigrationNames,
+  store: CountingStore,
   consumer: string,
   maxAttempts: number,
   messages: readonly AttemptToCount[],
   shared = false,
 ): Promise<Map<string, CountedAttempt>> {
-  const attempts = names.table('inbox_attempts');
-  const records = names.table('inbox_records');
   // A count shared with a whole batch becomes this message's own on its next count alone
   // (see migration 007), rather than charging it a second attempt for its batch-mate's crash.
   const only = messages.length === 1 && !shared ? messages[0] : undefined;
   const result =
     only !== undefined
-      ? await db.raw(
-          `with handled as (
-             select scope, message_id, status, fingerprint from ${records}
-              where scope = ? and consumer = ? and message_id = ? and status = 'SUCCEEDED'
-           ), counted as (
-             insert into ${attempts} as a (scope, consumer, message_id, attempts, open_since, open_pid)
-             select ?::text, ?::text, ?::text, ?::integer, now(), pg_backend_pid()
-              where not exists (select 1 from handled)
-             ${UPSERT}
-           )
-           ${ANSWER}`,
-          [
-            only.scope,
-            consumer,
-            only.messageId,
-            only.scope,
-            consumer,
-            only.messageId,
-            only.initial,
-            maxAttempts,
-            maxAttempts,
-          ],
-        )
-      : await db.raw(
-          `with m as (
-             select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
-                      as m (scope, message_id, initial, ord)
-           ), handled as (
-             select r.scope, r.message_id, r.status, r.fingerprint
-               from ${records} r join m on r.scope = m.scope and r.message_id = m.message_id
-              where r.consumer = ? and r.status = 'SUCCEEDED'
-           ), counted as (
-             insert into ${attempts} as a
-               (scope, consumer, message_id, attempts, shared, open_since, open_pid)
-             select m.scope, ?::text, m.message_id, m.initial, ?::boolean, now(), pg_backend_pid()
-               from m
-              where not exists (select 1 from handled h
-                                 where h.scope = m.scope and h.message_id = m.message_id)
-              order by m.ord
-             ${UPSERT}
-           )
-           ${ANSWER}`,
-          [
-            ...keyArrays(messages),
-            messages.map((m) => m.initial),
-            consumer,
-            consumer,
-            shared,
-            maxAttempts,
-            maxAttempts,
-          ],
-        );
+      ? await preparedOn(store, poolRunner(store.knex), countOne(store.names, undefined), [
+          only.scope,
+          consumer,
+          only.messageId,
+          only.scope,
+          consumer,
+          only.messageId,
+          only.initial,
+          maxAttempts,
+          maxAttempts,
+        ])
+      : await preparedOn(store, poolRunner(store.knex), countMany(store.names, undefined), [
+          ...keyArrays(messages),
+          messages.map((m) => m.initial),
+          consumer,
+          consumer,
+          shared,
+          maxAttempts,
+          maxAttempts,
+        ]);
   const counts = new Map<string, CountedAttempt>();
   type Row = {
     scope: string;

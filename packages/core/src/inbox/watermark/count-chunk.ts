@@ -45,8 +45,7 @@ export async function countChunk(
   const chunk = await readChunk(poolRunner(store.knex), store.names, consumer, goods, counting);
   if (chunk.unfinished) return 'alone';
   const counts = await countAttempts(
-    store.knex,
-    store.names,
+    store,
     consumer,
     maxAttempts,
     // In key order: two overlapping chunks never lock counters in opposite orders.

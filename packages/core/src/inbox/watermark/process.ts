@@ -183,7 +183,7 @@ async function processAlone<R>(
   const counting = needsCounting(rt, ordinal);
   let stored: CountedAttempt | undefined;
   if (counting) {
-    const counts = await countAttempts(store.knex, store.names, consumer, maxAttempts, [
+    const counts = await countAttempts(store, consumer, maxAttempts, [
       attemptToCount(rt, good, ordinal),
     ]);
     stored = counts.get(keyOf(good));
