@@ -93,10 +93,14 @@ const countMany = statementCache(
      select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
               as m (scope, message_id, initial, ord)
    ), handled as (
-     select r.scope, r.message_id, r.status, r.fingerprint
-       from ${names.table('inbox_records')} r
-       join m on r.scope = m.scope and r.message_id = m.message_id
-      where r.consumer = ? and r.status = 'SUCCEEDED'
+     -- A probe of the primary key per message: a plain join lets the planner scan the
+     -- whole table, whose cost grows with it.
+     select m.scope, m.message_id, r.status, r.fingerprint
+       from m cross join lateral (
+         select status, fingerprint from ${names.table('inbox_records')} r
+          where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
+            and r.status = 'SUCCEEDED'
+          limit 1) r
    ), counted as (
      insert into ${names.table('inbox_attempts')} as a
        (scope, consumer, message_id, attempts, shared, open_since, open_pid)
