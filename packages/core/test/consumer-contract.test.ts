@@ -91,10 +91,10 @@ describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
     ]);
   });
 
-  // One store kind is enough: the clause's load takes about 20 s.
-  (kind === 'postgres' ? it : it.skip)(
-    'runs the restart clause, and fails it when the broker loses what it accepted while down',
-    async () => {
+  // One store kind is enough: the clause's load takes about 20 s, so it is defined for
+  // PostgreSQL only (not skipped on PGlite).
+  if (kind === 'postgres') {
+    it('runs the restart clause, and fails it when the broker loses what it accepted while down', async () => {
       let down = false;
       const options = memoryContract(broker, store, {
         // While "down" the broker accepts messages and loses them: they go where nobody reads.
@@ -119,9 +119,8 @@ describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
       expect(failed(checks)).toEqual([CONSUMER_CONTRACT_CLAUSES.restart]);
       expect(restart?.problem).toMatch(/^lost \d+ of 300 events$/);
       expect(restart?.figures).toMatchObject({ events: 300, doubled: 0, dead: 0, charged: 0 });
-    },
-    60_000,
-  );
+    }, 60_000);
+  }
 
   it('fails a consumer that ignores messageId.extract, or does not drain at stop', async () => {
     // A shorter wait than the default: the clause that fails waits it out; the others pass

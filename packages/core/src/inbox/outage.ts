@@ -1,3 +1,4 @@
+import { finishesWithin } from '../common/time';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
 import { isStoreOutage } from '../store/outage';
 import type { InboxRuntime } from './runtime';
@@ -33,25 +34,6 @@ export function isInfrastructureFailure(
  */
 const REFUND_WAIT_MS = 1_000;
 
-/** Resolves with whether `refund` succeeded, or `false` once `ms` have passed without an answer. */
-function refundedWithin(refund: Promise<unknown>, ms: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    // A refund still waiting when the process wants to exit must not keep it alive.
-    timer.unref();
-    refund.then(
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(false);
-      },
-    );
-  });
-}
-
 /**
  * Turns an outage into the error `process` throws: the attempts this delivery was charged
  * are given back (best effort: the store may still be down; the report waits for the refund
@@ -64,12 +46,14 @@ export async function storeOutage(
   charged: readonly MessageKey[],
 ): Promise<StoreUnavailableError> {
   const { store, consumer } = rt.options;
-  const refunded =
-    charged.length === 0 ||
-    (await refundedWithin(
-      refundAttempts(store.knex, store.names, consumer, charged),
-      REFUND_WAIT_MS,
-    ));
+  let refunded = charged.length === 0;
+  if (!refunded) {
+    const succeeded = refundAttempts(store.knex, store.names, consumer, charged).then(
+      () => true,
+      () => false,
+    );
+    refunded = (await finishesWithin(succeeded, REFUND_WAIT_MS)) && (await succeeded);
+  }
   rt.instruments.storeUnavailable(error, charged.length, refunded);
   return error instanceof StoreUnavailableError
     ? error
