@@ -94,7 +94,9 @@ export function restartClause(run: ContractRun, feature: RestartFeature): Promis
     };
     const problem =
       lossProblem(feature, outcome, acceptedBefore, load) ??
-      outcomeProblem(outcome) ??
+      outcomeProblem(
+        feature.chargesPublishAttempts === true ? { ...outcome, charged: 0 } : outcome,
+      ) ??
       recoveryProblem(recovery, feature.recoveryMs ?? 30_000);
     return { problem, figures };
   });
