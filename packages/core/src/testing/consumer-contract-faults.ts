@@ -94,9 +94,7 @@ export function restartClause(run: ContractRun, feature: RestartFeature): Promis
     };
     const problem =
       lossProblem(feature, outcome, acceptedBefore, load) ??
-      outcomeProblem(
-        feature.chargesPublishAttempts === true ? { ...outcome, charged: 0 } : outcome,
-      ) ??
+      outcomeProblem(outcome) ??
       recoveryProblem(recovery, feature.recoveryMs ?? 30_000);
     return { problem, figures };
   });

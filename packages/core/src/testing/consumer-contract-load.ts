@@ -65,6 +65,8 @@ export interface LoadOutcome {
   readonly deadLetters: number;
   /** The most publish attempts charged to one event: an outage is never an event's fault. */
   readonly charged: number;
+  /** The last error of the most charged event, so a charge names what the publisher said. */
+  readonly chargedError: string | null;
 }
 
 function recordingLogger(lines: ContractLogLine[]): Logger {
@@ -210,9 +212,10 @@ export async function settle(
     `select message_id, count(*) as n from ${run.table} where consumer = ? group by message_id`,
     [load.name],
   );
-  const outboxRows = await rows<{ dead: unknown; charged: unknown }>(
+  const outboxRows = await rows<{ dead: unknown; charged: unknown; error: string | null }>(
     run,
-    `select count(*) filter (where status = 'dead') as dead, coalesce(max(attempts), 0) as charged
+    `select count(*) filter (where status = 'dead') as dead, coalesce(max(attempts), 0) as charged,
+            (array_agg(last_error order by attempts desc))[1] as error
        from ${outbox} where destination = ?`,
     [load.destination],
   );
@@ -231,6 +234,7 @@ export async function settle(
       load.name,
     ),
     charged: Number(outboxRows[0]?.charged ?? 0),
+    chargedError: outboxRows[0]?.error ?? null,
   };
 }
 
@@ -267,6 +271,6 @@ export function outcomeProblem(outcome: LoadOutcome): string | undefined {
   if (outcome.dead > 0) return `the relay gave up on ${outcome.dead} events`;
   if (outcome.deadLetters > 0) return `${outcome.deadLetters} dead letters`;
   if (outcome.charged > 0)
-    return `an event was charged ${outcome.charged} publish attempts for the outage`;
+    return `an event was charged ${outcome.charged} publish attempts for the outage (${outcome.chargedError ?? 'no error kept'})`;
   return undefined;
 }

@@ -69,12 +69,6 @@ export interface RestartFeature {
    * missing, and nothing else. Default false: nothing may be missing.
    */
   readonly losesMessages?: boolean;
-  /**
-   * The publisher may answer a send during the restart with an error the relay charges as a
-   * publish attempt: the clause still reports the charges in its figures but does not fail
-   * on them. Default false: an outage charges nothing.
-   */
-  readonly chargesPublishAttempts?: boolean;
   /** Bound on the first publish and the first handling after the broker answers. Default 30 000 ms. */
   readonly recoveryMs?: number;
 }
