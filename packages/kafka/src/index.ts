@@ -17,6 +17,10 @@ export type { KafkaPublisher } from './publisher/create-publisher';
 export type { KafkaPublisherOptions } from './publisher/options';
 export { kafkajsClient, DEFAULT_KAFKA_TIMEOUTS } from './client/kafkajs/client';
 export type { KafkajsClientOptions, KafkaTimeouts } from './client/kafkajs/client';
+export { platformaticClient } from './client/platformatic/client';
+export type { PlatformaticClientOptions } from './client/platformatic/client';
+export { KAFKA_CLIENT_NAMES } from './client/built-client';
+export type { KafkaClientName } from './client/built-client';
 export type {
   KafkaClient,
   KafkaConsumerClient,

@@ -1,6 +1,14 @@
 import { checkPublisherContract } from '@justonce/core/testing';
 import { createKafkaPublisher } from '../src';
-import { connectKafkaClients, createTopics, readTopic, unique, type KafkaClients } from './support';
+import {
+  CLIENTS,
+  clientUnderTest,
+  connectKafkaClients,
+  createTopics,
+  readTopic,
+  unique,
+  type KafkaClients,
+} from './support';
 
 let clients: KafkaClients;
 
@@ -12,13 +20,13 @@ afterAll(async () => {
   await clients.close();
 });
 
-describe('the Kafka publisher (real broker)', () => {
+describe.each(CLIENTS)('the Kafka publisher on %s (real broker)', (client) => {
   it('keeps the publisher contract the relay relies on', async () => {
     const topic = unique('contract');
     // Three partitions: each key's order must hold within its own.
     await createTopics(clients.admin, [topic], 3);
     const checks = await checkPublisherContract({
-      publisher: createKafkaPublisher({ kafka: clients.kafka }),
+      publisher: createKafkaPublisher({ kafka: clientUnderTest(client, clients) }),
       destination: topic,
       invalidDestination: 'not a topic!',
       receive: async (destination, count) =>

@@ -15,9 +15,11 @@ import {
   createKafkaConsumer,
   createKafkaPublisher,
   type KafkaClient,
+  type KafkaClientName,
   type KafkaConsumer,
   type KafkaPublisher,
 } from '../src';
+import { buildKafkaClient } from '../src/client/built-client';
 import { FAST_GROUP } from './fast-group';
 import { useTestBed } from '../../../test-support/test-bed';
 import { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
@@ -29,6 +31,28 @@ export { openEffectsStore, type EffectsStore };
 /** A kafkajs client for tests, quiet except for errors. */
 export function testKafka(clientId = 'justonce-test'): Kafka {
   return new Kafka({ clientId, brokers: kafkaBrokers(), logLevel: logLevel.NOTHING });
+}
+
+/**
+ * The clients the suites that matter run against (`describe.each(CLIENTS)`): the consumer
+ * and publisher contracts, the crash, rebalance, restart and partition tests.
+ */
+export const CLIENTS: readonly KafkaClientName[] = ['kafkajs', 'platformatic'];
+
+/**
+ * The client under test, on the shared broker (or `brokers`): for kafkajs the test's own
+ * `Kafka` instance when one is given (quiet, as the tests always had it), else the client
+ * justonce builds for `client`.
+ */
+export function clientUnderTest(
+  client: KafkaClientName,
+  options: { kafka?: Kafka; brokers?: string[]; clientId?: string } = {},
+): KafkaClient {
+  if (client === 'kafkajs' && options.kafka !== undefined) return options.kafka;
+  return buildKafkaClient(client, {
+    brokers: options.brokers ?? kafkaBrokers(),
+    clientId: options.clientId ?? 'justonce-test',
+  });
 }
 
 /** A unique topic, group or consumer name. */

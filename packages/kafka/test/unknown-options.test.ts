@@ -43,8 +43,11 @@ afterAll(async () => {
   await store.close();
 });
 
-/** Every option but `brokers` and `timeouts` (which exclude `kafka`). */
-function allConsumerOptions(): Omit<Required<KafkaConsumerOptions>, 'brokers' | 'timeouts'> {
+/** Every option but `brokers`, `client` and `timeouts` (which exclude `kafka`). */
+function allConsumerOptions(): Omit<
+  Required<KafkaConsumerOptions>,
+  'brokers' | 'client' | 'timeouts'
+> {
   return {
     inbox: createInbox({ store, consumer: 'kafka-options', dedup: 'watermark' }),
     handler: async () => undefined,
@@ -113,6 +116,26 @@ describe('createKafkaConsumer', () => {
     expect(typeof createKafkaConsumer({ ...withBrokers, brokers: BROKERS, timeouts }).start).toBe(
       'function',
     );
+    // @platformatic/kafka takes topic names only.
+    const names = { ...withBrokers, topics: ['t'], brokers: BROKERS, timeouts };
+    for (const client of ['kafkajs', 'platformatic'] as const) {
+      expect(typeof createKafkaConsumer({ ...names, client }).start).toBe('function');
+    }
+  });
+
+  it('refuses a client it does not know, one beside kafka, and patterns on platformatic', () => {
+    const { kafka, ...withBrokers } = allConsumerOptions();
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ brokers: BROKERS, client: 'rdkafka' }, /client must be one of kafkajs, platformatic/],
+      [{ kafka, client: 'platformatic' }, /cannot be given with kafka/],
+      [{ brokers: BROKERS, client: 'platformatic' }, /topic patterns \(RegExp\) need the kafkajs/],
+    ];
+    for (const [change, message] of cases) {
+      const error = refusal(() =>
+        createKafkaConsumer(loose<KafkaConsumerOptions>({ ...withBrokers, ...change })),
+      );
+      expect(error.message).toMatch(message);
+    }
   });
 
   it('refuses timeouts beside a client of its own, which keeps its settings', () => {
@@ -134,7 +157,7 @@ describe('createKafkaPublisher', () => {
   it('takes every option it documents (one client option at a time)', () => {
     const rest: Omit<
       Required<KafkaPublisherOptions>,
-      'kafka' | 'brokers' | 'producer' | 'timeouts'
+      'kafka' | 'brokers' | 'client' | 'producer' | 'timeouts'
     > = {
       clientId: 'relay',
       retries: 3,
@@ -144,11 +167,26 @@ describe('createKafkaPublisher', () => {
     };
     const variants: KafkaPublisherOptions[] = [
       { ...rest, brokers: BROKERS, timeouts: { connectMs: 1_000, requestMs: 3_000 } },
+      { ...rest, brokers: BROKERS, client: 'kafkajs' },
+      { ...rest, brokers: BROKERS, client: 'platformatic' },
       { ...rest, kafka: kafkajsClient({ brokers: BROKERS }) },
       { ...rest, producer: idleProducer },
     ];
     for (const options of variants) {
       expect(typeof createKafkaPublisher(options).publish).toBe('function');
+    }
+  });
+});
+
+describe('the client option of createKafkaPublisher', () => {
+  it('refuses a client it does not know, and one beside kafka or producer', () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ brokers: BROKERS, client: 'confluent' }, /client must be one of kafkajs, platformatic/],
+      [{ kafka: kafkajsClient({ brokers: BROKERS }), client: 'kafkajs' }, /given with kafka/],
+      [{ producer: idleProducer, client: 'platformatic' }, /given with producer/],
+    ];
+    for (const [options, message] of cases) {
+      expect(refusal(() => createKafkaPublisher(loose(options))).message).toMatch(message);
     }
   });
 });

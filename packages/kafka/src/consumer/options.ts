@@ -9,7 +9,8 @@ import {
   type SettledEvent,
 } from '@justonce/core/transport';
 import type { KafkaClient, KafkaConsumerConfig, KafkaProducerClient } from '../client/types';
-import { kafkajsClient, resolveKafkaTimeouts, validateBrokers } from '../client/kafkajs/client';
+import { resolveKafkaTimeouts, validateBrokers } from '../client/kafkajs/client';
+import { buildKafkaClient, validateClientName } from '../client/built-client';
 import type {
   DeadLetterTopicName,
   KafkaConsumerOptions,
@@ -82,7 +83,7 @@ export function resolveConsumerOptions<R>(
     topics: [...options.topics],
     kafka:
       options.kafka ??
-      kafkajsClient({
+      buildKafkaClient(options.client, {
         brokers: options.brokers ?? [],
         clientId: options.clientId,
         timeouts: options.timeouts,
@@ -110,6 +111,7 @@ const CONSUMER_KEYS = optionKeys<KafkaConsumerOptions>()([
   'topics',
   'kafka',
   'brokers',
+  'client',
   'clientId',
   'timeouts',
   'mode',
@@ -188,6 +190,10 @@ function validateClient<R>(options: KafkaConsumerOptions<R>): void {
     fail('timeouts apply to the client built from brokers; configure the kafka client you pass');
   }
   resolveKafkaTimeouts(options.timeouts, CONTEXT);
+  validateClientName(options.client, options.kafka === undefined ? undefined : 'kafka', CONTEXT);
+  if (options.client === 'platformatic' && options.topics.some((t) => t instanceof RegExp)) {
+    fail('topic patterns (RegExp) need the kafkajs client; @platformatic/kafka takes names only');
+  }
 }
 
 const DEDUP_MODES = ['ids', 'watermark', 'watermark+ids'] as const;

@@ -15,6 +15,7 @@ import type {
   KafkaRecord,
 } from '../client/types';
 import type { KafkaTimeouts } from '../client/kafkajs/client';
+import type { KafkaClientName } from '../client/built-client';
 import type { FirstDeliveryTracker } from './batch/first-delivery';
 import type { Narrowing } from './batch/narrowing';
 
@@ -64,6 +65,12 @@ export interface KafkaConsumerOptions<R = unknown, Tx = KnexTransaction> {
   readonly kafka?: KafkaClient;
   /** Bootstrap brokers, used when `kafka` is not given. */
   readonly brokers?: readonly string[];
+  /**
+   * The client built from `brokers`: `kafkajs` (default) or `platformatic`
+   * (@platformatic/kafka; topic names only, no patterns). Refused with `kafka`. See
+   * docs/kafka.md, "Choosing the client".
+   */
+  readonly client?: KafkaClientName;
   /** Client id, used when `kafka` is not given. Default `justonce`. */
   readonly clientId?: string;
   /**

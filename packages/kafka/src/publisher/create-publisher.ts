@@ -1,5 +1,5 @@
 import type { Publisher } from '@justonce/core/transport';
-import { kafkajsClient } from '../client/kafkajs/client';
+import { buildKafkaClient } from '../client/built-client';
 import { KafkaStateError } from '../errors';
 import { validatePublisherOptions, type KafkaPublisherOptions } from './options';
 import { createProducerSlot } from './producer-recovery';
@@ -39,7 +39,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
   const kafka =
     options.kafka ??
     (owns
-      ? kafkajsClient({
+      ? buildKafkaClient(options.client, {
           brokers: options.brokers ?? [],
           clientId: options.clientId ?? 'justonce-relay',
           timeouts: options.timeouts,

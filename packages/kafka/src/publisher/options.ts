@@ -6,6 +6,7 @@ import {
   validateBrokers,
   type KafkaTimeouts,
 } from '../client/kafkajs/client';
+import { validateClientName, type KafkaClientName } from '../client/built-client';
 
 /** Options of {@link createKafkaPublisher}. */
 export interface KafkaPublisherOptions {
@@ -13,6 +14,12 @@ export interface KafkaPublisherOptions {
   readonly kafka?: KafkaClient;
   /** Bootstrap brokers, used when `kafka` is not given. */
   readonly brokers?: readonly string[];
+  /**
+   * The client built from `brokers`: `kafkajs` (default) or `platformatic`
+   * (@platformatic/kafka). Refused with `kafka` or `producer`. See docs/kafka.md, "Choosing
+   * the client".
+   */
+  readonly client?: KafkaClientName;
   /** Client id, used when `kafka` is not given. Default `justonce-relay`. */
   readonly clientId?: string;
   /**
@@ -56,6 +63,7 @@ export interface KafkaPublisherOptions {
 const PUBLISHER_KEYS = optionKeys<KafkaPublisherOptions>()([
   'kafka',
   'brokers',
+  'client',
   'clientId',
   'producer',
   'timeouts',
@@ -83,6 +91,11 @@ export function validatePublisherOptions(options: KafkaPublisherOptions): {
   const given = (['kafka', 'brokers', 'producer'] as const).filter((k) => options[k] !== undefined);
   if (given.length !== 1) fail('give exactly one of kafka, brokers and producer', { given });
   if (options.brokers !== undefined) validateBrokers(options.brokers, 'createKafkaPublisher');
+  validateClientName(
+    options.client,
+    options.kafka !== undefined ? 'kafka' : options.producer !== undefined ? 'producer' : undefined,
+    'createKafkaPublisher',
+  );
   if (!Number.isInteger(retries) || retries < 1)
     fail('retries must be a positive integer', { retries });
   if (!Number.isInteger(timeout) || timeout < 1)

@@ -20,13 +20,16 @@ const PRODUCER_STATE_TYPES = new Set(PRODUCER_STATE_ERRORS.values());
  * The broker error type, anywhere in the cause chain of `error`, that calls for a new
  * producer (see {@link PRODUCER_STATE_ERRORS}), or `undefined`. Follows `cause` (kafkajs's
  * `KafkaJSNumberOfRetriesExceeded` and `KafkaJSNonRetriableError` wrap the protocol error
- * there), `originalError` and the `errors` of aggregate errors. Matches kafkajs's `type`, or
+ * there), `originalError` and the `errors` of aggregate errors. Matches kafkajs's `type`,
+ * @platformatic/kafka's `apiId`, or
  * the numeric broker `code` other KafkaJS-compatible clients report; kafkajs 2.2 has no name
  * for code 90 and reports it as `KAFKAJS_UNKNOWN_ERROR_CODE` "Unknown error code 90".
  */
 export function producerStateError(error: unknown): string | undefined {
   for (const e of errorChain(error)) {
     if (typeof e.type === 'string' && PRODUCER_STATE_TYPES.has(e.type)) return e.type;
+    // @platformatic/kafka names the broker error in `apiId`.
+    if (typeof e.apiId === 'string' && PRODUCER_STATE_TYPES.has(e.apiId)) return e.apiId;
     if (typeof e.code === 'number' && PRODUCER_STATE_ERRORS.has(e.code)) {
       return PRODUCER_STATE_ERRORS.get(e.code);
     }

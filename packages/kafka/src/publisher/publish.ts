@@ -8,6 +8,7 @@ import {
 import { isTopicName } from '../consumer/options';
 import { KafkaPublishError, KafkaTimeoutError } from '../errors';
 import { producerStateError, type ProducerSlot } from './producer-recovery';
+import { isUnreachable } from '../client/platformatic/errors';
 
 /** Kafka error types that no retry can fix. */
 const PERMANENT = new Set([
@@ -133,7 +134,10 @@ async function sendTopic(
   }
 }
 
-/** kafkajs errors of a connection, a request or a broker that is not there (yet). */
+/**
+ * kafkajs errors of a connection, a request or a broker that is not there (yet); for
+ * @platformatic/kafka, its `NetworkError` and `TimeoutError` (see `isUnreachable`).
+ */
 const OUTAGE_NAMES: ReadonlySet<string> = new Set([
   'KafkaJSConnectionError',
   'KafkaJSConnectionClosedError',
@@ -153,14 +157,23 @@ const OUTAGE_TYPES: ReadonlySet<string> = new Set([
   'BROKER_NOT_AVAILABLE',
   'COORDINATOR_NOT_AVAILABLE',
   'KAFKA_STORAGE_ERROR',
+  // The same, under the name newer clients (@platformatic/kafka) use.
+  'NOT_LEADER_OR_FOLLOWER',
 ]);
+
+/** The broker error type: kafkajs's `type`, or @platformatic/kafka's `apiId`. */
+function brokerErrorType(e: Readonly<Record<string, unknown>>): string | undefined {
+  if (typeof e.type === 'string') return e.type;
+  return typeof e.apiId === 'string' ? e.apiId : undefined;
+}
 
 /** True when the send failed because of the cluster or the network, not the message. */
 function isBrokerOutage(error: unknown): boolean {
-  if (error instanceof KafkaTimeoutError) return true;
+  if (error instanceof KafkaTimeoutError || isUnreachable(error)) return true;
   for (const e of errorChain(error)) {
     if (typeof e.name === 'string' && OUTAGE_NAMES.has(e.name)) return true;
-    if (typeof e.type === 'string' && OUTAGE_TYPES.has(e.type)) return true;
+    const type = brokerErrorType(e);
+    if (type !== undefined && OUTAGE_TYPES.has(type)) return true;
   }
   return false;
 }
@@ -168,7 +181,8 @@ function isBrokerOutage(error: unknown): boolean {
 /** False when a cause anywhere in the chain says retrying cannot help. */
 function isRetriable(error: unknown): boolean {
   for (const e of errorChain(error)) {
-    if (typeof e.type === 'string' && PERMANENT.has(e.type)) return false;
+    const type = brokerErrorType(e);
+    if (type !== undefined && PERMANENT.has(type)) return false;
   }
   return true;
 }

@@ -1,0 +1,240 @@
+import type { Message } from '@platformatic/kafka';
+
+/** A message of the stream, with the default (byte) deserializers. */
+export type StreamMessage = Message<Buffer, Buffer, Buffer, Buffer>;
+
+/** What the feed needs of the library's message stream. */
+export interface FeedStream {
+  /** The next offset the stream fetches, per `topic:partition`; the feed moves it to seek. */
+  readonly offsetsToFetch: Map<string, bigint>;
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/** One partition as the feed sees it. @internal */
+export interface PartitionState {
+  readonly topic: string;
+  readonly partition: number;
+  /** Assigned to this member by the last group join. */
+  assigned: boolean;
+  /** Counts seeks and joins: a batch begun before a change is stale. */
+  seeks: number;
+  /** Records received and not yet handed to a batch. */
+  queue: StreamMessage[];
+  /** A batch of the partition is under way. */
+  busy: boolean;
+  /** Holds on the partition (`pause`); its records are dropped while any is held. */
+  holds: number;
+  /** The offset after the last record queued. */
+  position: bigint | undefined;
+  /** Sought offset whose record has not arrived yet: everything else is dropped. */
+  seekTo: bigint | undefined;
+  /** Holds the partition until `resume`. */
+  pause(): void;
+  /** Releases one hold; the partition is fetched again from where it stopped. */
+  resume(): void;
+}
+
+/** Options of {@link createPartitionFeed}. */
+export interface PartitionFeedOptions {
+  /** Batches under way at once, one per partition at most. */
+  readonly concurrency: number;
+  /** The current stream; none while it is being opened again. */
+  readonly stream: () => FeedStream | undefined;
+  /** Starts a batch; the caller calls `done` once it is over. */
+  readonly startBatch: (partition: PartitionState, records: StreamMessage[]) => void;
+}
+
+/** Sorts the stream's messages into per-partition batches. @internal */
+export interface PartitionFeed {
+  /** One message from the stream. */
+  accept(message: StreamMessage): void;
+  /** Fetches the partition from `offset` next; what was queued is dropped. */
+  seek(topic: string, partition: number, offset: bigint): void;
+  /** The state of a partition (created on first use, not assigned). */
+  partition(topic: string, partition: number): PartitionState;
+  /** A group join: the partitions now assigned; every other state is forgotten. */
+  assign(assignments: ReadonlyArray<{ topic: string; partitions: readonly number[] }>): void;
+  /** The batch of `partition` is over. */
+  done(partition: PartitionState): void;
+}
+
+/**
+ * A partition not assigned yet. `pause` adds a hold and calls `onHold`; the `resume` that
+ * releases the last hold calls `onRelease`.
+ */
+function newPartitionState(
+  topic: string,
+  partition: number,
+  onRelease: () => void,
+  onHold: () => void,
+): PartitionState {
+  const p: PartitionState = {
+    topic,
+    partition,
+    assigned: false,
+    seeks: 0,
+    queue: [],
+    busy: false,
+    holds: 0,
+    position: undefined,
+    seekTo: undefined,
+    pause: () => {
+      p.holds += 1;
+      onHold();
+    },
+    resume: () => {
+      if (p.holds === 0) return;
+      p.holds -= 1;
+      if (p.holds === 0) onRelease();
+    },
+  };
+  return p;
+}
+
+/** Records queued across partitions above which the stream is paused (half: resumed). */
+const QUEUE_HIGH_WATER = 10_000;
+
+/**
+ * The feed between @platformatic/kafka's single message stream and `eachBatch`: a queue per
+ * partition, one batch per partition at a time, at most `concurrency` at once; seeks and
+ * holds applied to the stream's fetch position. @internal
+ */
+export function createPartitionFeed(options: PartitionFeedOptions): PartitionFeed {
+  const partitions = new Map<string, PartitionState>();
+  let queued = 0;
+  let active = 0;
+  let streamPaused = false;
+  let dispatching: ReturnType<typeof setImmediate> | undefined;
+  const reseeks = new Set<PartitionState>();
+
+  const keyOf = (topic: string, partition: number): string => `${topic}:${partition}`;
+
+  /** Pauses the stream while too much is queued or every assigned partition is held. */
+  const flow = (): void => {
+    const stream = options.stream();
+    if (stream === undefined) return;
+    const assigned = [...partitions.values()].filter((p) => p.assigned);
+    const allHeld = assigned.length > 0 && assigned.every((p) => p.holds > 0);
+    const pause =
+      allHeld || queued >= QUEUE_HIGH_WATER || (streamPaused && queued > QUEUE_HIGH_WATER / 2);
+    if (pause === streamPaused) return;
+    streamPaused = pause;
+    if (pause) stream.pause();
+    else stream.resume();
+  };
+
+  /** Sets the stream's position back to the sought offset, after the fetch under way. */
+  const reseek = (p: PartitionState): void => {
+    if (reseeks.has(p)) return;
+    reseeks.add(p);
+    // The stream sets its position after the records of a fetch were pushed: undo it after.
+    process.nextTick(() => {
+      reseeks.delete(p);
+      if (p.seekTo !== undefined)
+        options.stream()?.offsetsToFetch.set(keyOf(p.topic, p.partition), p.seekTo);
+    });
+  };
+
+  const drop = (p: PartitionState): void => {
+    queued -= p.queue.length;
+    p.queue = [];
+  };
+
+  const dispatch = (): void => {
+    dispatching = undefined;
+    for (const p of partitions.values()) {
+      if (active >= options.concurrency) break;
+      if (!p.assigned || p.busy || p.holds > 0 || p.queue.length === 0) continue;
+      const records = p.queue;
+      drop(p);
+      p.busy = true;
+      active += 1;
+      options.startBatch(p, records);
+    }
+    flow();
+  };
+  const scheduleDispatch = (): void => {
+    dispatching ??= setImmediate(dispatch);
+  };
+
+  const partition = (topic: string, index: number): PartitionState => {
+    const key = keyOf(topic, index);
+    const existing = partitions.get(key);
+    if (existing !== undefined) return existing;
+    const p = newPartitionState(
+      topic,
+      index,
+      () => {
+        if (p.seekTo !== undefined) options.stream()?.offsetsToFetch.set(key, p.seekTo);
+        flow();
+        scheduleDispatch();
+      },
+      flow,
+    );
+    partitions.set(key, p);
+    return p;
+  };
+
+  return {
+    partition,
+    accept(message) {
+      const p = partition(message.topic, message.partition);
+      if (!p.assigned) return;
+      const { offset } = message;
+      if (p.seekTo !== undefined) {
+        if (offset < p.seekTo) return;
+        if (offset > p.seekTo) {
+          reseek(p);
+          return;
+        }
+        p.seekTo = undefined;
+      } else if (p.position !== undefined && offset < p.position) {
+        return;
+      }
+      if (p.holds > 0) {
+        // Held: keep the position here and fetch from it again on resume.
+        p.seekTo = offset;
+        reseek(p);
+        return;
+      }
+      p.queue.push(message);
+      p.position = offset + 1n;
+      queued += 1;
+      if (queued >= QUEUE_HIGH_WATER) flow();
+      scheduleDispatch();
+    },
+    seek(topic, index, offset) {
+      const p = partition(topic, index);
+      p.seeks += 1;
+      drop(p);
+      p.seekTo = offset;
+      p.position = offset;
+      options.stream()?.offsetsToFetch.set(keyOf(topic, index), offset);
+      flow();
+    },
+    assign(assignments) {
+      const now = new Set<string>();
+      for (const { topic, partitions: list } of assignments) {
+        for (const index of list) now.add(keyOf(topic, index));
+      }
+      for (const { topic, partitions: list } of assignments) {
+        for (const index of list) partition(topic, index);
+      }
+      for (const [key, p] of partitions) {
+        p.assigned = now.has(key);
+        p.seeks += 1;
+        drop(p);
+        p.seekTo = undefined;
+        p.position = undefined;
+      }
+      flow();
+    },
+    done(p) {
+      p.busy = false;
+      active -= 1;
+      flow();
+      scheduleDispatch();
+    },
+  };
+}
