@@ -18,6 +18,7 @@ export { errorChain } from './errors/error-chain';
 export { createStore, createNames } from './store/store';
 export type { Store, StoreOptions, StoreDialect } from './store/store';
 export type { StoreTimeouts, StoreKeepAlive, ResolvedStoreTimeouts } from './store/limits';
+export type { StoreLayout, StorePartitions, ResolvedStorePartitions } from './store/layout';
 export { StoreTimeoutError, isStoreTimeoutError } from './store/errors';
 export type { StoreTimeoutLimit } from './store/errors';
 export { migrate, migrationStatus, rowsOf } from './store/migrate';

@@ -1,51 +1,90 @@
+import type { Knex } from 'knex';
 import { systemClock } from '../retry/clock';
+import { tableKind } from '../store/partitions/catalog';
+import { dropExpiredPartitions } from './drop-partitions';
 import type { RetentionRuntime } from './runtime';
 import { deleteBatch } from './sql/delete-batch';
-import { tableExists } from './sql/table-exists';
 import type { CleanupTarget } from './targets';
 import type { TableCleanup } from './types';
 
+/** Row deletes so far in one table's pass. */
+interface Progress {
+  deleted: number;
+  batches: number;
+}
+
 /**
- * Deletes what one table's cleanup condition selects, one short batch at a time, until a
- * batch comes back short, the run's batch budget is spent or `signal` aborts. A table that
- * does not exist (its migration was not run) is skipped rather than failing the whole
- * pass. @internal
+ * Deletes what `condition` selects from `table` (one plain table or one partition), one
+ * short batch at a time, until a batch comes back short (true), or the run's batch budget is
+ * spent or `signal` aborts (false). `progress` carries the counts across the partitions of
+ * one table, which share the budget.
+ */
+async function deleteInBatches(
+  rt: RetentionRuntime,
+  target: CleanupTarget,
+  table: string,
+  condition: { sql: string; bindings: Knex.Value[] },
+  signal: AbortSignal | undefined,
+  progress: Progress,
+): Promise<boolean> {
+  const { store, maxBatchesPerRun, pauseMs, batchSize, onBatch } = rt.options;
+  while (progress.batches < maxBatchesPerRun) {
+    if (signal?.aborted) return false;
+    if (progress.batches > 0 && pauseMs > 0) {
+      // A stop ends the pause at once: the pass stops between two batches either way.
+      const paused = await systemClock.sleep(pauseMs, signal).then(
+        () => true,
+        () => false,
+      );
+      if (!paused) return false;
+    }
+    const started = performance.now();
+    const gone = await deleteBatch(store.knex, table, condition.sql, condition.bindings, batchSize);
+    const durationMs = performance.now() - started;
+    progress.batches += 1;
+    progress.deleted += gone;
+    rt.batchDuration.record(durationMs, { table: target.table });
+    if (gone > 0) rt.deleted.add(gone, { table: target.table });
+    onBatch?.({ table: target.table, deleted: gone, durationMs });
+    if (gone < batchSize) return true;
+  }
+  return false;
+}
+
+/**
+ * Cleans one table: deletes what its cleanup condition selects, one short batch at a time,
+ * until a batch comes back short, the run's batch budget is spent or `signal` aborts. On the
+ * partitioned layout, whole partitions go first ({@link dropExpiredPartitions}) and row
+ * deletes run only on what they leave, partition by partition (a row's `ctid` names it only
+ * within its partition). A table that does not exist (its migration was not run) is skipped
+ * rather than failing the whole pass. @internal
  */
 export async function cleanTable(
   rt: RetentionRuntime,
   target: CleanupTarget,
   signal: AbortSignal | undefined,
 ): Promise<TableCleanup> {
-  const { store, windows, maxBatchesPerRun, pauseMs, batchSize, onBatch } = rt.options;
+  const { store, windows } = rt.options;
   const condition = target.condition(windows);
   if (condition === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'disabled' };
   }
   const table = store.names.table(target.table);
-  if (!(await tableExists(store.knex, table))) {
+  const kind = await tableKind(store.knex, table);
+  if (kind === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'missing' };
   }
-  let deleted = 0;
-  let batches = 0;
-  while (batches < maxBatchesPerRun) {
-    if (signal?.aborted) break;
-    if (batches > 0 && pauseMs > 0) {
-      // A stop ends the pause at once: the pass stops between two batches either way.
-      const paused = await systemClock.sleep(pauseMs, signal).then(
-        () => true,
-        () => false,
-      );
-      if (!paused) break;
-    }
-    const started = performance.now();
-    const gone = await deleteBatch(store.knex, table, condition.sql, condition.bindings, batchSize);
-    const durationMs = performance.now() - started;
-    batches += 1;
-    deleted += gone;
-    rt.batchDuration.record(durationMs, { table: target.table });
-    if (gone > 0) rt.deleted.add(gone, { table: target.table });
-    onBatch?.({ table: target.table, deleted: gone, durationMs });
-    if (gone < batchSize) return { deleted, batches, complete: true };
+  const progress: Progress = { deleted: 0, batches: 0 };
+  if (kind === 'r') {
+    const complete = await deleteInBatches(rt, target, table, condition, signal, progress);
+    return { ...progress, complete };
   }
-  return { deleted, batches, complete: false };
+  const pass = await dropExpiredPartitions(rt, target, table);
+  let complete = true;
+  for (const leaf of pass.rowTables) {
+    complete = await deleteInBatches(rt, target, leaf, condition, signal, progress);
+    if (!complete) break;
+  }
+  const { dropped, created, busy } = pass;
+  return { ...progress, complete, partitions: { dropped, created, busy } };
 }

@@ -14,6 +14,12 @@ export interface CleanupTarget {
   readonly table: RetentionTable;
   /** SQL condition on the table's own columns; `undefined` when the table is not cleaned. */
   condition(windows: CleanupWindows): { sql: string; bindings: Knex.Value[] } | undefined;
+  /**
+   * For a table the partitioned layout partitions by time (`created_at`): a query on one
+   * partition (quoted, qualified) answering `expired`, true when every row of it is past its
+   * own expiry. Read through an index, so it costs the same however big the partition is.
+   */
+  readonly allExpired?: (partition: string) => string;
 }
 
 /** @internal The windows a run uses, in milliseconds. */
@@ -44,6 +50,9 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
       sql: `expires_at < now() and created_at < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
     }),
+    // Backward scan of inbox_records_expires_at_idx: the latest expiry, or none when empty.
+    allExpired: (partition) =>
+      `select coalesce(max(expires_at) < now(), true) as expired from ${partition}`,
   },
   {
     // Attempt counters of messages that stopped failing without finishing here (the

@@ -67,6 +67,25 @@ export interface TableCleanup {
    * letters without `deadLetterRetentionMs`) or `missing` (the schema has no such table).
    */
   readonly skipped?: 'disabled' | 'missing';
+  /** On a table of the partitioned layout: what the pass did to its partitions. */
+  readonly partitions?: PartitionCleanup;
+}
+
+/**
+ * What a retention pass did to the partitions of a table of the partitioned layout
+ * (`layout: 'partitioned'`, docs/store.md). Rows of dropped partitions are not counted in
+ * `deleted`, which counts row deletes only.
+ */
+export interface PartitionCleanup {
+  /** Partitions detached and dropped whole: every row past the window and its expiry. */
+  readonly dropped: number;
+  /** Partitions created ahead (and the default one, when it was missing). */
+  readonly created: number;
+  /**
+   * A lock on the table was not granted within the store's `partitions.lockTimeoutMs`: the
+   * partitions not yet created or dropped are left to the next pass.
+   */
+  readonly busy: boolean;
 }
 
 /** What {@link Retention.runOnce} did. */

@@ -22,6 +22,15 @@ import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { migrate, type MigrationResult } from './migrate';
 import type { MigrationNames } from './migration';
 import { resolveKnexMigrationsTable, type KnexMigrationsTable } from './migration-knex-table';
+import {
+  resolveLayout,
+  resolvePartitions,
+  type ResolvedStorePartitions,
+  type StoreLayout,
+  type StorePartitions,
+} from './layout';
+import { convertToPartitioned } from './partitions/convert';
+import { maintainPartitions } from './partitions/maintain';
 
 /** Which database a {@link Store} talks to. */
 export type StoreDialect = 'postgres' | 'pglite';
@@ -83,6 +92,16 @@ export interface StoreOptions {
    * to knex. Default: knex's default table, `knex_migrations`, if it exists; `false`: none.
    */
   knexMigrationsTable?: KnexMigrationsTable;
+  /**
+   * How `migrate()` lays out the inbox's dedup records: `'plain'` (default), one table whose
+   * retention deletes rows, or `'partitioned'`, range-partitioned by `created_at` (partitions
+   * created ahead by `migrate()` and the retention job, retention by dropping whole
+   * partitions). `migrate()` converts a plain table, live, into the partitioned layout; it
+   * never converts back. See docs/store.md, "Partitioned layout".
+   */
+  layout?: StoreLayout;
+  /** The partitions of the `'partitioned'` layout: interval, how many ahead, lock wait. */
+  partitions?: StorePartitions;
 }
 
 /**
@@ -110,10 +129,16 @@ export interface Store {
    * only `listenCheckMs` is used otherwise (see {@link StoreOptions.timeouts}).
    */
   readonly timeouts?: ResolvedStoreTimeouts;
+  /** The layout `migrate()` gives the inbox's dedup records ({@link StoreOptions.layout}). */
+  readonly layout: StoreLayout;
+  /** The partition settings, defaults applied ({@link StoreOptions.partitions}). */
+  readonly partitions: ResolvedStorePartitions;
   /**
    * Creates or upgrades justonce's tables; safe to call from several processes at once. A
    * schema that knex's migrator records is left to it: nothing to do, or a
-   * {@link ConfigurationError} when migrations are pending (see docs/store.md).
+   * {@link ConfigurationError} when migrations are pending (see docs/store.md). With
+   * `layout: 'partitioned'` it then converts a plain `inbox_records` while writers run, and
+   * creates the partitions ahead.
    */
   migrate(): Promise<MigrationResult>;
   /** Releases connections the store opened itself; a knex you passed in is left alone. */
@@ -180,6 +205,8 @@ const STORE_KEYS = optionKeys<StoreOptions>()([
   'keepAlive',
   'logger',
   'knexMigrationsTable',
+  'layout',
+  'partitions',
 ]);
 const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir', 'instance']);
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
@@ -255,6 +282,8 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const pool = resolvePool(options.pool);
   const { knexMigrationsTable } = options;
   resolveKnexMigrationsTable(knexMigrationsTable);
+  const layout = resolveLayout(options.layout);
+  const partitions = resolvePartitions(options.partitions);
 
   let knex: Knex;
   let owned = true;
@@ -297,6 +326,15 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   }
   const dialect = detectDialect(knex);
 
+  const migrateStore = async (): Promise<MigrationResult> => {
+    const result = await migrate(knex, names, undefined, { knexMigrationsTable });
+    if (layout === 'partitioned') {
+      await convertToPartitioned({ knex, names, dialect, partitions });
+      await maintainPartitions(knex, names, partitions);
+    }
+    return result;
+  };
+
   return {
     knex,
     pglite: embedded ?? shared,
@@ -307,7 +345,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     preparedStatements: prepared && dialect === 'postgres',
     timeouts,
     knexMigrationsTable,
-    migrate: () => migrate(knex, names, undefined, { knexMigrationsTable }),
+    layout,
+    partitions,
+    migrate: migrateStore,
     close: async () => {
       if (!owned) return;
       await knex.destroy();

@@ -25,7 +25,13 @@ export function toClaim(
 }
 
 const EXPIRES = `now() + ?::double precision * interval '1 millisecond'`;
-const CONFLICT = `on conflict (consumer, scope, message_id) do nothing returning scope, message_id`;
+/**
+ * No conflict target: on the partitioned layout the primary key includes `created_at`, and a
+ * trigger skips a record whose key another partition holds (store/partitions/dedup-trigger.ts),
+ * which `returning` reports as a conflict. On the plain layout the primary key is the only
+ * unique index, so this is the same as naming it.
+ */
+const CONFLICT = `on conflict do nothing returning scope, message_id`;
 
 function claimedKeys(result: unknown): Set<string> {
   const claimed = new Set<string>();

@@ -7,7 +7,8 @@ import type { MessageKey } from './message-key';
  * Writes the FAILED_FINAL record that marks a message as dead-lettered, so its redeliveries
  * are acknowledged without running the handler. `insert … on conflict do nothing`: resolves
  * to false when the message already has a record (handled, dead-lettered, or another
- * payload under the same id). @internal
+ * payload under the same id). No conflict target, for the partitioned layout (see
+ * `claim-messages.ts`). @internal
  */
 export async function markDead(
   db: SqlRunner,
@@ -22,7 +23,7 @@ export async function markDead(
        (scope, consumer, message_id, status, fingerprint, attempts, error, expires_at)
      values (?, ?, ?, 'FAILED_FINAL', ?, ?, ?::jsonb,
              now() + ?::double precision * interval '1 millisecond')
-     on conflict (consumer, scope, message_id) do nothing
+     on conflict do nothing
      returning message_id`,
     [
       message.scope,

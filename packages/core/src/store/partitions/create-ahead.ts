@@ -1,0 +1,111 @@
+import type { Knex } from 'knex';
+import type { ResolvedStorePartitions } from '../layout';
+import type { MigrationNames } from '../migration';
+import { rowsOf } from '../rows';
+import {
+  boundLiteral,
+  listPartitions,
+  nextBoundary,
+  partitionSuffix,
+  type RawRunner,
+} from './catalog';
+
+/** The partitioned table and the column it is partitioned by. @internal */
+export const PARTITIONED = { table: 'inbox_records', column: 'created_at' } as const;
+
+/** The server's clock, in epoch milliseconds. @internal */
+export async function serverNowMs(db: RawRunner): Promise<number> {
+  const result = await db.raw(`select extract(epoch from clock_timestamp()) * 1000 as now_ms`);
+  return Number(rowsOf<{ now_ms: string | number }>(result)[0]?.now_ms);
+}
+
+/** Sets `lock_timeout` for the rest of `trx`, so DDL gives up rather than queue writers. @internal */
+export async function boundLockWait(trx: Knex.Transaction, lockTimeoutMs: number): Promise<void> {
+  await trx.raw(`select set_config('lock_timeout', ?, true)`, [`${lockTimeoutMs}ms`]);
+}
+
+/**
+ * Creates one range partition `[fromMs, toMs)`. Rows of that range already in the default
+ * partition (the partitions ahead fell behind: nothing ran maintenance for `ahead` intervals)
+ * are moved into it first, in the same transaction, since PostgreSQL refuses a partition whose
+ * rows sit in the default one.
+ */
+async function createPartition(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  defaultName: string | undefined,
+  fromMs: number | null,
+  toMs: number,
+): Promise<void> {
+  const parent = names.table(PARTITIONED.table);
+  const part = names.table(`${PARTITIONED.table}_${partitionSuffix(fromMs ?? toMs)}`);
+  const bounds = `for values from (${boundLiteral(fromMs, 'MINVALUE')}) to (${boundLiteral(toMs, 'MAXVALUE')})`;
+  const col = PARTITIONED.column;
+  const range = `${col} < ${boundLiteral(toMs, 'MAXVALUE')}${
+    fromMs === null ? '' : ` and ${col} >= ${boundLiteral(fromMs, 'MINVALUE')}`
+  }`;
+  const stray =
+    defaultName === undefined
+      ? false
+      : rowsOf<{ found: boolean }>(
+          await trx.raw(
+            `select exists (select 1 from ${names.schema}."${defaultName}" where ${range}) as found`,
+          ),
+        )[0]?.found === true;
+  if (!stray) {
+    await trx.raw(`create table ${part} partition of ${parent} ${bounds}`);
+    return;
+  }
+  await trx.raw(`lock table ${names.schema}."${defaultName}" in access exclusive mode`);
+  await trx.raw(`create table ${part} (like ${parent} including defaults including constraints)`);
+  await trx.raw(
+    `with moved as (delete from ${names.schema}."${defaultName}" where ${range} returning *)
+     insert into ${part} select * from moved`,
+  );
+  await trx.raw(`alter table ${parent} attach partition ${part} ${bounds}`);
+}
+
+/**
+ * Inside `trx` (which holds the table's maintenance lock): creates the range partitions from
+ * the end of the last one up to `ahead` intervals past the server's clock, each ending on a
+ * multiple of `intervalMs`, and the default partition if there is none. Resolves to the
+ * number of partitions created. @internal
+ */
+export async function createPartitionsAhead(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  settings: ResolvedStorePartitions,
+): Promise<number> {
+  const parent = names.table(PARTITIONED.table);
+  const parts = await listPartitions(trx, parent);
+  const ranges = parts.filter((p) => !p.isDefault);
+  const defaultPart = parts.find((p) => p.isDefault);
+  const nowMs = await serverNowMs(trx);
+  const { intervalMs, ahead } = settings;
+  let from =
+    ranges.length === 0
+      ? Math.floor(nowMs / intervalMs) * intervalMs
+      : ranges.reduce<number | null>(
+          (end, p) => (end === null || p.toMs === null ? null : Math.max(end, p.toMs)),
+          -Infinity,
+        );
+  let created = 0;
+  const until = nowMs + ahead * intervalMs;
+  while (from !== null && from < until) {
+    const to = nextBoundary(from, intervalMs);
+    await createPartition(trx, names, defaultPart?.name, from, to);
+    from = to;
+    created += 1;
+  }
+  if (defaultPart === undefined) {
+    const name = names.table(`${PARTITIONED.table}_default`);
+    await trx.raw(`create table ${name} partition of ${parent} default`);
+    created += 1;
+  }
+  return created;
+}
+
+/** The advisory lock key under which one process at a time changes the table's partitions. @internal */
+export function maintenanceLockKey(names: MigrationNames): string {
+  return `justonce:partitions:${names.table(PARTITIONED.table)}`;
+}
