@@ -186,7 +186,7 @@ async function settleKnownDuplicates(
   }
   const chunk = await readChunk(
     poolRunner(store.knex),
-    store.names,
+    store,
     consumer,
     live.map(({ prepared }) => prepared.good),
     toCount.map(({ prepared }) => prepared.good),

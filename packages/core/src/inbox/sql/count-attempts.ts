@@ -75,8 +75,10 @@ export type CountingStore = Pick<Store, 'knex' | 'names' | 'preparedStatements'>
  */
 const countOne = statementCache(
   (names: MigrationNames) => `with handled as (
-     select scope, message_id, status, fingerprint from ${names.table('inbox_records')}
-      where scope = ? and consumer = ? and message_id = ? and status = 'SUCCEEDED'
+     select scope, message_id, status, fingerprint
+       from (select scope, message_id, status, fingerprint from ${names.table('inbox_records')}
+              where scope = ? and consumer = ? and message_id = ? limit 1) r
+      where status = 'SUCCEEDED'
    ), counted as (
      insert into ${names.table('inbox_attempts')} as a
        (scope, consumer, message_id, attempts, open_since, open_pid)
@@ -93,14 +95,13 @@ const countMany = statementCache(
      select * from unnest(?::text[], ?::text[], ?::integer[]) with ordinality
               as m (scope, message_id, initial, ord)
    ), handled as (
-     -- A probe of the primary key per message: a plain join lets the planner scan the
-     -- whole table, whose cost grows with it.
+     -- A probe of the primary key per message, on the whole key alone (see readChunk).
      select m.scope, m.message_id, r.status, r.fingerprint
        from m cross join lateral (
          select status, fingerprint from ${names.table('inbox_records')} r
           where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
-            and r.status = 'SUCCEEDED'
           limit 1) r
+      where r.status = 'SUCCEEDED'
    ), counted as (
      insert into ${names.table('inbox_attempts')} as a
        (scope, consumer, message_id, attempts, shared, open_since, open_pid)

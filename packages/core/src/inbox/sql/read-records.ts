@@ -1,6 +1,8 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
+import { preparedOn, type StatementStore } from '../../store/prepared';
+import { statementCache } from '../../store/statement-cache';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
 
 /** What the inbox's dedup record (`inbox_records`) holds for a message. @internal */
@@ -58,42 +60,57 @@ export interface ChunkRecords {
 }
 
 /**
+ * The read of a chunk, one fixed text per store (a named prepared statement: PostgreSQL would
+ * otherwise plan it on every batch). Primary-key probes only: each lateral subquery with its
+ * `limit` is never flattened into a join, and takes no condition but the whole key, so the
+ * planner has nothing to answer with but the primary key. A join, or a probe that also tests
+ * `status = 'SUCCEEDED'`, lets it choose a scan of every entry of the consumer (in a primary
+ * key that does not lead with the consumer, as the attempt counters' does not, or in the
+ * partial index of handled records): cheap while its statistics say the table is small, a
+ * chunk more for every row once it is not.
+ */
+const chunkRead = statementCache(
+  (names: MigrationNames) => `select m.scope, m.message_id, r.status, r.fingerprint
+       from unnest(?::text[], ?::text[]) as m (scope, message_id)
+       cross join lateral (
+         select status, fingerprint from ${names.table('inbox_records')} r
+          where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
+          limit 1) r
+      where r.status = 'SUCCEEDED'
+     union all
+     (select null, null, null, null
+        from unnest(?::text[], ?::text[]) as m (scope, message_id)
+        cross join lateral (
+          select a.consumer from ${names.table('inbox_attempts')} a
+           where a.scope = m.scope and a.consumer = ? and a.message_id = m.message_id
+           limit 1) a
+        left join lateral (
+          select status from ${names.table('inbox_records')} r
+           where r.scope = m.scope and r.consumer = a.consumer and r.message_id = m.message_id
+           limit 1) r on true
+       where r.status is distinct from 'SUCCEEDED'
+       limit 1)`,
+);
+
+/**
  * One read for a batch before anything is counted or claimed: the committed `SUCCEEDED`
  * records of `keys` (those messages are duplicates, decided without a transaction or a
  * write), and whether any of `counting` (a subset of `keys`) that has no such record has an
- * attempt counter: an earlier delivery of it was counted and has not finished. Primary-key
- * lookups only: the lateral subquery with its `limit` is never flattened into a join, so the
- * records are probed by key whatever the planner thinks of the table's size (a hash join over
- * a scan of the whole table costs a chunk more the more records it holds). @internal
+ * attempt counter: an earlier delivery of it was counted and has not finished. @internal
  */
 export async function readChunk(
   db: SqlRunner,
-  names: MigrationNames,
+  store: StatementStore,
   consumer: string,
   keys: readonly MessageKey[],
   counting: readonly MessageKey[],
 ): Promise<ChunkRecords> {
-  const records = names.table('inbox_records');
-  const result = await runSql(
-    db,
-    `select m.scope, m.message_id, r.status, r.fingerprint
-       from unnest(?::text[], ?::text[]) as m (scope, message_id)
-       cross join lateral (
-         select status, fingerprint from ${records} r
-          where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
-            and r.status = 'SUCCEEDED'
-          limit 1) r
-     union all
-     (select null, null, null, null
-        from unnest(?::text[], ?::text[]) as m (scope, message_id)
-        join ${names.table('inbox_attempts')} a
-          on a.scope = m.scope and a.consumer = ? and a.message_id = m.message_id
-       where not exists (select 1 from ${records} r
-                          where r.scope = m.scope and r.consumer = ?
-                            and r.message_id = m.message_id and r.status = 'SUCCEEDED')
-       limit 1)`,
-    [...keyArrays(keys), consumer, ...keyArrays(counting), consumer, consumer],
-  );
+  const result = await preparedOn(store, db, chunkRead(store.names, undefined), [
+    ...keyArrays(keys),
+    consumer,
+    ...keyArrays(counting),
+    consumer,
+  ]);
   const handled = new Map<string, StoredRecord>();
   let unfinished = false;
   for (const row of rowsOf<{

@@ -42,7 +42,7 @@ export async function countChunk(
   }
   const goods = live.map((item) => item.prepared.good);
   const counting = toCount.map((item) => item.prepared.good);
-  const chunk = await readChunk(poolRunner(store.knex), store.names, consumer, goods, counting);
+  const chunk = await readChunk(poolRunner(store.knex), store, consumer, goods, counting);
   if (chunk.unfinished) return 'alone';
   const counts = await countAttempts(
     store,
