@@ -29,11 +29,13 @@ export async function readRecords(
         )
       : await runSql(
           db,
-          `select r.scope, r.message_id, r.status, r.fingerprint
-             from ${names.table('inbox_records')} r
-             join unnest(?::text[], ?::text[]) as m (scope, message_id)
-               on r.scope = m.scope and r.message_id = m.message_id
-            where r.consumer = ?`,
+          // A probe of the primary key per message (see chunkRead), never a join.
+          `select m.scope, m.message_id, r.status, r.fingerprint
+             from unnest(?::text[], ?::text[]) as m (scope, message_id)
+             cross join lateral (
+               select status, fingerprint from ${names.table('inbox_records')} r
+                where r.scope = m.scope and r.consumer = ? and r.message_id = m.message_id
+                limit 1) r`,
           [...keyArrays(keys), consumer],
         );
   const records = new Map<string, StoredRecord>();
