@@ -12,6 +12,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import {
   createKafkaConsumer,
   createKafkaPublisher,
+  type KafkaClientName,
   type KafkaConsumer,
   type KafkaDelivery,
 } from '../src';
@@ -21,7 +22,9 @@ import { startPrivateKafka, type PrivateKafka } from '../../../services/private'
 import { msUntilLine } from '../../../test-support/log-lines';
 import { healAll, partitionOf, partitionUnavailable } from '../../../test-support/partition';
 import {
+  CLIENTS,
   FAST_GROUP,
+  clientUnderTest,
   connectKafkaClients,
   createTopics,
   produce,
@@ -95,6 +98,7 @@ const bodyText = ({ record }: KafkaDelivery): string => record.value?.toString()
 
 /** The Kafka consumer of `topic` built from the contract's settings. */
 function contractConsumer(
+  client: KafkaClientName,
   broker: PrivateKafka | undefined,
   mode: 'batch' | 'message',
   topic: string,
@@ -103,8 +107,8 @@ function contractConsumer(
   const { extract, fallback } = s.messageId;
   return createKafkaConsumer({
     ...(broker === undefined
-      ? { kafka: clients.kafka }
-      : { brokers: [broker.broker], timeouts: TIMEOUTS }),
+      ? { kafka: clientUnderTest(client, clients) }
+      : { brokers: [broker.broker], timeouts: TIMEOUTS, client }),
     groupId: unique('contract-g'),
     topics: [topic],
     mode,
@@ -229,7 +233,11 @@ function sendTo(on: KafkaClients): ConsumerContractOptions['send'] {
  * restarted with its data, then the network to it cut for 15 s, each under load. The restart
  * with its data gone is broker-restart.test.ts.
  */
-describe.each(['message', 'batch'] as const)('the Kafka consumer in %s mode', (mode) => {
+const CLIENT_MODES = CLIENTS.flatMap((client) =>
+  (['message', 'batch'] as const).map((mode) => [client, mode] as const),
+);
+
+describe.each(CLIENT_MODES)('the Kafka consumer on %s in %s mode', (client, mode) => {
   it('keeps the consumer contract on the real broker', async () => {
     let broker: PrivateKafka | undefined;
     let on = clients;
@@ -252,13 +260,14 @@ describe.each(['message', 'batch'] as const)('the Kafka consumer in %s mode', (m
         store,
         newDestination: newTopic(on, mode),
         send: sendTo(on),
-        createConsumer: (topic, settings) => contractConsumer(own, mode, topic, settings),
+        createConsumer: (topic, settings) => contractConsumer(client, own, mode, topic, settings),
         ...(own === undefined
           ? {}
           : {
               createPublisher: (logger: Logger) =>
                 createKafkaPublisher({
                   brokers: [own.broker],
+                  client,
                   timeouts: TIMEOUTS,
                   ackTimeoutMs: 2_000,
                   sendTimeoutMs: SEND_TIMEOUT_MS,
@@ -287,15 +296,20 @@ describe.each(['message', 'batch'] as const)('the Kafka consumer in %s mode', (m
  * (the fault clauses run above, in the `ids` mode). `watermark` skips the three clauses that
  * send one id twice: it does not catch a producer's copies at other offsets by design.
  */
-describe.each(['watermark', 'watermark+ids'] as const)(
-  'the Kafka consumer in batch mode with dedup %s',
-  (dedup) => {
+const CLIENT_DEDUPS = CLIENTS.flatMap((client) =>
+  (['watermark', 'watermark+ids'] as const).map((dedup) => [client, dedup] as const),
+);
+
+describe.each(CLIENT_DEDUPS)(
+  'the Kafka consumer on %s in batch mode with dedup %s',
+  (client, dedup) => {
     it('keeps the consumer contract on the real broker', async () => {
       const checks = await checkConsumerContract({
         store,
         newDestination: newTopic(clients, `wm-${dedup === 'watermark' ? 'w' : 'wi'}`),
         send: sendTo(clients),
-        createConsumer: (topic, settings) => contractConsumer(undefined, 'batch', topic, settings),
+        createConsumer: (topic, settings) =>
+          contractConsumer(client, undefined, 'batch', topic, settings),
         features: { ordersByKey: true, batchMode: true },
         timeoutMs: 20_000,
         dedup,

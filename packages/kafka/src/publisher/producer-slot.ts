@@ -29,6 +29,18 @@ export interface ProducerSlotOptions {
 /** The record {@link ProducerSlot.send} passes to the producer. */
 export type ProducerRecord = Parameters<KafkaProducerClient['send']>[0];
 
+/** The errors {@link sendOn} throws for an acknowledgement it does not trust. */
+const UNTRUSTED_ACKS = new WeakSet<object>();
+
+/**
+ * True for the error of a send acknowledged by a producer already replaced after a failed
+ * or timed-out send (an outage, or a broken idempotence state): the records go again on the
+ * new producer, and like the failure that replaced it this is no fault of theirs. @internal
+ */
+export function isUntrustedAck(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && UNTRUSTED_ACKS.has(error);
+}
+
 /** One send, as far as its deadline is concerned. @internal */
 export interface SendTicket {
   /** The caller stopped waiting: a send still connecting must not go out. */
@@ -210,10 +222,12 @@ export async function sendOn(
     // After kafkajs rolled back sequences the broker had accepted, a batch of the same size
     // is acknowledged as a duplicate without being written: trust no ack of a broken one.
     if (g.broken) {
-      throw new KafkaStateError(
+      const untrusted = new KafkaStateError(
         'the producer was replaced after it lost its idempotence state; its acknowledgement is not trusted',
         { generation: g.number },
       );
+      UNTRUSTED_ACKS.add(untrusted);
+      throw untrusted;
     }
   } catch (error) {
     // Any failed send may have written part of its batch and left kafkajs's sequence

@@ -9,6 +9,7 @@ import { isTopicName } from '../consumer/options';
 import { KafkaPublishError, KafkaTimeoutError } from '../errors';
 import { producerStateError, type ProducerSlot } from './producer-recovery';
 import { isUnreachable } from '../client/platformatic/errors';
+import { isUntrustedAck } from './producer-slot';
 
 /** Kafka error types that no retry can fix. */
 const PERMANENT = new Set([
@@ -117,7 +118,8 @@ async function sendTopic(
   } catch (cause) {
     // A broken producer was replaced (or cannot be): the batch goes again on the new one.
     const retriable = producerStateError(cause) !== undefined || isRetriable(cause);
-    const unreachable = isBrokerOutage(cause);
+    // An ack of a producer replaced after an outage is part of that outage.
+    const unreachable = isBrokerOutage(cause) || isUntrustedAck(cause);
     if (unreachable) send.outage.unreachable(topic, cause);
     const outage = producerStateError(cause) !== undefined || unreachable;
     return messages.map((m) => ({

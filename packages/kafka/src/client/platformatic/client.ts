@@ -13,7 +13,10 @@ export interface PlatformaticClientOptions {
   readonly clientId?: string;
   /**
    * Connection and request time limits; see {@link KafkaTimeouts}. `connectMs` becomes
-   * @platformatic/kafka's `connectTimeout`, `requestMs` its `timeout`.
+   * @platformatic/kafka's `connectTimeout`, `requestMs` its `requestTimeout` (and `timeout`):
+   * a request unanswered that long fails and its connection is closed. The limit applies to
+   * group joins too, which kafkajs lets wait for the rebalance: a join that waits longer for
+   * the other members is sent again.
    */
   readonly timeouts?: KafkaTimeouts;
   /** Where the adapter's own debug lines go. Default: nowhere. */

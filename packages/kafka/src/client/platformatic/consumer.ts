@@ -32,7 +32,7 @@ const EVENTS = Object.freeze({
 });
 
 /** Delay before the message stream is opened again after it failed. */
-const RESTART_DELAY_MS = { first: 250, max: 5_000 };
+const RESTART_DELAY_MS = { first: 250, max: 2_000 };
 
 /** A commit sent and not answered: a rejoin meanwhile withdraws its offsets. */
 interface PendingCommit {
@@ -63,6 +63,8 @@ interface ConsumerState {
   feed: PartitionFeed | undefined;
   restartTimer: ReturnType<typeof setTimeout> | undefined;
   restarts: number;
+  /** Armed while a heartbeat is unanswered. */
+  heartbeatWatch: ReturnType<typeof setTimeout> | undefined;
 }
 
 /**
@@ -108,6 +110,7 @@ export function createPlatformaticConsumer(
     feed: undefined,
     restartTimer: undefined,
     restarts: 0,
+    heartbeatWatch: undefined,
   };
   return {
     events: EVENTS,
@@ -172,6 +175,7 @@ async function connect(state: ConsumerState): Promise<void> {
     bootstrapBrokers: base.bootstrapBrokers,
     connectTimeout: base.connectTimeout,
     timeout: base.timeout,
+    requestTimeout: base.timeout,
     retries: config.retry?.retries ?? 5,
     retryDelay: config.retry?.initialRetryTime ?? 300,
     groupId: config.groupId,
@@ -189,17 +193,42 @@ async function connect(state: ConsumerState): Promise<void> {
       : { maxBytesPerPartition: config.maxBytesPerPartition }),
   });
   consumer.on('consumer:group:join', (payload) => onGroupJoin(state, payload.assignments ?? []));
-  consumer.on('consumer:heartbeat:end', () => emit(state, EVENTS.HEARTBEAT, {}));
-  consumer.on('consumer:heartbeat:error', ({ error }) => {
-    if (isUnreachable(error)) {
-      emit(state, EVENTS.REQUEST_TIMEOUT, { apiName: 'Heartbeat', error });
-    }
-  });
+  watchHeartbeats(state, consumer);
   // A rejoin that failed for good: the member is out of the group until the stream reopens.
   consumer.on('error', (error: unknown) => crash(state, error));
   state.consumer = consumer;
   // As kafkajs's connect: fails when no broker answers.
   await consumer.metadata({ topics: [] });
+}
+
+/**
+ * Heartbeats as kafkajs reports them: each answered one as `HEARTBEAT`, and one unanswered
+ * after the request time limit as `REQUEST_TIMEOUT` at once (the library itself reports a
+ * failed heartbeat only after its retries, many seconds later).
+ */
+function watchHeartbeats(state: ConsumerState, consumer: Consumer): void {
+  const settle = (): void => {
+    clearTimeout(state.heartbeatWatch);
+    state.heartbeatWatch = undefined;
+  };
+  consumer.on('consumer:heartbeat:start', () => {
+    settle();
+    state.heartbeatWatch = setTimeout(() => {
+      state.heartbeatWatch = undefined;
+      if (state.running) emit(state, EVENTS.REQUEST_TIMEOUT, { apiName: 'Heartbeat' });
+    }, state.base.timeout);
+  });
+  consumer.on('consumer:heartbeat:end', () => {
+    settle();
+    emit(state, EVENTS.HEARTBEAT, {});
+  });
+  consumer.on('consumer:heartbeat:cancel', settle);
+  consumer.on('consumer:heartbeat:error', ({ error }) => {
+    settle();
+    if (isUnreachable(error) && state.running) {
+      emit(state, EVENTS.REQUEST_TIMEOUT, { apiName: 'Heartbeat', error });
+    }
+  });
 }
 
 /** A join: the stream reads again from the committed offsets of the new assignment. */
@@ -276,6 +305,8 @@ async function stop(state: ConsumerState): Promise<void> {
   state.running = false;
   clearTimeout(state.restartTimer);
   state.restartTimer = undefined;
+  clearTimeout(state.heartbeatWatch);
+  state.heartbeatWatch = undefined;
   const stream = state.stream;
   state.stream = undefined;
   if (stream !== undefined) {

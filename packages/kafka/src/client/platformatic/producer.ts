@@ -42,6 +42,7 @@ export function createPlatformaticProducer(
         bootstrapBrokers: base.bootstrapBrokers,
         connectTimeout: base.connectTimeout,
         timeout: base.timeout,
+        requestTimeout: base.timeout,
         retries: retry.retries ?? 5,
         retryDelay: retry.initialRetryTime ?? 300,
         idempotent: config.idempotent ?? false,
