@@ -20,121 +20,134 @@ interface ChildRun {
   readonly decodeFails?: boolean;
 }
 
-describe('inbox crash safety on postgres (child processes killed with SIGKILL)', () => {
-  let store: Awaited<ReturnType<typeof openTestStore>>;
+// On both layouts of the inbox's records (docs/store.md, "Partitioned layout"); the child
+// processes open a plain store on the schema, which the layout does not concern.
+describe.each(['plain', 'partitioned'] as const)(
+  'inbox crash safety on postgres, %s layout (child processes killed with SIGKILL)',
+  (layout) => {
+    let store: Awaited<ReturnType<typeof openTestStore>>;
 
-  beforeAll(async () => {
-    store = await openTestStore('postgres');
-    await createEffectsTable(store);
-  });
-  afterAll(async () => {
-    await store.dispose();
-  });
-
-  afterEach(async () => {
-    await killCrashChildren();
-  });
-
-  const job = (run: ChildRun): CrashJob => ({
-    databaseUrl: databaseUrl(),
-    schema: store.schema,
-    consumer: 'crashy',
-    maxAttempts: run.maxAttempts,
-    stopAt: run.stopAt,
-    stopInHandlerOn: run.killInHandler ? 'payload' : undefined,
-    decodeFails: run.decodeFails,
-    transport: {
-      kind: 'inbox',
-      messageId: run.messageId,
-      body: 'payload',
-      delivery: run.delivery,
-    },
-  });
-
-  /** Runs a child until it stops where it was told, and kills it there with SIGKILL. */
-  async function killedAt(stopAt: InboxStep | undefined, run: Omit<ChildRun, 'stopAt'>) {
-    const child = spawnCrashChild(job({ ...run, stopAt }));
-    await child.next('stopped');
-    expect({ signal: await child.kill(), stderr: child.stderr() }).toEqual({
-      signal: 'SIGKILL',
-      stderr: '',
+    beforeAll(async () => {
+      store = await openTestStore('postgres', { layout });
+      await createEffectsTable(store);
     });
-  }
+    afterAll(async () => {
+      await store.dispose();
+    });
 
-  const redeliver = (messageId: string, delivery: DeliveryFacts = {}, maxAttempts?: number) => {
-    let ran = false;
-    const inbox = createInbox({ store, consumer: 'crashy', maxAttempts });
-    return inbox
-      .process(envelope(messageId, 'payload', { delivery }), async (ctx) => {
-        ran = true;
-        await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
-      })
-      .then((outcome) => ({ outcome, ran }));
-  };
+    afterEach(async () => {
+      await killCrashChildren();
+    });
 
-  it('killed before commit (at handler-done): nothing commits, the redelivery runs it once', async () => {
-    const messageId = freshId('before-commit');
-    await killedAt('handler-done', { messageId });
-    expect(await countEffects(store, messageId)).toBe(0);
-    const { outcome, ran } = await redeliver(messageId);
-    expect(ran).toBe(true);
-    expect(outcome).toMatchObject({ status: 'processed', attempt: 2 });
-    expect(await countEffects(store, messageId)).toBe(1);
-  });
+    const job = (run: ChildRun): CrashJob => ({
+      databaseUrl: databaseUrl(),
+      schema: store.schema,
+      consumer: 'crashy',
+      maxAttempts: run.maxAttempts,
+      stopAt: run.stopAt,
+      stopInHandlerOn: run.killInHandler ? 'payload' : undefined,
+      decodeFails: run.decodeFails,
+      transport: {
+        kind: 'inbox',
+        messageId: run.messageId,
+        body: 'payload',
+        delivery: run.delivery,
+      },
+    });
 
-  it('killed after commit, before ack (at committed): the redelivery is a duplicate', async () => {
-    const messageId = freshId('after-commit');
-    await killedAt('committed', { messageId });
-    expect(await countEffects(store, messageId)).toBe(1);
-    const { outcome, ran } = await redeliver(messageId);
-    expect(ran).toBe(false);
-    expect(outcome.status).toBe('duplicate');
-    expect(await countEffects(store, messageId)).toBe(1);
-  });
-
-  it('a message that kills the process every time is dead-lettered after maxAttempts deliveries', async () => {
-    const messageId = freshId('poison');
-    for (let i = 0; i < 3; i++) {
-      await killedAt(undefined, { messageId, killInHandler: true, maxAttempts: 3 });
+    /** Runs a child until it stops where it was told, and kills it there with SIGKILL. */
+    async function killedAt(stopAt: InboxStep | undefined, run: Omit<ChildRun, 'stopAt'>) {
+      const child = spawnCrashChild(job({ ...run, stopAt }));
+      await child.next('stopped');
+      expect({ signal: await child.kill(), stderr: child.stderr() }).toEqual({
+        signal: 'SIGKILL',
+        stderr: '',
+      });
     }
-    expect(await countEffects(store, messageId)).toBe(0);
-    const { outcome, ran } = await redeliver(messageId, {}, 3);
-    expect(ran).toBe(false);
-    expect(outcome).toMatchObject({ status: 'dead-lettered', reason: 'MAX_ATTEMPTS', attempt: 4 });
-    expect(await countEffects(store, messageId)).toBe(0);
-  });
 
-  it('the poison is caught even when first deliveries skip the counting write (redelivered flag)', async () => {
-    const messageId = freshId('poison-flag');
-    const deliveries: DeliveryFacts[] = [
-      { redelivered: false },
-      { redelivered: true },
-      { redelivered: true },
-    ];
-    for (const delivery of deliveries) {
-      await killedAt(undefined, { messageId, delivery, killInHandler: true, maxAttempts: 3 });
-    }
-    const { outcome, ran } = await redeliver(messageId, { redelivered: true }, 3);
-    expect(ran).toBe(false);
-    expect(outcome).toMatchObject({ status: 'dead-lettered', reason: 'MAX_ATTEMPTS', attempt: 4 });
-  });
+    const redeliver = (messageId: string, delivery: DeliveryFacts = {}, maxAttempts?: number) => {
+      let ran = false;
+      const inbox = createInbox({ store, consumer: 'crashy', maxAttempts });
+      return inbox
+        .process(envelope(messageId, 'payload', { delivery }), async (ctx) => {
+          ran = true;
+          await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
+        })
+        .then((outcome) => ({ outcome, ran }));
+    };
 
-  it('dead-lettering then dying before the ack leaves one dead letter; the redelivery is acknowledged', async () => {
-    const messageId = freshId('dead-crash');
-    const before = await countRows(store, 'dead_letters');
-    await killedAt('committed', { messageId, decodeFails: true });
-    const letters = async () =>
-      rowsOf<{ reason: string }>(
-        await store.knex.raw(
-          `select reason from ${store.names.table('dead_letters')} where message_id = ?`,
-          [messageId],
-        ),
-      );
-    expect(await letters()).toEqual([{ reason: 'UNDECODABLE_BODY' }]);
-    const child = spawnCrashChild(job({ messageId, decodeFails: true }));
-    expect(await child.next('outcome')).toEqual({ type: 'outcome', status: 'dead-lettered' });
-    expect((await child.exited).code).toBe(0);
-    expect(await letters()).toHaveLength(1);
-    expect(await countRows(store, 'dead_letters')).toBe(before + 1);
-  });
-});
+    it('killed before commit (at handler-done): nothing commits, the redelivery runs it once', async () => {
+      const messageId = freshId('before-commit');
+      await killedAt('handler-done', { messageId });
+      expect(await countEffects(store, messageId)).toBe(0);
+      const { outcome, ran } = await redeliver(messageId);
+      expect(ran).toBe(true);
+      expect(outcome).toMatchObject({ status: 'processed', attempt: 2 });
+      expect(await countEffects(store, messageId)).toBe(1);
+    });
+
+    it('killed after commit, before ack (at committed): the redelivery is a duplicate', async () => {
+      const messageId = freshId('after-commit');
+      await killedAt('committed', { messageId });
+      expect(await countEffects(store, messageId)).toBe(1);
+      const { outcome, ran } = await redeliver(messageId);
+      expect(ran).toBe(false);
+      expect(outcome.status).toBe('duplicate');
+      expect(await countEffects(store, messageId)).toBe(1);
+    });
+
+    it('a message that kills the process every time is dead-lettered after maxAttempts deliveries', async () => {
+      const messageId = freshId('poison');
+      for (let i = 0; i < 3; i++) {
+        await killedAt(undefined, { messageId, killInHandler: true, maxAttempts: 3 });
+      }
+      expect(await countEffects(store, messageId)).toBe(0);
+      const { outcome, ran } = await redeliver(messageId, {}, 3);
+      expect(ran).toBe(false);
+      expect(outcome).toMatchObject({
+        status: 'dead-lettered',
+        reason: 'MAX_ATTEMPTS',
+        attempt: 4,
+      });
+      expect(await countEffects(store, messageId)).toBe(0);
+    });
+
+    it('the poison is caught even when first deliveries skip the counting write (redelivered flag)', async () => {
+      const messageId = freshId('poison-flag');
+      const deliveries: DeliveryFacts[] = [
+        { redelivered: false },
+        { redelivered: true },
+        { redelivered: true },
+      ];
+      for (const delivery of deliveries) {
+        await killedAt(undefined, { messageId, delivery, killInHandler: true, maxAttempts: 3 });
+      }
+      const { outcome, ran } = await redeliver(messageId, { redelivered: true }, 3);
+      expect(ran).toBe(false);
+      expect(outcome).toMatchObject({
+        status: 'dead-lettered',
+        reason: 'MAX_ATTEMPTS',
+        attempt: 4,
+      });
+    });
+
+    it('dead-lettering then dying before the ack leaves one dead letter; the redelivery is acknowledged', async () => {
+      const messageId = freshId('dead-crash');
+      const before = await countRows(store, 'dead_letters');
+      await killedAt('committed', { messageId, decodeFails: true });
+      const letters = async () =>
+        rowsOf<{ reason: string }>(
+          await store.knex.raw(
+            `select reason from ${store.names.table('dead_letters')} where message_id = ?`,
+            [messageId],
+          ),
+        );
+      expect(await letters()).toEqual([{ reason: 'UNDECODABLE_BODY' }]);
+      const child = spawnCrashChild(job({ messageId, decodeFails: true }));
+      expect(await child.next('outcome')).toEqual({ type: 'outcome', status: 'dead-lettered' });
+      expect((await child.exited).code).toBe(0);
+      expect(await letters()).toHaveLength(1);
+      expect(await countRows(store, 'dead_letters')).toBe(before + 1);
+    });
+  },
+);

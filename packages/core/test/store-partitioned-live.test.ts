@@ -1,0 +1,100 @@
+import { createInbox, createStore, rowsOf, type Store } from '../src';
+import { createEffectsTable, effectCounts, writeEffect } from '../../../test-support/effects';
+import { databaseUrl, openTestStore, uniqueSchema } from './db';
+import { envelope } from './fixtures/inbox-support';
+
+const WRITERS = 4;
+
+async function relkind(store: Store, table: string): Promise<string | undefined> {
+  const result = await store.knex.raw(
+    `select relkind::text as kind from pg_class where oid = to_regclass(?)`,
+    [store.names.table(table)],
+  );
+  return rowsOf<{ kind: string }>(result)[0]?.kind;
+}
+
+/**
+ * The documented move of a live `inbox_records` to the partitioned layout: a store with
+ * `layout: 'partitioned'` runs `migrate()` while inboxes of plain stores keep handling new
+ * messages and redeliveries of handled ones.
+ */
+describe('moving a live inbox_records to the partitioned layout (postgres)', () => {
+  it('converts the table while inboxes write; every message is handled once, before and after', async () => {
+    const schema = uniqueSchema('live');
+    const plain = await openTestStore('postgres', { schema });
+    await createEffectsTable(plain);
+    // Records already there, so the key is built `concurrently` and the old table is kept as
+    // the partition of everything before the conversion's bound.
+    await plain.knex.raw(
+      `insert into ${plain.names.table('inbox_records')}
+         (consumer, scope, message_id, status, created_at, expires_at)
+       select 'old', 'default', 'old-' || n, 'SUCCEEDED', now() - interval '1 hour',
+              now() + interval '1 day'
+         from generate_series(1, 20000) as n`,
+    );
+    const inbox = createInbox({ store: plain, consumer: 'live' });
+    const handler = async (ctx: Parameters<Parameters<typeof inbox.process>[1]>[0]) => {
+      await writeEffect(ctx.trx, plain, ctx.messageId, { consumer: 'live' });
+    };
+    let stop = false;
+    const handled: string[] = [];
+    const unexpected: string[] = [];
+    const writer = async (w: number): Promise<void> => {
+      for (let n = 0; !stop; n += 1) {
+        const id = `w${w}-${n}`;
+        const first = await inbox.process(envelope(id), handler);
+        if (first.status !== 'processed') unexpected.push(`${id}: ${first.status}`);
+        else handled.push(id);
+        // A redelivery of an earlier message of this writer.
+        const again = `w${w}-${Math.floor(n / 2)}`;
+        const second = await inbox.process(envelope(again), handler);
+        if (second.status !== 'duplicate') unexpected.push(`${again} again: ${second.status}`);
+      }
+    };
+    const writers = Array.from({ length: WRITERS }, (_, w) => writer(w));
+    const partitioned = await createStore({
+      connectionString: databaseUrl(),
+      schema,
+      layout: 'partitioned',
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const before = handled.length;
+      await partitioned.migrate();
+      const during = handled.length;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      stop = true;
+      await Promise.all(writers);
+      expect(unexpected).toEqual([]);
+      expect(before).toBeGreaterThan(0);
+      expect(handled.length).toBeGreaterThan(during);
+      expect(await relkind(plain, 'inbox_records')).toBe('p');
+      expect(await relkind(plain, 'inbox_records_plain')).toBe('r');
+
+      // Every message handled exactly once; every one of them, old or new, is a duplicate now.
+      const effects = await effectCounts(plain, { consumer: 'live' });
+      expect(effects.size).toBe(handled.length);
+      expect([...effects.values()].every((n) => n === 1)).toBe(true);
+      const late = createInbox({ store: partitioned, consumer: 'live' });
+      for (const id of [handled[0]!, handled.at(-1)!]) {
+        expect((await late.process(envelope(id), handler)).status).toBe('duplicate');
+      }
+      const oldInbox = createInbox({ store: partitioned, consumer: 'old' });
+      const redelivered = await oldInbox.process(
+        { id: 'old-17', headers: {}, delivery: {}, body: 'x' },
+        async () => undefined,
+      );
+      // A record with no fingerprint answers any payload as a duplicate.
+      expect(redelivered.status).not.toBe('processed');
+      const count = await plain.knex.raw(
+        `select count(*)::int as n from ${plain.names.table('inbox_records')}`,
+      );
+      expect(rowsOf<{ n: number }>(count)[0]!.n).toBe(20000 + handled.length);
+    } finally {
+      stop = true;
+      await Promise.allSettled(writers);
+      await partitioned.close();
+      await plain.dispose();
+    }
+  }, 120_000);
+});
