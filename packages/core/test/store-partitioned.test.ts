@@ -262,3 +262,51 @@ describe('a plain store on a partitioned schema', () => {
     }
   });
 });
+
+describe('the dedup key across partitions under concurrent writers (postgres)', () => {
+  let store: TestStore;
+
+  beforeAll(async () => {
+    store = await openTestStore('postgres', { layout: 'partitioned' });
+    await pastPartition(store, 'race_past', 3 * DAY, 2 * DAY);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  /** An insert of `id`'s record, as the inbox's claim does, `agoMs` back (another partition). */
+  const insert = (db: Store['knex'], id: string, agoMs: number): Promise<string[]> =>
+    Promise.resolve(
+      db.raw(
+        `insert into ${store.names.table('inbox_records')}
+           (consumer, scope, message_id, status, created_at, expires_at)
+         values ('race', 'default', ?, 'SUCCEEDED',
+                 now() - ?::double precision * interval '1 millisecond', now() + interval '1 day')
+         on conflict do nothing returning message_id`,
+        [id, agoMs],
+      ),
+    ).then((result) => rowsOf<{ message_id: string }>(result).map((r) => r.message_id));
+
+  it.each([
+    ['commits', 'a conflict (no row)', []],
+    ['rolls back', 'the insert', ['id']],
+  ] as const)(
+    'an insert into one partition waits for an uncommitted one of the same key in another; when that %s it gets %s',
+    async (ending, _what, expected) => {
+      const id = freshId(`race-${ending === 'commits' ? 'c' : 'r'}`);
+      const trx = await store.knex.transaction();
+      expect(await insert(trx, id, 2 * DAY + HOUR)).toEqual([id]);
+      let settled = false;
+      const second = insert(store.knex, id, 0).then((rows) => {
+        settled = true;
+        return rows;
+      });
+      // It waits on the key's lock, not on the partition's unique index.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(settled).toBe(false);
+      if (ending === 'commits') await trx.commit();
+      else await trx.rollback();
+      expect(await second).toEqual(expected.map(() => id));
+    },
+  );
+});
