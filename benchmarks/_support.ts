@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
 import { Client } from 'pg';
 import {
+  createMemoryPublisher,
   createOutbox,
   createRelay,
   rowsOf,
@@ -101,6 +102,89 @@ export async function timedRelayRun(
   await relay.stop();
   await counting.close();
   return { perSec: count / (elapsed / 1000), ...used };
+}
+
+/** What {@link commitToPublishLatency} measured. */
+export interface PublishLatency {
+  /** The rate actually offered, events per second. */
+  readonly perSec: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Producing transactions and relay together, per event. */
+  readonly cost: Cost;
+}
+
+/**
+ * Single-event transactions at `rate` per second for `seconds`, over 100 keys, each committed
+ * with `synchronous_commit = off`, published by a relay on `relayStore` (notifications, or
+ * polling every 100 ms) to the in-memory publisher; latencies in ms from the commit's return
+ * to the publisher accepting the event. `relayOptions` are added to the relay's.
+ */
+export async function commitToPublishLatency(
+  store: Store,
+  relayStore: Store,
+  notify: boolean,
+  rate: number,
+  seconds: number,
+  relayOptions: Omit<RelayOptions, 'store' | 'publisher' | 'notify'> = {},
+): Promise<PublishLatency> {
+  const publisher = createMemoryPublisher();
+  const relay = createRelay({
+    store: relayStore,
+    publisher,
+    notify,
+    pollIntervalMs: notify ? 1_000 : 100,
+    ...relayOptions,
+  });
+  const outbox = createOutbox({ store, notify });
+  const committedAt = new Map<string, number>();
+  const latencies: number[] = [];
+  const pending = new Map<string, number>();
+  publisher.onPublish((m) => {
+    const at = committedAt.get(m.messageId);
+    if (at === undefined) pending.set(m.messageId, m.publishedAt);
+    else latencies.push(m.publishedAt - at);
+  });
+  await relay.start();
+  const meter = costMeter();
+  const total = Math.round(rate * seconds);
+  const tickMs = 10;
+  const perTick = (rate * tickMs) / 1000;
+  const started = performance.now();
+  const inFlight: Promise<void>[] = [];
+  let sent = 0;
+  let n = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) / tickMs + 1) * perTick));
+    for (; sent < due; sent += 1) {
+      const key = `lat-${n++ % 100}`;
+      inFlight.push(
+        store.knex
+          .transaction(async (trx) => {
+            await trx.raw('set local synchronous_commit = off');
+            return outbox.add(trx, { destination: 'lat', key, payload: { n } });
+          })
+          .then(([id]) => {
+            const now = Date.now();
+            const early = pending.get(id!);
+            if (early !== undefined) latencies.push(early - now);
+            else committedAt.set(id!, now);
+          }),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, tickMs));
+  }
+  await Promise.all(inFlight);
+  const sendSeconds = (performance.now() - started) / 1000;
+  await publisher.waitForCount(total, 60_000);
+  const { cost } = meter(total);
+  await relay.stop();
+  return {
+    perSec: total / sendSeconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    cost,
+  };
 }
 
 /** Adds `count` events to the outbox in transactions of 500; `event(n)` builds the n-th. */

@@ -39,7 +39,7 @@ import {
   costLine,
   medianCost,
   median,
-  percentile,
+  commitToPublishLatency,
   printCostTable,
   type Cost,
   type CostRow,
@@ -177,72 +177,6 @@ async function handLoop(
   }
 }
 
-/** Single-event transactions at `rate` per second for `seconds`; latencies in ms. */
-async function latencyRun(
-  store: Store,
-  relayStore: Store,
-  notify: boolean,
-  rate: number,
-  seconds: number,
-) {
-  const publisher = createMemoryPublisher();
-  const relay = createRelay({
-    store: relayStore,
-    publisher,
-    notify,
-    pollIntervalMs: notify ? 1_000 : 100,
-  });
-  const outbox = createOutbox({ store, notify });
-  const committedAt = new Map<string, number>();
-  const latencies: number[] = [];
-  const pending = new Map<string, number>();
-  publisher.onPublish((m) => {
-    const at = committedAt.get(m.messageId);
-    if (at === undefined) pending.set(m.messageId, m.publishedAt);
-    else latencies.push(m.publishedAt - at);
-  });
-  await relay.start();
-  const meter = costMeter();
-  const total = Math.round(rate * seconds);
-  const tickMs = 10;
-  const perTick = (rate * tickMs) / 1000;
-  const started = performance.now();
-  const inFlight: Promise<void>[] = [];
-  let sent = 0;
-  let n = 0;
-  while (sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - started) / tickMs + 1) * perTick));
-    for (; sent < due; sent += 1) {
-      const key = `lat-${n++ % 100}`;
-      inFlight.push(
-        store.knex
-          .transaction(async (trx) => {
-            await trx.raw('set local synchronous_commit = off');
-            return outbox.add(trx, { destination: 'lat', key, payload: { n } });
-          })
-          .then(([id]) => {
-            const now = Date.now();
-            const early = pending.get(id!);
-            if (early !== undefined) latencies.push(early - now);
-            else committedAt.set(id!, now);
-          }),
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, tickMs));
-  }
-  await Promise.all(inFlight);
-  const sendSeconds = (performance.now() - started) / 1000;
-  await publisher.waitForCount(total, 60_000);
-  const { cost } = meter(total);
-  await relay.stop();
-  return {
-    perSec: total / sendSeconds,
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-    cost,
-  };
-}
-
 export async function main(): Promise<void> {
   const schema = `bench_relay_${randomBytes(4).toString('hex')}`;
   const store = await createStore({
@@ -328,10 +262,10 @@ export async function main(): Promise<void> {
     }
 
     for (const notify of [true, false]) {
-      await latencyRun(store, relayStore, notify, RATE, 1); // warm-up
+      await commitToPublishLatency(store, relayStore, notify, RATE, 1); // warm-up
       const runs = [];
       for (let round = 0; round < 3; round += 1)
-        runs.push(await latencyRun(store, relayStore, notify, RATE, SECONDS));
+        runs.push(await commitToPublishLatency(store, relayStore, notify, RATE, SECONDS));
       await emptyTable(store);
       const p50Ms = median(runs.map((r) => r.p50Ms));
       const p99Ms = median(runs.map((r) => r.p99Ms));
