@@ -1,0 +1,86 @@
+/**
+ * The live path docs/store.md gives for migration 10's indexes on a large `idempotency`: build
+ * each `concurrently` beforehand, with the migration's own definition, while writers go on;
+ * the migration then finds them (`if not exists`), builds nothing, and leaves the same
+ * indexes a fresh schema gets.
+ */
+import { createStore, rowsOf, type Store } from '../src';
+import { migrate } from '../src/store/migrate';
+import { migrations } from '../src/store/migrations';
+import { databaseUrl, openTestStore, uniqueSchema } from './db';
+
+/** The indexes of `table`, by name: their definitions without the schema, and their oids. */
+async function indexes(store: Store, table: string): Promise<Map<string, [string, number]>> {
+  const rows = rowsOf<{ name: string; definition: string; oid: number }>(
+    await store.knex.raw(
+      `select c.relname as name, pg_get_indexdef(i.indexrelid) as definition,
+              i.indexrelid::bigint as oid
+         from pg_index i join pg_class c on c.oid = i.indexrelid
+        where i.indrelid = to_regclass(?)`,
+      [store.names.table(table)],
+    ),
+  );
+  const schema = `${store.names.schema.replace(/"/g, '')}.`;
+  return new Map(
+    rows.map((r) => [r.name, [r.definition.split(schema).join(''), Number(r.oid)] as const]),
+  ) as Map<string, [string, number]>;
+}
+
+describe("migration 10's indexes built concurrently beforehand (postgres)", () => {
+  it('migrates without building them again, to the indexes a fresh schema has', async () => {
+    const schema = uniqueSchema('idx');
+    const store = await createStore({ connectionString: databaseUrl(), schema });
+    const fresh = await openTestStore('postgres');
+    let writing = true;
+    try {
+      await migrate(store.knex, store.names, migrations.slice(0, 9));
+      const idempotency = store.names.table('idempotency');
+      const insert = (from: number, count: number) =>
+        store.knex.raw(
+          `insert into ${idempotency} (scope, operation, key, status, owner_id, expires_at)
+           select 'default', 'op', 'k-' || g, 'SUCCEEDED', 'o', now() + interval '1 day'
+             from generate_series(?::integer, ?::integer) g`,
+          [from, from + count - 1],
+        );
+      await insert(1, 20_000);
+      // A writer goes on while the indexes are built: a concurrent build takes no write lock.
+      let written = 20_000;
+      const writer = (async () => {
+        while (writing) {
+          await insert(written + 1, 10);
+          written += 10;
+        }
+      })();
+      const migration10 = migrations.find((m) => m.version === 10)!;
+      for (const statement of migration10.up(store.names)) {
+        await store.knex.raw(statement.replace(/^create index/, 'create index concurrently'));
+      }
+      writing = false;
+      await writer;
+      const built = await indexes(store, 'idempotency');
+
+      const result = await store.migrate();
+      expect(result.applied).toEqual(
+        migrations.filter((m) => m.version >= 10).map((m) => m.version),
+      );
+      // Not built again: the same index objects.
+      expect(await indexes(store, 'idempotency')).toEqual(built);
+      const valid = rowsOf<{ n: string }>(
+        await store.knex.raw(
+          `select count(*) as n from pg_index where indrelid = to_regclass(?) and not indisvalid`,
+          [idempotency],
+        ),
+      );
+      expect(Number(valid[0]!.n)).toBe(0);
+      const definitions = (m: Map<string, [string, number]>) =>
+        [...m.entries()].map(([name, [definition]]) => [name, definition]).sort();
+      expect(definitions(built)).toEqual(definitions(await indexes(fresh, 'idempotency')));
+      expect(written).toBeGreaterThan(20_000);
+    } finally {
+      writing = false;
+      await store.knex.raw(`drop schema if exists ${store.names.schema} cascade`);
+      await store.close();
+      await fresh.dispose();
+    }
+  });
+});
