@@ -7,7 +7,8 @@
  * - per-message: `inbox.process` per delivery, beside the transaction the inbox issues for a
  *   first delivery (the claim, the business insert, commit) written by hand in a knex
  *   transaction, and the same with node-postgres (a pooled client, named prepared statements,
- *   no knex); pgbench's limit runs the same statements with 8 clients.
+ *   no knex), and on postgres.js (a driver that pipelines; see pgjsTransactions); pgbench's
+ *   limit runs the same statements with 8 clients.
  * - batch: `inbox.processBatch` of 100 per transaction, beside the transaction the inbox
  *   issues for a batch (one multi-row claim, the business inserts, commit) by hand through
  *   knex and through node-postgres; pgbench's limit runs it with 4 clients, the claim's rows
@@ -22,7 +23,7 @@
  *   bench's schema: _support.ts, rowsWritten).
  *
  * Each case: a warm-up of the node sides, then BENCH_ROUNDS rounds (default 6), the sides in
- * one order and then the reverse (inbox, knex, pg, pgbench); tables are truncated before every
+ * one order and then the reverse (inbox, knex, pg, postgres.js, pgbench); tables are truncated before every
  * side. Rates are medians over the rounds; each ratio is the median of the rounds' ratios
  * (the sides of a round run back to back, so drift in the machine's load cancels out). Every
  * side also reports its cost per message (_support.ts, costMeter): this process's CPU,
@@ -36,6 +37,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Pool, type PoolClient } from 'pg';
+import postgres from 'postgres';
 import {
   createInbox,
   createStore,
@@ -91,9 +93,10 @@ interface Sides {
   readonly inbox: () => Promise<void>;
   readonly knex: () => Promise<void>;
   readonly pg: () => Promise<void>;
+  readonly pgjs: () => Promise<void>;
 }
 type NodeSide = keyof Sides;
-const NODE_SIDES: readonly NodeSide[] = ['inbox', 'knex', 'pg'];
+const NODE_SIDES: readonly NodeSide[] = ['inbox', 'knex', 'pg', 'pgjs'];
 
 /** A node side's figures for one round. */
 interface Sample {
@@ -199,6 +202,8 @@ interface Bench {
   readonly url: string;
   readonly store: Store;
   readonly pool: Pool;
+  /** postgres.js, for the side that pipelines. */
+  readonly pgjs: postgres.Sql;
   readonly sql: Sql;
   readonly rounds: number;
   /** pgbench's version, or null when it is not installed. */
@@ -315,6 +320,49 @@ function pgTransactions(b: Bench): Transactions {
   };
 }
 
+/**
+ * The same transactions on postgres.js, a driver that pipelines: statements sent without
+ * waiting share round trips. Per message nothing can be sent early (the business insert
+ * waits for the claim's answer, and postgres.js waits for `BEGIN` before running the
+ * callback); per batch, the business inserts of the claimed messages go out together,
+ * which node-postgres cannot do. Statements are prepared (postgres.js's default). Its
+ * statements do not pass node-postgres, so its statement count reads 0.
+ */
+function pgjsTransactions(b: Bench): Transactions {
+  const claimOne = claimOneText(b.sql.inboxRecords);
+  const claimBatch = claimBatchText(b.sql.inboxRecords);
+  const sql = b.pgjs;
+  return {
+    one: async (m) => {
+      await sql.begin(async (tx) => {
+        const claimed = await tx.unsafe(claimOne, ['bench-pgjs', m.id, m.hash, INBOX_RETENTION_MS]);
+        if (claimed.length === 1) {
+          await tx.unsafe(b.sql.effect, [m.id, m.envelope.body.length]);
+        }
+      });
+    },
+    batch: async (batch) => {
+      await sql.begin(async (tx) => {
+        const sorted = inKeyOrder(batch);
+        const claimed = await tx.unsafe<Array<{ message_id: string }>>(claimBatch, [
+          'bench-pgjs',
+          INBOX_RETENTION_MS,
+          sorted.map(() => 'default'),
+          sorted.map((m) => m.id),
+          sorted.map((m) => m.hash),
+          sorted.map(() => 1),
+        ]);
+        const isNew = new Set(claimed.map((r) => r.message_id));
+        await Promise.all(
+          batch
+            .filter((m) => isNew.has(m.id))
+            .map((m) => tx.unsafe(b.sql.effect, [m.id, m.envelope.body.length])),
+        );
+      });
+    },
+  };
+}
+
 /** One pgbench run of `script` on emptied tables, checked against the rows it left. */
 async function pgbenchSample(
   b: Bench,
@@ -369,7 +417,10 @@ async function measure(
     await b.reset();
     await warm[side]();
   }
-  const measured: Measured = { samples: { inbox: [], knex: [], pg: [] }, pgbench: [] };
+  const measured: Measured = {
+    samples: { inbox: [], knex: [], pg: [], pgjs: [] },
+    pgbench: [],
+  };
   const run = sides(benchMessages(label, count));
   const order: Array<NodeSide | 'pgbench'> = [...NODE_SIDES];
   if (b.pgbench !== null) order.push('pgbench');
@@ -382,10 +433,10 @@ async function measure(
       }
     }
     const rate = (s: { perSec: number } | undefined): string => `${Math.round(s?.perSec ?? 0)}/s`;
-    const { inbox, knex, pg } = measured.samples;
+    const { inbox, knex, pg, pgjs } = measured.samples;
     console.log(
       `  ${label} round ${r + 1}/${b.rounds}: inbox ${rate(inbox[r])}, knex ${rate(knex[r])}, ` +
-        `pg ${rate(pg[r])}` +
+        `pg ${rate(pg[r])}, postgres.js ${rate(pgjs[r])}` +
         (b.pgbench === null ? '' : `, pgbench ${rate(measured.pgbench[r])}`),
     );
   }
@@ -398,6 +449,7 @@ export async function main(): Promise<void> {
   const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
   const store = await createStore({ connectionString: url, schema, pool: { max: POOL_MAX } });
   const pool = new Pool({ connectionString: url, max: WORKERS });
+  const pgjs = postgres(url, { max: WORKERS, onnotice: () => undefined });
   try {
     await store.migrate();
     const { names, knex } = store;
@@ -414,6 +466,7 @@ export async function main(): Promise<void> {
       url,
       store,
       pool,
+      pgjs,
       sql,
       rounds: benchRounds(),
       pgbench: await pgbenchVersion(),
@@ -430,11 +483,17 @@ export async function main(): Promise<void> {
     };
     const perMessageCount = positive('BENCH_INBOX_MESSAGES', 2_000);
     const batchCount = 5 * perMessageCount;
-    const tx = { inbox: inboxTransactions(b), knex: knexTransactions(b), pg: pgTransactions(b) };
+    const tx = {
+      inbox: inboxTransactions(b),
+      knex: knexTransactions(b),
+      pg: pgTransactions(b),
+      pgjs: pgjsTransactions(b),
+    };
     const perMessage = (msgs: readonly Message[]): Sides => ({
       inbox: async () => void (await timed(msgs, tx.inbox.one)),
       knex: async () => void (await timed(msgs, tx.knex.one)),
       pg: async () => void (await timed(msgs, tx.pg.one)),
+      pgjs: async () => void (await timed(msgs, tx.pgjs.one)),
     });
     const batched = (msgs: readonly Message[]): Sides => {
       const batches = chunks(msgs, BATCH_SIZE);
@@ -442,6 +501,7 @@ export async function main(): Promise<void> {
         inbox: async () => void (await timed(batches, tx.inbox.batch)),
         knex: async () => void (await timed(batches, tx.knex.batch)),
         pg: async () => void (await timed(batches, tx.pg.batch)),
+        pgjs: async () => void (await timed(batches, tx.pgjs.batch)),
       };
     };
     const scripts = pgbenchScripts(sql);
@@ -504,6 +564,7 @@ export async function main(): Promise<void> {
     await store.knex.raw(`drop schema if exists "${schema}" cascade`);
     await store.close();
     await pool.end();
+    await pgjs.end();
   }
 }
 
@@ -529,7 +590,7 @@ const pairedRatio = (
 
 /** A case's JSON: the inbox against knex by hand (the target's ratio), pg by hand, pgbench. */
 function summarize(name: string, m: Measured) {
-  const { inbox, knex, pg } = m.samples;
+  const { inbox, knex, pg, pgjs } = m.samples;
   return {
     case: name,
     perSec: Math.round(perSec(inbox)),
@@ -541,6 +602,9 @@ function summarize(name: string, m: Measured) {
     rawPgPerSec: Math.round(perSec(pg)),
     rawPgCost: medianCost(pg.map((s) => s.cost)),
     ratioToRawPg: pairedRatio(inbox, pg),
+    postgresJsPerSec: Math.round(perSec(pgjs)),
+    postgresJsCost: medianCost(pgjs.map((s) => s.cost)),
+    postgresJsToRawPg: pairedRatio(pgjs, pg),
     ...(m.pgbench.length === 0
       ? {}
       : {
@@ -549,6 +613,7 @@ function summarize(name: string, m: Measured) {
           ratioToPgbench: pairedRatio(inbox, m.pgbench),
           baselineRatioToPgbench: pairedRatio(knex, m.pgbench),
           rawPgRatioToPgbench: pairedRatio(pg, m.pgbench),
+          postgresJsRatioToPgbench: pairedRatio(pgjs, m.pgbench),
         }),
   };
 }
@@ -565,6 +630,12 @@ function printResults(
       ['justonce inbox (knex)', r.perSec, r.ratioToPgbench, costCells(r.cost)],
       ['by hand, knex', r.baselinePerSec, r.baselineRatioToPgbench, costCells(r.baselineCost)],
       ['by hand, pg prepared', r.rawPgPerSec, r.rawPgRatioToPgbench, costCells(r.rawPgCost)],
+      [
+        'by hand, postgres.js',
+        r.postgresJsPerSec,
+        r.postgresJsRatioToPgbench,
+        [...costCells(r.postgresJsCost).slice(0, 2), 'n/a'],
+      ],
     ] as const;
     const limit =
       r.pgbenchCost === undefined
@@ -588,7 +659,8 @@ function printResults(
     console.log(
       `${r.ratio >= r.target ? 'met   ' : 'MISSED'} inbox / knex by hand ${r.ratio} ` +
         `(target >= ${r.target}); inbox / pg by hand ${r.ratioToRawPg}` +
-        (r.ratioToPgbench === undefined ? '' : `; inbox / pgbench ${r.ratioToPgbench}`),
+        (r.ratioToPgbench === undefined ? '' : `; inbox / pgbench ${r.ratioToPgbench}`) +
+        `; postgres.js / pg by hand ${r.postgresJsToRawPg}`,
     );
   }
   const b = batchVsOne;
