@@ -202,21 +202,60 @@ describe.each(STORE_KINDS)('partitioned layout on %s', (kind) => {
       await seed(schemaStore, 'default-live', 31 * DAY, DAY);
       const retention = createRetention({ store: schemaStore, retentionMs: 7 * DAY });
       const result = await retention.runOnce();
+      // The default partition's rows, older than the first range, moved into partitions of
+      // their own first (created behind it), dropped whole with `gone` but for default-live's.
       expect(result.tables.inbox_records).toMatchObject({
-        deleted: 2, // kept-expired and default-expired, row by row
+        deleted: 1, // kept-expired, row by row
         complete: true,
-        partitions: { dropped: 1, busy: false },
+        partitions: { busy: false },
       });
+      expect(result.tables.inbox_records.partitions!.dropped).toBeGreaterThanOrEqual(2);
+      expect(result.tables.inbox_records.partitions!.created).toBeGreaterThanOrEqual(2);
       expect(await messageIds(schemaStore)).toEqual([
         'default-live',
         'kept-live',
         'recent-expired',
       ]);
+      expect(await messageIds(schemaStore, 'inbox_records_default')).toEqual([]);
       const names = (await partitions(schemaStore)).map((p) => p.name);
       expect(names).not.toContain(gone);
       expect(names).toContain(kept);
+      // A second pass finds nothing to do.
+      const again = await retention.runOnce();
+      expect(again.tables.inbox_records).toMatchObject({
+        deleted: 0,
+        partitions: { dropped: 0, created: 0 },
+      });
     } finally {
       await schemaStore.dispose();
+    }
+  });
+
+  it('a converted table keeps its old rows in one partition, cleaned row by row until it can go whole', async () => {
+    const schema = uniqueSchema('legacy');
+    const plain = await besideStore(store, { schema });
+    try {
+      await seed(plain, 'legacy-expired', 10 * DAY, -DAY);
+      await seed(plain, 'legacy-live', 10 * DAY, DAY);
+      const converted = await besideStore(store, { schema, layout: 'partitioned' });
+      try {
+        expect(await relkind(converted)).toBe('p');
+        expect(await messageIds(converted, 'inbox_records_plain')).toEqual([
+          'legacy-expired',
+          'legacy-live',
+        ]);
+        const result = await createRetention({ store: converted, retentionMs: 7 * DAY }).runOnce();
+        expect(result.tables.inbox_records).toMatchObject({
+          deleted: 1,
+          partitions: { dropped: 0 },
+        });
+        expect(await messageIds(converted)).toEqual(['legacy-live']);
+      } finally {
+        await converted.close();
+      }
+    } finally {
+      await plain.knex.raw(`drop schema if exists "${schema}" cascade`);
+      await plain.dispose();
     }
   });
 

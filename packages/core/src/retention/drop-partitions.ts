@@ -57,7 +57,8 @@ async function dropPartition(
  * does), then every range partition that ends before the retention window (all its rows were
  * written before it) and whose rows are all past their own expiry is dropped whole, with no
  * row deleted and nothing left for vacuum. What cannot go whole is left to row deletes: the
- * default partition, and partitions before the window that still hold an unexpired record.
+ * default partition, partitions before the window that still hold an unexpired record, and
+ * the partition a live conversion kept the old table as (it starts at `MINVALUE`).
  * @internal
  */
 export async function dropExpiredPartitions(
@@ -79,7 +80,13 @@ export async function dropExpiredPartitions(
       rowTables.push(table);
       continue;
     }
-    if (part.toMs === null || part.toMs > cutoffMs || busy) continue;
+    // The partition of everything before a live conversion's bound (from MINVALUE) takes
+    // row deletes until it can go whole: it holds the table's whole past.
+    const legacy = part.fromMs === null;
+    if (part.toMs === null || part.toMs > cutoffMs || busy) {
+      if (legacy) rowTables.push(table);
+      continue;
+    }
     const outcome = (await allExpired(store.knex, target, table))
       ? await dropPartition(rt, target, parent, table)
       : 'kept';

@@ -7,6 +7,7 @@ import {
   listPartitions,
   nextBoundary,
   partitionSuffix,
+  type PartitionInfo,
   type RawRunner,
 } from './catalog';
 
@@ -66,9 +67,46 @@ async function createPartition(
 }
 
 /**
+ * Creates the partitions for rows the default partition holds from before the first range
+ * (rows written with an earlier `created_at`: an import, a backfill), from the interval of
+ * the oldest of them up to the first range, moving them in; the retention job can then drop
+ * them whole. The default partition is meant to stay empty, so reading its oldest row (a scan
+ * of it) costs nothing in normal operation. Resolves to the number created.
+ */
+async function createPartitionsBehind(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  intervalMs: number,
+  ranges: readonly PartitionInfo[],
+  defaultName: string | undefined,
+): Promise<number> {
+  if (defaultName === undefined || ranges.length === 0) return 0;
+  const first = ranges.reduce<number | null>(
+    (start, p) => (start === null || p.fromMs === null ? null : Math.min(start, p.fromMs)),
+    Infinity,
+  );
+  if (first === null) return 0;
+  const result = await trx.raw(
+    `select extract(epoch from min(${PARTITIONED.column})) * 1000 as oldest
+       from ${names.schema}."${defaultName}"`,
+  );
+  const oldest = rowsOf<{ oldest: string | number | null }>(result)[0]?.oldest ?? null;
+  if (oldest === null || Number(oldest) >= first) return 0;
+  let created = 0;
+  for (let from = Math.floor(Number(oldest) / intervalMs) * intervalMs; from < first;) {
+    const to = Math.min(nextBoundary(from, intervalMs), first);
+    await createPartition(trx, names, defaultName, from, to);
+    from = to;
+    created += 1;
+  }
+  return created;
+}
+
+/**
  * Inside `trx` (which holds the table's maintenance lock): creates the range partitions from
  * the end of the last one up to `ahead` intervals past the server's clock, each ending on a
- * multiple of `intervalMs`, and the default partition if there is none. Resolves to the
+ * multiple of `intervalMs`, those for rows the default partition holds from before the first
+ * one, and the default partition if there is none. Resolves to the
  * number of partitions created. @internal
  */
 export async function createPartitionsAhead(
@@ -97,6 +135,7 @@ export async function createPartitionsAhead(
     from = to;
     created += 1;
   }
+  created += await createPartitionsBehind(trx, names, intervalMs, ranges, defaultPart?.name);
   if (defaultPart === undefined) {
     const name = names.table(`${PARTITIONED.table}_default`);
     await trx.raw(`create table ${name} partition of ${parent} default`);
