@@ -116,6 +116,10 @@ describe('store layout options', () => {
     );
     await expect(createStore({ partitions: { ahead: 0 } })).rejects.toThrow(/partitions\.ahead/);
     await expect(createStore({ partitions: { aheadd: 2 } as never })).rejects.toThrow(/ahead/);
+    // The layout's longest name (an index of the table a live conversion keeps) must fit.
+    await expect(
+      createStore({ layout: 'partitioned', tablePrefix: 'p'.repeat(24), knex: {} as never }),
+    ).rejects.toThrow(ConfigurationError);
   });
 });
 

@@ -284,6 +284,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   resolveKnexMigrationsTable(knexMigrationsTable);
   const layout = resolveLayout(options.layout);
   const partitions = resolvePartitions(options.partitions);
+  // The layout's longest name, so that a prefix too long for it is refused here, not by a
+  // conversion half-way.
+  if (layout === 'partitioned') names.raw('inbox_records_plain_succeeded_created_idx');
 
   let knex: Knex;
   let owned = true;
