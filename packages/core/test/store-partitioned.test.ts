@@ -263,6 +263,36 @@ describe.each(STORE_KINDS)('partitioned layout on %s', (kind) => {
     }
   });
 
+  it('a conversion that fails leaves the table plain and without its bound check', async () => {
+    const schema = uniqueSchema('failed');
+    const plain = await besideStore(store, { schema });
+    const converting = await createStore({
+      ...(kind === 'postgres' ? { connectionString: databaseUrl() } : { knex: store.knex }),
+      schema,
+      layout: 'partitioned',
+    });
+    try {
+      await seed(plain, 'before', HOUR, DAY);
+      // The name the old table would take is in use: the swap fails.
+      await plain.knex.raw(`create table ${plain.names.table('inbox_records_plain')} (x int)`);
+      await expect(converting.migrate()).rejects.toThrow(/inbox_records_plain/);
+      expect(await relkind(plain)).toBe('r');
+      const bound = await plain.knex.raw(
+        `select count(*)::int as n from pg_constraint
+          where conrelid = to_regclass(?) and conname = 'inbox_records_plain_bound'`,
+        [plain.names.table('inbox_records')],
+      );
+      expect(rowsOf<{ n: number }>(bound)[0]!.n).toBe(0);
+      // A record written past the bound the conversion chose goes in.
+      await seed(plain, 'far', -30 * DAY, DAY);
+      expect(await messageIds(plain)).toEqual(['before', 'far']);
+    } finally {
+      await converting.close();
+      await plain.knex.raw(`drop schema if exists "${schema}" cascade`);
+      await plain.dispose();
+    }
+  });
+
   it('creates partitions ahead again, moving rows the default partition took for their range', async () => {
     const far = store.partitions.intervalMs * 6;
     await seed(store, 'stray', -far, DAY, 'stray');

@@ -61,12 +61,39 @@ async function prepare(target: ConvertTarget, run: Run, boundMs: number): Promis
     );
   }
   const bound = names.name('inbox_records_plain_bound');
-  await run(`alter table ${old} drop constraint if exists ${bound}`);
-  await run(
-    `alter table ${old} add constraint ${bound}
-       check (created_at < ${boundLiteral(boundMs, 'MAXVALUE')}) not valid`,
-  );
+  // Adding (or dropping) the check locks the table for a moment: asked for with
+  // `lockTimeoutMs`, so that writers never queue behind it waiting for a long transaction.
+  await withLockTimeout(run, target.partitions.lockTimeoutMs, async () => {
+    await run(`alter table ${old} drop constraint if exists ${bound}`);
+    await run(
+      `alter table ${old} add constraint ${bound}
+         check (created_at < ${boundLiteral(boundMs, 'MAXVALUE')}) not valid`,
+    );
+  });
   await run(`alter table ${old} validate constraint ${bound}`);
+}
+
+/**
+ * Runs `work` on the pinned session with `lock_timeout` set, asking again (up to
+ * {@link SWAP_TRIES} times) when a lock was not granted in time.
+ */
+async function withLockTimeout(
+  run: Run,
+  lockTimeoutMs: number,
+  work: () => Promise<void>,
+): Promise<void> {
+  await run(`select set_config('lock_timeout', ?, false)`, [`${lockTimeoutMs}ms`]);
+  try {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await work();
+      } catch (error) {
+        if (!isLockTimeout(error) || attempt >= SWAP_TRIES) throw error;
+      }
+    }
+  } finally {
+    await run('reset lock_timeout');
+  }
 }
 
 /**
@@ -178,10 +205,12 @@ export async function convertToPartitioned(target: ConvertTarget): Promise<boole
       } catch (error) {
         // The bound must not outlive a failed conversion: past it, the plain table would
         // refuse every insert.
-        await run(
-          `alter table ${names.table(PARTITIONED.table)}
-             drop constraint if exists ${names.name('inbox_records_plain_bound')}`,
-        ).catch(() => undefined);
+        await withLockTimeout(run, partitions.lockTimeoutMs, async () => {
+          await run(
+            `alter table ${names.table(PARTITIONED.table)}
+               drop constraint if exists ${names.name('inbox_records_plain_bound')}`,
+          );
+        }).catch(() => undefined);
         throw error;
       }
     } finally {
