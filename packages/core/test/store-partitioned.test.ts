@@ -336,6 +336,39 @@ describe('a plain store on a partitioned schema', () => {
   });
 });
 
+describe('the partitioned layout with a table prefix (postgres)', () => {
+  it('prefixes the partitions, the trigger and the old table, and works the same', async () => {
+    const schema = uniqueSchema('prefix');
+    const plain = await openTestStore('postgres', { schema, tablePrefix: 'jo_' });
+    try {
+      await seed(plain, 'old', HOUR, DAY);
+      const converted = await createStore({
+        connectionString: databaseUrl(),
+        schema,
+        tablePrefix: 'jo_',
+        layout: 'partitioned',
+      });
+      try {
+        await converted.migrate();
+        const names = (await partitions(converted)).map((p) => p.name);
+        expect(names).toContain('jo_inbox_records_plain');
+        expect(names.at(-1)).toBe('jo_inbox_records_default');
+        expect(names.every((n) => n.startsWith('jo_inbox_records_'))).toBe(true);
+        const inbox = createInbox({ store: converted, consumer: 'prefixed' });
+        const id = freshId();
+        expect((await inbox.process(envelope(id), async () => undefined)).status).toBe('processed');
+        expect((await inbox.process(envelope(id), async () => undefined)).status).toBe('duplicate');
+        const result = await createRetention({ store: converted }).runOnce();
+        expect(result.tables.inbox_records.partitions?.busy).toBe(false);
+      } finally {
+        await converted.close();
+      }
+    } finally {
+      await plain.dispose();
+    }
+  });
+});
+
 describe('the dedup key across partitions under concurrent writers (postgres)', () => {
   let store: TestStore;
 
