@@ -613,11 +613,13 @@ describe('claim hold on postgres', () => {
       },
       close: async () => undefined,
     };
+    // Four publish slots: the claim takes a key for each of its four lanes.
     const holder = createRelay({
       store,
       onPublished: 'keep',
       publisher,
       batchSize: 4,
+      concurrency: 4,
       claimHoldMs: 10_000,
     });
     const running = holder.runOnce();
@@ -633,8 +635,8 @@ describe('claim hold on postgres', () => {
     expect(await statusCounts(store)).toEqual({ pending: 24 });
     release!();
     expect(await running).toEqual({ claimed: 24, published: 24, failed: 0, dead: 0, released: 0 });
-    // Two lanes (the default two publish slots) over two keys each: calls overlap, a key never
-    // is in two calls at once, and each key arrives in order.
+    // Four lanes, a key each: calls overlap, a key never is in two calls at once, and each key
+    // arrives in order.
     expect(calls).toBeGreaterThanOrEqual(6);
     expect(maxInFlight).toBe(4);
     expect(keyInTwoCalls).toBe(false);
@@ -668,13 +670,14 @@ describe('claim hold on postgres', () => {
       store,
       onPublished: 'keep',
       publisher,
-      batchSize: 3,
+      batchSize: 6,
       concurrency: 1,
       maxConcurrentPublishes: 1,
       claimHoldMs: 10_000,
     });
-    expect(await relay.runOnce()).toMatchObject({ claimed: 12, published: 12 });
-    expect(sizes).toEqual([3, 3, 3, 3]);
+    // The window holds four events of each key: a batch of six needs two keys, a and b.
+    expect(await relay.runOnce()).toMatchObject({ claimed: 8, published: 8 });
+    expect(sizes).toEqual([6, 2]);
     expect(overlapped).toBe(false);
   });
 

@@ -4,7 +4,7 @@ import { ascendingId, idAfter } from './row-order';
 import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
 import { claimBatch, type ClaimedRow } from './sql/claim';
-import { claimByKeys, type KeyCursor } from './sql/scan-keys';
+import { claimByKeys, pauseWalks, walkPaused, type KeyCursor } from './sql/scan-keys';
 import type { CycleResult } from './types';
 
 /**
@@ -58,6 +58,11 @@ export interface CycleReport extends CycleResult {
   readonly nextRetryMs: number | null;
   /** The cycle's last batch was full: there is probably more to claim. */
   readonly full: boolean;
+  /**
+   * The cycle claimed nothing though the claim's window was full: there is a backlog, and its
+   * keys are held by other cycles or relays, or backing off.
+   */
+  readonly backlogHeld: boolean;
 }
 
 const EMPTY: CycleReport = {
@@ -68,6 +73,7 @@ const EMPTY: CycleReport = {
   released: 0,
   nextRetryMs: null,
   full: false,
+  backlogHeld: false,
 };
 
 /**
@@ -146,9 +152,10 @@ export async function runCycle(
       window,
       after: siblings?.after() ?? null,
       leaseMs: store.dialect === 'postgres' ? o.leaseMs : null,
+      minKeys: o.claimHoldMs > 0 ? o.maxConcurrentPublishes : 1,
     });
     let rows = claim.rows;
-    if (claim.windowFull && rows.length < o.batchSize) {
+    if (claim.windowFull && rows.length < o.batchSize && !walkPaused(keyCursor)) {
       // The oldest events' keys are held elsewhere or backing off: look for heads by key.
       const taken = new Set<string>();
       for (const row of rows) if (row.partition_key !== null) taken.add(row.partition_key);
@@ -161,11 +168,12 @@ export async function runCycle(
         o.batchSize - rows.length,
       );
       if (more.length > 0) rows = [...rows, ...more].sort(ascendingId);
+      else if (keyCursor.key === null) pauseWalks(keyCursor, o.claimHoldMs);
     }
     siblings?.hold(lastHeadId(rows));
     if (rows.length === 0) {
       await trx.commit();
-      return EMPTY;
+      return claim.windowFull ? { ...EMPTY, backlogHeld: true } : EMPTY;
     }
     let failed = false;
     const shared: LaneShared = {
@@ -216,6 +224,7 @@ export async function runCycle(
       failed: failures.length,
       nextRetryMs: retrying.length > 0 ? Math.min(...retrying) : null,
       full,
+      backlogHeld: false,
     };
   } catch (error) {
     await queue;

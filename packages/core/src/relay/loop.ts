@@ -154,7 +154,9 @@ export async function runLoop(rt: RelayRuntime, index: number): Promise<void> {
     // only repeat a claim that finds the same keys held (it costs the database a scan each
     // time). The sibling polls on its own schedule once its claim ends, so polling for
     // events of other keys goes on.
-    const siblingHolds = siblingHeads(rt, index).length > 0;
-    await waker.sleep(siblingHolds ? Math.max(o.pollIntervalMs, o.claimHoldMs) : o.pollIntervalMs);
+    // The same when the backlog's keys are all held elsewhere (another relay process), or
+    // backing off: they come free when those holds end, and new events wake this loop.
+    const heldElsewhere = siblingHeads(rt, index).length > 0 || result.backlogHeld;
+    await waker.sleep(heldElsewhere ? Math.max(o.pollIntervalMs, o.claimHoldMs) : o.pollIntervalMs);
   }
 }

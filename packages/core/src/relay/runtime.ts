@@ -60,7 +60,7 @@ export function createRelayRuntime(options: ResolvedRelayOptions): RelayRuntime 
     },
     open: new Set<Knex.Transaction>(),
     held: [],
-    keyCursor: { key: null },
+    keyCursor: { key: null, pausedUntil: 0 },
     gate: createPublishGate(options.maxConcurrentPublishes),
   };
 }

@@ -72,12 +72,21 @@ function followersOfHead(table: string, at: { key: string; after: string; limit:
  * claim's work is bounded whatever the backlog: a few keys with deep queues would otherwise
  * make it test every pending row for head-ness. Within the window only each key's first
  * event can be its head (`candidates`): every earlier pending event of the key is older, so
- * in the window too, unless `after` cut it off, which the head test still catches. So
- * head-ness is tested once per key of the window, not once per event (50 keys in a window
- * of 1 000 events: 50 index probes instead of 1 000, half the statement's time). The
- * statement reports how many rows the window held; when it was full and gave too few heads
- * (its keys held by other relays or backing off), the relay looks further with
- * {@link scanKeysSql}.
+ * in the window too. With `after` the window starts later, and may cut a key's earlier
+ * events off: then each head is also tested against every earlier pending event of its key
+ * (an index probe per head); without it, the window starts at the first pending event and
+ * the test would tell nothing more. The statement reports how many rows the window held and
+ * when it was full and gave too few heads (its keys held by other relays or
+ * backing off), the relay looks further with {@link scanKeysSql}.
+ *
+ * A claim locks only as many keys as its batch needs (`needed`): the oldest due keys whose
+ * events in the window add up to the batch, and at least `minKeys` (the lanes the cycle
+ * publishes in, so each has a key). Keys with deep queues are taken
+ * few at a time, deeply, and the rest stay free for the relay's other cycles and for other
+ * relays; before, a claim took as many keys as the batch had room for, so on a backlog of a
+ * few hundred keys one relay's cycles held every key and further relays found none. Keys
+ * held elsewhere are skipped and do not count; the fair share then gives each locked key
+ * more of the batch.
  *
  * The rows are returned whole from where they were read (the locked heads, the followers'
  * index scan), so nothing is read twice; one row with a null id stands in when nothing was
@@ -106,24 +115,43 @@ export function claimSql(
       select count(*) as rows_seen from oldest
     ),
     candidates as materialized (
-      select min(id) as id from oldest group by partition_key
+      select min(id) as id, count(*) as window_events from oldest group by partition_key
+    ),
+    due as materialized (
+      select c.id, c.window_events
+      from candidates c
+      join ${t} d on d.id = c.id
+      where d.status = 'pending'
+        and d.available_at <= statement_timestamp()
+    ),
+    needed as (
+      select greatest(?::int, count(*)) as keys
+      from (
+        select sum(window_events) over (order by id) - window_events as before
+        from due
+      ) e
+      where e.before < ?
     ),
     heads as materialized (
       select ${columns('h')}
-      from candidates
-      join ${t} h on h.id = candidates.id
-      where h.status = 'pending'
+      from ${t} h
+      where h.id = any(array(select id from due))
+        and h.status = 'pending'
         and h.partition_key is not null
-        and h.available_at <= statement_timestamp()
+        and h.available_at <= statement_timestamp()${
+          options.after === true
+            ? `
         and not exists (
           select 1 from ${t} e
           where e.partition_key = h.partition_key
             and e.status = 'pending'
             and e.partition_key is not null
             and e.id < h.id
-        )
+        )`
+            : ''
+        }
       order by h.id
-      limit ?
+      limit (select keys from needed)
       for update of h skip locked
     ),
     keyless as materialized (
@@ -176,6 +204,8 @@ export interface ClaimRequest {
   readonly after: string | null;
   /** `idle_in_transaction_session_timeout` to set for the transaction, or null. */
   readonly leaseMs: number | null;
+  /** Fewest keys to lock when there are that many to take (the cycle's lanes). Default 1. */
+  readonly minKeys?: number;
 }
 
 /** The bindings of {@link claimSql} for a request, in statement order. @internal */
@@ -183,7 +213,7 @@ export function claimBindings(request: ClaimRequest): Knex.RawBinding[] {
   const { limit, window, after, leaseMs } = request;
   const bindings: Knex.RawBinding[] = [];
   if (after !== null) bindings.push(after);
-  bindings.push(window, limit, limit, limit, limit);
+  bindings.push(window, request.minKeys ?? 1, limit, limit, limit, limit);
   if (leaseMs !== null) bindings.push(String(leaseMs));
   return bindings;
 }

@@ -73,9 +73,29 @@ export function scanKeysSql(names: MigrationNames, options: { readonly cursor: b
     order by heads.id`;
 }
 
-/** Where a relay's key walk stands: the last key it walked, or null to start at the first. */
+/**
+ * Where a relay's key walk stands: the last key it walked, or null to start at the first; and
+ * until when walks are paused (a `performance.now()` time, 0 when not).
+ */
 export interface KeyCursor {
   key: string | null;
+  pausedUntil: number;
+}
+
+/**
+ * Pauses the relay's walks for `ms`: a walk over every key found no head to take, so every
+ * key with pending events is held by another cycle or relay, or backing off, and walking
+ * again before their holds can end would only look at the same keys (one index descent per
+ * key each time; with several relays on few keys these walks were most of the database's
+ * work). The claim's window still runs every cycle. @internal
+ */
+export function pauseWalks(cursor: KeyCursor, ms: number): void {
+  cursor.pausedUntil = performance.now() + ms;
+}
+
+/** Whether the relay's walks are paused (see {@link pauseWalks}). @internal */
+export function walkPaused(cursor: KeyCursor): boolean {
+  return performance.now() < cursor.pausedUntil;
 }
 
 const statement = statementCache((names, cursor: boolean) => scanKeysSql(names, { cursor }));

@@ -1,0 +1,68 @@
+import type { Knex } from 'knex';
+import { Client } from 'pg';
+import { createMemoryPublisher, createRelay, rowsOf, type Store } from '../src';
+import { openTestStore } from './db';
+
+/** Key walks (the claim's second statement) sent through node-postgres by this process. */
+let walks = 0;
+// Before any store connects: the store binds each new connection's `query` as it finds it.
+const pgProto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+const pgQuery = pgProto.query;
+pgProto.query = function query(this: unknown, ...args: unknown[]) {
+  const first = args[0];
+  const text = typeof first === 'string' ? first : String((first as { text?: unknown }).text);
+  if (text.startsWith('with recursive walk')) walks += 1;
+  return pgQuery.apply(this, args);
+};
+afterAll(() => {
+  pgProto.query = pgQuery;
+});
+
+describe('a relay whose backlog is held by another relay (postgres)', () => {
+  let store: Store & { dispose(): Promise<void> };
+  let holder: Knex.Transaction | undefined;
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+    // 1 200 events over 4 keys: more than the claim's window of 1 000.
+    await store.knex.raw(
+      `insert into ${store.names.table('outbox')} (destination, partition_key, message_id, payload)
+       select 'held', 'key-' || (g % 4), 'm-' || g, '\\x00'::bytea
+       from generate_series(1, 1200) as g`,
+    );
+  });
+  afterAll(async () => {
+    await holder?.rollback().catch(() => undefined);
+    await store.dispose();
+  });
+
+  it('walks the keys once, not again on every claim until the holds can have ended', async () => {
+    // Another relay's cycle: it holds every key's head.
+    holder = await store.knex.transaction();
+    const t = store.names.table('outbox');
+    const held = rowsOf<{ id: string }>(
+      await holder.raw(
+        `select id from ${t} where id in (select min(id) from ${t} group by partition_key) for update`,
+      ),
+    );
+    expect(held).toHaveLength(4);
+    const publisher = createMemoryPublisher();
+    const relay = createRelay({
+      store,
+      publisher,
+      notify: false,
+      leaseMs: 30_000,
+      claimHoldMs: 10_000,
+    });
+    const before = walks;
+    expect((await relay.runOnce()).claimed).toBe(0);
+    expect(walks - before).toBe(1);
+    // Every key was walked and found held: the next claims within the hold do not walk again.
+    expect((await relay.runOnce()).claimed).toBe(0);
+    expect((await relay.runOnce()).claimed).toBe(0);
+    expect(walks - before).toBe(1);
+    // Once the holds end, the keys are claimed from the window as usual.
+    await holder.rollback();
+    holder = undefined;
+    expect((await relay.runOnce()).claimed).toBeGreaterThan(0);
+  });
+});
