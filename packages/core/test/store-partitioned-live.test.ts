@@ -1,5 +1,6 @@
 import { createInbox, createStore, rowsOf, type Store } from '../src';
 import { createEffectsTable, effectCounts, writeEffect } from '../../../test-support/effects';
+import { waitFor } from '../../../test-support/wait-for';
 import { databaseUrl, openTestStore, uniqueSchema } from './db';
 import { envelope } from './fixtures/inbox-support';
 
@@ -58,11 +59,14 @@ describe('moving a live inbox_records to the partitioned layout (postgres)', () 
       layout: 'partitioned',
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor('the writers to handle messages', () => handled.length >= 4 * WRITERS);
       const before = handled.length;
       await partitioned.migrate();
       const during = handled.length;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await waitFor(
+        'more messages after the conversion',
+        () => handled.length >= during + 4 * WRITERS,
+      );
       stop = true;
       await Promise.all(writers);
       expect(unexpected).toEqual([]);
