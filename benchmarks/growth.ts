@@ -64,8 +64,10 @@ import {
 } from './_support';
 
 /**
- * The store options of each table layout the benchmark can fill and measure. A layout the
- * store gains (partitioned tables) is one more entry here; BENCH_GROWTH_LAYOUT picks one.
+ * The store options of each table layout the benchmark can fill and measure; BENCH_GROWTH_LAYOUT
+ * picks one. The store's `layout: 'partitioned'` is not listed yet: `migrate()` creates its
+ * partitions from now on, so the fill's rows, dated over the past 29 days, would all land in
+ * the default partition. Its entry needs the fill to create the past days' partitions first.
  */
 const LAYOUTS: Readonly<
   Record<string, Omit<StoreOptions, 'connectionString' | 'schema' | 'knex' | 'pglite' | 'pool'>>
@@ -314,6 +316,21 @@ async function cleanupFigures(store: Store) {
   };
 }
 
+/**
+ * {@link measureSide}, once more when PostgreSQL ran out of its shared lock table (53200): the
+ * server is shared, and another client holding many locks (a schema of many tables dropped at
+ * once) fails whatever statement asks for a lock meanwhile. Any other error ends the run.
+ */
+async function measureSideRetried(side: Side): Promise<Figures> {
+  try {
+    return await measureSide(side);
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== '53200') throw error;
+    console.error(`  ${side.label}: ${(error as Error).message}; measuring the side again`);
+    return measureSide(side);
+  }
+}
+
 /** Every figure of one side, in one go. */
 async function measureSide(side: Side): Promise<Figures> {
   await side.reset();
@@ -340,21 +357,32 @@ interface FigureResult {
   readonly filled: number;
   /** Filled ÷ empty, the median of the rounds' ratios. */
   readonly ratio: number;
-  /** Whether the issue's target for this figure is met. */
-  readonly met: boolean;
+  /** Whether the issue's target for this figure is met; absent for a figure without one. */
+  readonly met?: boolean;
 }
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 
-/** Whether a figure meets its target (see the module's comment). */
-function meets(figure: Figure, empty: Figures[], filled: Figures[], ratio: number): boolean {
-  if (figure === 'statusMs') return ratio <= 1.1 || median(filled.map((f) => f.statusMs)) < 1_000;
+/**
+ * Whether a figure meets its target (see the module's comment): undefined for the writers'
+ * longest call without cleanup, the reference of the one during cleanup.
+ */
+function meets(
+  figure: Figure,
+  empty: Figures[],
+  filled: Figures[],
+  ratio: number,
+): boolean | undefined {
+  if (figure === 'writerQuietMaxMs') return undefined;
   if (figure === 'writerCleanupMaxMs') {
-    const blocked = filled.map((f) => f.writerCleanupMaxMs - f.writerQuietMaxMs);
-    const emptyBlocked = empty.map((f) => f.writerCleanupMaxMs - f.writerQuietMaxMs);
-    return Math.max(...blocked, ...emptyBlocked) <= 10;
+    const blocked = [...empty, ...filled].map((f) => f.writerCleanupMaxMs - f.writerQuietMaxMs);
+    return Math.max(...blocked) <= 10;
   }
-  return FIGURES[figure].better === 'higher' ? ratio >= 0.9 : ratio <= 1.1;
+  const withinTenPercent = FIGURES[figure].better === 'higher' ? ratio >= 0.9 : ratio <= 1.1;
+  if (figure === 'statusMs') {
+    return withinTenPercent && median(filled.map((f) => f.statusMs)) < 1_000;
+  }
+  return withinTenPercent;
 }
 
 /** A detail at one size: medians of both sides, no target. */
@@ -386,11 +414,11 @@ interface SizeResult {
 async function measureSize(rows: number, empty: Side, filled: Side): Promise<SizeResult> {
   const rounds = benchRounds();
   const samples: Record<Side['label'], Figures[]> = { empty: [], filled: [] };
-  await measureSide(empty); // warm-up: connections, JIT, the statements' plans
-  await measureSide(filled);
+  await measureSideRetried(empty); // warm-up: connections, JIT, the statements' plans
+  await measureSideRetried(filled);
   for (let r = 0; r < rounds; r += 1) {
     for (const side of r % 2 === 0 ? [empty, filled] : [filled, empty]) {
-      samples[side.label].push(await measureSide(side));
+      samples[side.label].push(await measureSideRetried(side));
     }
     const e = samples.empty.at(-1)!;
     const f = samples.filled.at(-1)!;
@@ -410,7 +438,7 @@ async function measureSize(rows: number, empty: Side, filled: Side): Promise<Siz
       filled: round2(median(samples.filled.map((f) => f[figure]))),
       ratio: round2(ratio),
       met: meets(figure, samples.empty, samples.filled, ratio),
-    };
+    } satisfies FigureResult;
   });
   return { figures, details: detailResults(samples.empty, samples.filled) };
 }
@@ -459,7 +487,7 @@ function printSize(rows: number, result: SizeResult): void {
         `${r.empty} ${r.unit}`,
         `${r.filled} ${r.unit}`,
         String(r.ratio),
-        r.met ? 'yes' : 'NO',
+        r.met === undefined ? '' : r.met ? 'yes' : 'NO',
       ]),
       ...result.details.map((d) => [`  ${d.detail}`, `${d.empty} ms`, `${d.filled} ms`]),
     ],
