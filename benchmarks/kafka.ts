@@ -28,6 +28,12 @@
  *   `for update skip locked`, sending it with the raw producer's settings, deleting the rows
  *   and committing; timed from the first claim to the last commit.
  *
+ * - consumer-batch-platformatic, consumer-message-platformatic, relay-platformatic: the
+ *   consumer-batch, consumer-message and relay cases with `client: 'platformatic'`
+ *   (@platformatic/kafka), each beside its own raw baseline: the same work by hand with
+ *   @platformatic/kafka (a `consume` stream with manual commits per 100 records of a
+ *   partition; an idempotent `Producer` with the same batches, lanes and acks).
+ *
  * Consumers are timed from the first batch handed to them (group joins are not counted) to
  * the last record's database commit; the relay from its start to the last record
  * acknowledged by the broker. Each case: a warm-up round, then BENCH_ROUNDS rounds (default
@@ -36,7 +42,8 @@
  * per-message case uses a third), BENCH_KAFKA_RELAY_MESSAGES (default 20 000), BENCH_ROUNDS,
  * BENCH_KAFKA_CASES (a comma-separated subset of consumer-batch, consumer-message,
  * consumer-batch-replay, consumer-message-replay, consumer-batch-watermark, relay,
- * relay-vs-hand), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
+ * relay-vs-hand, consumer-batch-platformatic, consumer-message-platformatic,
+ * relay-platformatic), BENCH_ON_PUBLISHED (the relay case's onPublished, default delete as the
  * relay's), BENCH_RELAY_CONCURRENCY (the relay's loops and the raw sides' lanes, default 2).
  * The last line printed is the JSON result.
  */
@@ -51,7 +58,14 @@ import {
   type InboxDedupMode,
   type Store,
 } from '@justonce/core';
-import { createKafkaConsumer, createKafkaPublisher, type KafkaClient } from '@justonce/kafka';
+import {
+  createKafkaConsumer,
+  createKafkaPublisher,
+  platformaticClient,
+  type KafkaClient,
+  type KafkaClientName,
+} from '@justonce/kafka';
+import * as platformatic from '@platformatic/kafka';
 import { ensureServices } from '../test-support/services';
 import {
   benchRounds,
@@ -78,6 +92,7 @@ const GROUP = { sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInM
 
 interface Env {
   kafka: Kafka;
+  brokers: string[];
   store: Store;
   effects: string;
   inboxRecords: string;
@@ -120,17 +135,33 @@ async function fillTopic(kafka: Kafka, topic: string, count: number): Promise<vo
   await producer.disconnect();
 }
 
-/** Calls `onFirstBatch` when the client's consumer starts its first batch. */
-function timedClient(kafka: Kafka, onFirstBatch: () => void): KafkaClient {
+/** The client under test: the bench's kafkajs instance, or @platformatic/kafka on its brokers. */
+function clientOf(env: Env, client: KafkaClientName): KafkaClient {
+  return client === 'kafkajs'
+    ? env.kafka
+    : platformaticClient({ brokers: env.brokers, clientId: 'bench' });
+}
+
+/** Calls `onFirstBatch` when the client's consumer hands out its first batch. */
+function timedClient(kafka: KafkaClient, onFirstBatch: () => void): KafkaClient {
   return {
     producer: (config) => kafka.producer(config),
     consumer: (config) => {
       const consumer = kafka.consumer(config);
-      const off = consumer.on(consumer.events.START_BATCH_PROCESS, () => {
-        off();
-        onFirstBatch();
+      let first = true;
+      return Object.assign(Object.create(consumer) as typeof consumer, {
+        run: (run: Parameters<typeof consumer.run>[0]) =>
+          consumer.run({
+            ...run,
+            eachBatch: (context) => {
+              if (first) {
+                first = false;
+                onFirstBatch();
+              }
+              return run.eachBatch(context);
+            },
+          }),
       });
-      return consumer;
     },
   };
 }
@@ -143,12 +174,13 @@ async function inboxRun(
   mode: 'batch' | 'message',
   name = `bench-${tag()}`,
   dedup: InboxDedupMode = 'ids',
+  client: KafkaClientName = 'kafkajs',
 ): Promise<Run> {
   let started = 0;
   let cpu = costMeter(); // restarted with the clock at the first batch
   let done = 0;
   const consumer = createKafkaConsumer({
-    kafka: timedClient(env.kafka, () => {
+    kafka: timedClient(clientOf(env, client), () => {
       started = performance.now();
       cpu = costMeter();
     }),
@@ -328,11 +360,16 @@ async function fillRelayOutbox(env: Env, topic: string, count: number): Promise<
   }));
 }
 
-async function relayRun(env: Env, count: number, onPublished: 'keep' | 'delete'): Promise<Run> {
+async function relayRun(
+  env: Env,
+  count: number,
+  onPublished: 'keep' | 'delete',
+  client: KafkaClientName = 'kafkajs',
+): Promise<Run> {
   const topic = `bench-relay-${tag()}`;
   await createTopic(env.kafka, topic);
   await fillRelayOutbox(env, topic, count);
-  const kafkaPublisher = createKafkaPublisher({ kafka: env.kafka });
+  const kafkaPublisher = createKafkaPublisher({ kafka: clientOf(env, client) });
   // Connected before timing, as the raw producer is.
   await kafkaPublisher.connect();
   return timedRelayRun(env.store, kafkaPublisher, count, {
@@ -415,6 +452,142 @@ async function handRelayRun(env: Env, count: number): Promise<Run> {
   return { perSec: count / (elapsed / 1000), ...used };
 }
 
+/**
+ * The hand-written consumer on @platformatic/kafka: a `consume` stream from the earliest
+ * offset, records gathered per partition and written in chunks of CHUNK (the same SQL as
+ * {@link rawRun}), each partition's offset committed after its chunk.
+ */
+async function rawPlatformaticRun(
+  env: Env,
+  topic: string,
+  count: number,
+  mode: 'batch' | 'message',
+): Promise<Run> {
+  let started = 0;
+  let cpu = costMeter();
+  let done = 0;
+  const name = `bench-raw-plt-${tag()}`;
+  const consumer = new platformatic.Consumer({
+    clientId: 'bench-raw',
+    bootstrapBrokers: env.brokers,
+    groupId: name,
+    autocommit: false,
+    sessionTimeout: GROUP.sessionTimeout,
+    heartbeatInterval: GROUP.heartbeatInterval,
+    maxWaitTime: GROUP.maxWaitTimeInMs,
+  });
+  const stream = await consumer.consume({
+    topics: [topic],
+    mode: 'committed',
+    fallbackMode: 'earliest',
+    autocommit: false,
+  });
+  type Row = { id: string; body: string; offset: bigint; leaderEpoch: number };
+  const write = async (trx: Knex.Transaction, rows: Row[]): Promise<void> => {
+    const isNew = await handClaim(
+      trx,
+      env.inboxRecords,
+      name,
+      INBOX_RETENTION_MS,
+      rows.map((r) => ({ id: r.id, hash: createHash('sha256').update(r.body).digest('hex') })),
+    );
+    for (const row of rows) {
+      if (isNew.has(row.id)) {
+        await trx.raw(`insert into ${env.effects} (message_id, body) values (?, ?)`, [
+          row.id,
+          row.body,
+        ]);
+      }
+    }
+  };
+  const pending = new Map<number, Row[]>();
+  let received = 0;
+  const flush = async (partition: number): Promise<void> => {
+    const rows = pending.get(partition) ?? [];
+    pending.delete(partition);
+    if (rows.length === 0) return;
+    if (mode === 'batch') await env.store.knex.transaction((trx) => write(trx, rows));
+    else for (const row of rows) await env.store.knex.transaction((trx) => write(trx, [row]));
+    const last = rows[rows.length - 1]!;
+    await consumer.commit({
+      offsets: [{ topic, partition, offset: last.offset + 1n, leaderEpoch: last.leaderEpoch }],
+    });
+    done += rows.length;
+  };
+  for await (const m of stream) {
+    if (started === 0) {
+      started = performance.now();
+      cpu = costMeter();
+    }
+    const rows = pending.get(m.partition) ?? [];
+    pending.set(m.partition, rows);
+    rows.push({
+      id: m.headers.get(Buffer.from('message-id'))?.toString() ?? headerOf(m.headerEntries),
+      body: m.value!.toString(),
+      offset: m.offset,
+      leaderEpoch: m.leaderEpoch,
+    });
+    received++;
+    if (rows.length >= CHUNK) await flush(m.partition);
+    if (received >= count) {
+      for (const partition of [...pending.keys()]) await flush(partition);
+      break;
+    }
+  }
+  await reached(() => done, count);
+  const elapsed = performance.now() - started;
+  const used = cpu(count);
+  await stream.close().catch(() => undefined);
+  await consumer.close(true);
+  return { perSec: count / (elapsed / 1000), ...used };
+}
+
+/** The `message-id` header among raw header entries (Buffer keys compare by identity). */
+function headerOf(entries: ReadonlyArray<[Buffer, Buffer]>): string {
+  const found = entries.find(([k]) => k.toString() === 'message-id');
+  return found?.[1].toString() ?? '';
+}
+
+/** The relay publisher's settings by hand on @platformatic/kafka: same batches, lanes, acks. */
+async function rawPlatformaticProducerRun(env: Env, count: number): Promise<Run> {
+  const topic = `bench-raw-plt-${tag()}`;
+  await createTopic(env.kafka, topic);
+  const producer = new platformatic.Producer({
+    clientId: 'bench-raw',
+    bootstrapBrokers: env.brokers,
+    idempotent: true,
+    acks: platformatic.ProduceAcks.ALL,
+    retries: 5,
+    partitioner: platformatic.compatibilityPartitioner,
+  });
+  await producer.initIdempotentProducer({});
+  const records = Array.from({ length: count }, (_, n) => ({
+    topic,
+    key: Buffer.from(`acct-${n % 50}`),
+    value: Buffer.from(JSON.stringify({ n })),
+    headers: new Map([
+      [Buffer.from('content-type'), Buffer.from('application/json')],
+      [Buffer.from('correlation-id'), Buffer.from(`c-${n}`)],
+      [Buffer.from('message-id'), Buffer.from(randomUUID())],
+    ]),
+  }));
+  const cpu = costMeter();
+  const started = performance.now();
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < records.length) {
+      const batch = records.slice(next, next + RELAY_BATCH);
+      next += batch.length;
+      await producer.send({ messages: batch });
+    }
+  };
+  await Promise.all(Array.from({ length: RELAY_CONCURRENCY }, lane));
+  const elapsed = performance.now() - started;
+  const used = cpu(count);
+  await producer.close();
+  return { perSec: count / (elapsed / 1000), ...used };
+}
+
 /** Runs every case and prints the JSON line last. */
 export async function main(): Promise<void> {
   const { databaseUrl, kafkaBrokers } = await ensureServices(['postgres', 'kafka']);
@@ -431,7 +604,7 @@ export async function main(): Promise<void> {
     await store.knex.raw(
       `create table ${effects} (id bigserial primary key, message_id text not null, body text)`,
     );
-    const env: Env = { kafka, store, effects, inboxRecords };
+    const env: Env = { kafka, brokers: kafkaBrokers, store, effects, inboxRecords };
     const batchTopic = `bench-batch-${tag()}`;
     const messageTopic = `bench-message-${tag()}`;
     const perMessage = Math.max(300, Math.floor(count / 3));
@@ -439,11 +612,16 @@ export async function main(): Promise<void> {
     if (
       wanted('consumer-batch') ||
       wanted('consumer-batch-replay') ||
-      wanted('consumer-batch-watermark')
+      wanted('consumer-batch-watermark') ||
+      wanted('consumer-batch-platformatic')
     ) {
       await fillTopic(kafka, batchTopic, count);
     }
-    if (wanted('consumer-message') || wanted('consumer-message-replay')) {
+    if (
+      wanted('consumer-message') ||
+      wanted('consumer-message-replay') ||
+      wanted('consumer-message-platformatic')
+    ) {
       await fillTopic(kafka, messageTopic, perMessage);
     }
     const onPublished = process.env.BENCH_ON_PUBLISHED === 'keep' ? 'keep' : 'delete';
@@ -484,6 +662,22 @@ export async function main(): Promise<void> {
           'relay-vs-hand',
           () => relayRun(env, relayCount, 'delete'),
           () => handRelayRun(env, relayCount),
+        ],
+        [
+          'consumer-batch-platformatic',
+          () => inboxRun(env, batchTopic, count, 'batch', undefined, 'ids', 'platformatic'),
+          () => rawPlatformaticRun(env, batchTopic, count, 'batch'),
+        ],
+        [
+          'consumer-message-platformatic',
+          () =>
+            inboxRun(env, messageTopic, perMessage, 'message', undefined, 'ids', 'platformatic'),
+          () => rawPlatformaticRun(env, messageTopic, perMessage, 'message'),
+        ],
+        [
+          'relay-platformatic',
+          () => relayRun(env, relayCount, onPublished, 'platformatic'),
+          () => rawPlatformaticProducerRun(env, relayCount),
         ],
       ],
       wanted,

@@ -39,7 +39,14 @@ export type CrashTransport =
       readonly kind: 'kafka';
       readonly options: Pick<
         KafkaConsumerOptions,
-        'brokers' | 'groupId' | 'topics' | 'fromBeginning' | 'mode' | 'batchSize' | 'consumerConfig'
+        | 'brokers'
+        | 'client'
+        | 'groupId'
+        | 'topics'
+        | 'fromBeginning'
+        | 'mode'
+        | 'batchSize'
+        | 'consumerConfig'
       >;
     }
   | {

@@ -8,7 +8,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInbox, type Logger, type Relay } from '@justonce/core';
 import { Kafka, logLevel } from 'kafkajs';
-import { createKafkaConsumer, createKafkaPublisher, type KafkaConsumer } from '../src';
+import {
+  createKafkaConsumer,
+  createKafkaPublisher,
+  type KafkaClient,
+  type KafkaClientName,
+  type KafkaConsumer,
+} from '../src';
 import { checkKafka } from '../../../services/checks';
 import { startPrivateKafka, type PrivateKafka } from '../../../services/private';
 import {
@@ -25,7 +31,7 @@ import {
   type LoadClock,
   type LoadStore,
 } from '../../../test-support/restart-load';
-import { FAST_GROUP, createTopics, unique } from './support';
+import { CLIENTS, FAST_GROUP, clientUnderTest, createTopics, unique } from './support';
 
 jest.setTimeout(120_000);
 
@@ -63,7 +69,7 @@ interface Running {
   log: string[];
 }
 
-async function startLoad(topic: string): Promise<Running> {
+async function startLoad(client: KafkaClientName, topic: string): Promise<Running> {
   const kafka = new Kafka({
     clientId: unique('restart'),
     brokers: [broker.broker],
@@ -78,12 +84,13 @@ async function startLoad(topic: string): Promise<Running> {
   const clock = newClock();
   const log: string[] = [];
   const logger = collectingLogger(log);
-  const publisher = createKafkaPublisher({ kafka, logger });
+  const clientOf = (): KafkaClient => clientUnderTest(client, { kafka, brokers: [broker.broker] });
+  const publisher = createKafkaPublisher({ kafka: clientOf(), logger });
   cleanup.push(() => publisher.close());
   const relay = loadRelay(store, timedPublisher(publisher, clock));
   cleanup.push(() => relay.stop());
   const consumer = createKafkaConsumer({
-    kafka,
+    kafka: clientOf(),
     groupId: unique('restart-group'),
     topics: [topic],
     fromBeginning: true,
@@ -125,10 +132,10 @@ async function killAndRestart(): Promise<{ killedAt: number; deadAt: number; ans
   return { killedAt, deadAt, answeredAt: answeredAt ?? Date.now() };
 }
 
-describe('Kafka killed under load', () => {
+describe.each(CLIENTS)('Kafka killed under load, on %s', (client) => {
   it('restarted with its data gone: only records the broker acknowledged and lost are missing; nothing doubled or dead', async () => {
     const topic = unique('restart-wipe');
-    const run = await startLoad(topic);
+    const run = await startLoad(client, topic);
     const feeding = feed(run.store, topic, EVENTS, FEED_MS);
     const { killedAt, deadAt, answeredAt } = await killAndRestart();
     const ids = await feeding;
@@ -147,6 +154,7 @@ describe('Kafka killed under load', () => {
     console.log(
       JSON.stringify({
         test: 'kafka-sigkill-data-gone',
+        client,
         ...outcome,
         ackedUnhandledAtKill: exposed.length,
         outageMs: answeredAt - killedAt,

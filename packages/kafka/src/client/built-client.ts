@@ -8,7 +8,7 @@ export const KAFKA_CLIENT_NAMES = ['kafkajs', 'platformatic'] as const;
 
 /**
  * Which client justonce builds from `brokers`: `kafkajs` (the default) or `platformatic`
- * (@platformatic/kafka). See docs/kafka.md, "Choosing the client".
+ * (@platformatic/kafka). See the package README, "Choosing the client".
  */
 export type KafkaClientName = (typeof KAFKA_CLIENT_NAMES)[number];
 

@@ -68,7 +68,7 @@ export interface KafkaConsumerOptions<R = unknown, Tx = KnexTransaction> {
   /**
    * The client built from `brokers`: `kafkajs` (default) or `platformatic`
    * (@platformatic/kafka; topic names only, no patterns). Refused with `kafka`. See
-   * docs/kafka.md, "Choosing the client".
+   * the package README, "Choosing the client".
    */
   readonly client?: KafkaClientName;
   /** Client id, used when `kafka` is not given. Default `justonce`. */

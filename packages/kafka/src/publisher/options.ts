@@ -16,8 +16,8 @@ export interface KafkaPublisherOptions {
   readonly brokers?: readonly string[];
   /**
    * The client built from `brokers`: `kafkajs` (default) or `platformatic`
-   * (@platformatic/kafka). Refused with `kafka` or `producer`. See docs/kafka.md, "Choosing
-   * the client".
+   * (@platformatic/kafka). Refused with `kafka` or `producer`. See the package README,
+   * "Choosing the client".
    */
   readonly client?: KafkaClientName;
   /** Client id, used when `kafka` is not given. Default `justonce-relay`. */

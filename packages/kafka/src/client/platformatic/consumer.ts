@@ -180,7 +180,7 @@ async function connect(state: ConsumerState): Promise<void> {
     retryDelay: config.retry?.initialRetryTime ?? 300,
     groupId: config.groupId,
     autocommit: false,
-    autocreateTopics: config.allowAutoTopicCreation ?? false,
+    autocreateTopics: config.allowAutoTopicCreation ?? true,
     ...(config.sessionTimeout === undefined ? {} : { sessionTimeout: config.sessionTimeout }),
     ...(config.rebalanceTimeout === undefined ? {} : { rebalanceTimeout: config.rebalanceTimeout }),
     ...(config.heartbeatInterval === undefined
@@ -274,6 +274,7 @@ async function openStream(state: ConsumerState): Promise<void> {
     state.restarts = 0;
     state.feed?.accept(message);
   });
+  stream.on('offsets', () => state.feed?.offsetsRefreshed());
   stream.on('error', (error: unknown) => crash(state, error));
 }
 

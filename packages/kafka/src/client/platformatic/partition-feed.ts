@@ -29,6 +29,10 @@ export interface PartitionState {
   position: bigint | undefined;
   /** Sought offset whose record has not arrived yet: everything else is dropped. */
   seekTo: bigint | undefined;
+  /** Records past `seekTo` seen since the seek (a fetch from before it, or a gap in the log). */
+  overshoots: number;
+  /** Joined and not yet told where the stream reads from: every record is dropped. */
+  awaitingOffsets: boolean;
   /** Holds the partition until `resume`. */
   pause(): void;
   /** Releases one hold; the partition is fetched again from where it stopped. */
@@ -57,6 +61,8 @@ export interface PartitionFeed {
   assign(assignments: ReadonlyArray<{ topic: string; partitions: readonly number[] }>): void;
   /** The batch of `partition` is over. */
   done(partition: PartitionState): void;
+  /** The stream refreshed its positions (after a join): joined partitions read from there. */
+  offsetsRefreshed(): void;
 }
 
 /**
@@ -79,6 +85,8 @@ function newPartitionState(
     holds: 0,
     position: undefined,
     seekTo: undefined,
+    overshoots: 0,
+    awaitingOffsets: false,
     pause: () => {
       p.holds += 1;
       onHold();
@@ -90,6 +98,57 @@ function newPartitionState(
     },
   };
   return p;
+}
+
+/**
+ * Records past a sought offset accepted as the next ones after this many fetches: only one
+ * fetch per broker is under way, so by then the stream reads from the seek, and the record
+ * sought is gone from the log (compacted, or a transaction marker).
+ */
+const MAX_OVERSHOOTS = 3;
+
+/**
+ * After the stream refreshed its positions: each partition waiting since a join reads from
+ * its refreshed position; a fetch from before the join may still answer, so until the record
+ * there arrives everything else is dropped.
+ */
+function readFromRefreshedOffsets(
+  partitions: ReadonlyMap<string, PartitionState>,
+  stream: FeedStream | undefined,
+): void {
+  for (const [key, p] of partitions) {
+    if (!p.awaitingOffsets) continue;
+    const from = stream?.offsetsToFetch.get(key);
+    if (from === undefined) continue;
+    p.awaitingOffsets = false;
+    p.seekTo = from;
+    p.overshoots = 0;
+    p.position = from;
+  }
+}
+
+/**
+ * What to do with the record at `offset` of an assigned partition: queue it, drop it (read
+ * already, or before a sought offset), or drop it and set the stream back to the sought
+ * offset (fetched from before a seek, or the partition is held: kept for the resume).
+ * `reseeking` says a reseek is already due, so one fetch counts as one overshoot.
+ */
+function admit(p: PartitionState, offset: bigint, reseeking: boolean): 'queue' | 'drop' | 'reseek' {
+  if (p.seekTo !== undefined) {
+    if (offset < p.seekTo) return 'drop';
+    if (offset > p.seekTo && p.overshoots < MAX_OVERSHOOTS) {
+      if (!reseeking) p.overshoots += 1;
+      return 'reseek';
+    }
+    p.seekTo = undefined;
+  } else if (p.position !== undefined && offset < p.position) {
+    return 'drop';
+  }
+  if (p.holds > 0) {
+    p.seekTo = offset;
+    return 'reseek';
+  }
+  return 'queue';
 }
 
 /** Records queued across partitions above which the stream is paused (half: resumed). */
@@ -180,26 +239,15 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
     partition,
     accept(message) {
       const p = partition(message.topic, message.partition);
-      if (!p.assigned) return;
-      const { offset } = message;
-      if (p.seekTo !== undefined) {
-        if (offset < p.seekTo) return;
-        if (offset > p.seekTo) {
-          reseek(p);
-          return;
-        }
-        p.seekTo = undefined;
-      } else if (p.position !== undefined && offset < p.position) {
-        return;
-      }
-      if (p.holds > 0) {
-        // Held: keep the position here and fetch from it again on resume.
-        p.seekTo = offset;
+      if (!p.assigned || p.awaitingOffsets) return;
+      const verdict = admit(p, message.offset, reseeks.has(p));
+      if (verdict === 'drop') return;
+      if (verdict === 'reseek') {
         reseek(p);
         return;
       }
       p.queue.push(message);
-      p.position = offset + 1n;
+      p.position = message.offset + 1n;
       queued += 1;
       if (queued >= QUEUE_HIGH_WATER) flow();
       scheduleDispatch();
@@ -209,6 +257,7 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
       p.seeks += 1;
       drop(p);
       p.seekTo = offset;
+      p.overshoots = 0;
       p.position = offset;
       options.stream()?.offsetsToFetch.set(keyOf(topic, index), offset);
       flow();
@@ -223,6 +272,7 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
       }
       for (const [key, p] of partitions) {
         p.assigned = now.has(key);
+        p.awaitingOffsets = p.assigned;
         p.seeks += 1;
         drop(p);
         p.seekTo = undefined;
@@ -230,6 +280,7 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
       }
       flow();
     },
+    offsetsRefreshed: () => readFromRefreshedOffsets(partitions, options.stream()),
     done(p) {
       p.busy = false;
       active -= 1;

@@ -47,7 +47,7 @@ export function createPlatformaticProducer(
         retryDelay: retry.initialRetryTime ?? 300,
         idempotent: config.idempotent ?? false,
         acks: lib.ProduceAcks.ALL,
-        autocreateTopics: config.allowAutoTopicCreation ?? false,
+        autocreateTopics: config.allowAutoTopicCreation ?? true,
         partitioner: lib.compatibilityPartitioner,
       });
       if (config.idempotent === true) await producer.initIdempotentProducer({});
