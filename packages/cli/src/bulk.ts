@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import type { Admin } from '@justonce/core/admin';
 import { SingleBar } from 'cli-progress';
 import { EXIT_FAILED } from './exit-codes';
-import { printJson, table } from './format';
+import { printJson, table, say, complain } from './format';
 import { UsageError } from './usage-error';
 
 /** The options every bulk action takes. */
@@ -76,16 +76,16 @@ export async function actOnItems<T extends BulkItem>(
   const { items, noun } = action;
   if (flags.dryRun) {
     if (flags.json) printJson({ dryRun: true, [action.verb]: items.map((item) => item.id) });
-    else if (items.length === 0) console.log(`no ${noun}s match; nothing would change`);
+    else if (items.length === 0) say(`no ${noun}s match; nothing would change`);
     else {
-      console.log(`would ${action.verb} ${count(items.length, noun)} (dry run, nothing changed):`);
-      console.log(table(action.head, items.map(action.row)));
+      say(`would ${action.verb} ${count(items.length, noun)} (dry run, nothing changed):`);
+      say(table(action.head, items.map(action.row)));
     }
     return;
   }
   if (items.length === 0) {
     if (flags.json) printJson({ [action.done]: [], failed: [] });
-    else console.log(`no ${noun}s match; nothing changed`);
+    else say(`no ${noun}s match; nothing changed`);
     return;
   }
   if (items.length > 1 && !flags.yes) {
@@ -97,7 +97,7 @@ export async function actOnItems<T extends BulkItem>(
       );
     }
     if (!answer) {
-      console.error('nothing changed');
+      complain('nothing changed');
       process.exitCode = EXIT_FAILED;
       return;
     }
@@ -126,9 +126,7 @@ export async function actOnItems<T extends BulkItem>(
     )
     .catch((error: unknown) => {
       bar?.stop();
-      console.error(
-        `stopped after ${count(tried, noun)} of ${items.length}; the rest were not tried`,
-      );
+      complain(`stopped after ${count(tried, noun)} of ${items.length}; the rest were not tried`);
       throw error;
     });
   bar?.stop();
@@ -141,11 +139,11 @@ export async function actOnItems<T extends BulkItem>(
   }));
   if (flags.json) printJson({ [action.done]: done, failed });
   else {
-    console.log(`${action.done} ${count(done.length, noun)}`);
+    say(`${action.done} ${count(done.length, noun)}`);
     if (action.result !== undefined && done.length <= PROGRESS_FROM) {
-      for (const d of done) console.log(`  ${noun} ${d.id} → ${action.result} ${d.result ?? '-'}`);
+      for (const d of done) say(`  ${noun} ${d.id} → ${action.result} ${d.result ?? '-'}`);
     }
-    for (const f of failed) console.error(`could not ${action.verb} ${noun} ${f.id}: ${f.error}`);
+    for (const f of failed) complain(`could not ${action.verb} ${noun} ${f.id}: ${f.error}`);
   }
   if (failed.length > 0) process.exitCode = EXIT_FAILED;
 }

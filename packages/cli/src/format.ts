@@ -1,4 +1,19 @@
 import Table from 'cli-table3';
+import { visibleText } from '@justonce/core/admin';
+
+/**
+ * Prints a line of human output with every control character written as its `\u` escape, so
+ * a stored text (a consumer name, an error, a message id) cannot drive the terminal or hide
+ * itself. JSON output needs none of this: JSON escapes them itself.
+ */
+export function say(text: string): void {
+  console.log(visibleText(text));
+}
+
+/** {@link say} on standard error. */
+export function complain(text: string): void {
+  console.error(visibleText(text));
+}
 
 /** A plain table for a terminal (no colour, so it reads the same when piped). */
 export function table(

@@ -4,6 +4,7 @@ import { CommanderError } from 'commander';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { buildProgram } from './program';
 import { isUsageError } from './usage-error';
+import { complain } from './format';
 
 /**
  * Runs the CLI on `argv` (process.argv form) and resolves to the exit code: 0 ok, 1 the
@@ -21,10 +22,10 @@ export async function run(argv: readonly string[]): Promise<number> {
     }
     // A ConfigurationError from core: a value the command passed on was refused.
     if (isUsageError(error) || hasErrorCode(error, 'INVALID_CONFIG')) {
-      console.error(`justonce: ${error.message}`);
+      complain(`justonce: ${error.message}`);
       return EXIT_USAGE;
     }
-    console.error(`justonce: ${errorMessage(error)}`);
+    complain(`justonce: ${errorMessage(error)}`);
     return EXIT_FAILED;
   }
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { parseInteger } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { formatDuration, parseDuration } from '../durations';
-import { printJson, table } from '../format';
+import { printJson, table, say } from '../format';
 
 interface CleanupFlags {
   readonly retention?: string;
@@ -84,8 +84,8 @@ export function cleanupCommand(program: Command, globals: () => GlobalOptions): 
           t.skipped === undefined ? (t.complete ? 'yes' : 'no, run again') : '-',
         ]);
         rows.push(['outbox (published)', result.outboxDeleted, '-']);
-        console.log(table(['table', 'deleted', 'complete'], rows));
-        console.log(
+        say(table(['table', 'deleted', 'complete'], rows));
+        say(
           `deleted ${result.deleted} rows` +
             (options.retentionMs === undefined
               ? ''

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { parseInteger } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { UsageError } from '../usage-error';
+import { say, complain } from '../format';
 
 interface DashboardFlags {
   readonly port?: string;
@@ -46,9 +47,9 @@ export function dashboardCommand(program: Command, globals: () => GlobalOptions)
       await withAdmin(globals(), async (admin) => {
         const stopped = untilSignal();
         const server = await serveDashboard({ admin, host, port, ...(token ? { token } : {}) });
-        console.log(`justonce dashboard on ${server.url}`);
+        say(`justonce dashboard on ${server.url}`);
         if (!token) {
-          console.error(
+          complain(
             'no token (--token or JUSTONCE_DASHBOARD_TOKEN): pages can be read, actions are refused',
           );
         }

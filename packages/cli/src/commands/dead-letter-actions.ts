@@ -16,6 +16,7 @@ import {
   type LetterFilters,
   type LetterFlags,
 } from './dead-letter-selection';
+import { complain } from '../format';
 
 type ActionFlags = LetterFlags & BulkFlags & { all?: boolean; to?: string };
 
@@ -47,7 +48,7 @@ async function select(admin: Admin, f: LetterFilters): Promise<DeadLetter[] | un
   );
   const missing = missingIds(f.ids, found);
   if (missing.length > 0) {
-    console.error(`no dead letter ${missing.join(', ')}; nothing changed`);
+    complain(`no dead letter ${missing.join(', ')}; nothing changed`);
     process.exitCode = EXIT_FAILED;
     return undefined;
   }
@@ -76,14 +77,14 @@ function requeueable(
 ): DeadLetter[] | undefined {
   const anonymous = letters.filter((l) => l.messageId === null).map((l) => l.id);
   if (anonymous.length > 0 && filters.ids) {
-    console.error(
+    complain(
       `dead letter ${anonymous.join(', ')} cannot be requeued: it has no message id (delete it instead); nothing changed`,
     );
     process.exitCode = EXIT_FAILED;
     return undefined;
   }
   if (anonymous.length > 0) {
-    console.error(
+    complain(
       `skipping dead letter ${anonymous.join(', ')}: no message id, so it cannot be requeued (delete it instead)`,
     );
   }
@@ -92,7 +93,7 @@ function requeueable(
   if (nowhere.length === 0) return chosen;
   const message = `dead letter ${nowhere.map((l) => l.id).join(', ')} has no source to publish to; pass --to <destination>`;
   if (!dryRun) throw new UsageError(`${message} (nothing changed)`);
-  console.error(message);
+  complain(message);
   process.exitCode = EXIT_USAGE;
   return chosen;
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { ROW_ID } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { EXIT_FAILED } from '../exit-codes';
-import { bodyLabel, printJson, renderBody, table, time } from '../format';
+import { bodyLabel, printJson, renderBody, table, time, say, complain } from '../format';
 import { UsageError } from '../usage-error';
 import { deadLetterActions } from './dead-letter-actions';
 import { letterFilterOptions, parseLetterFilters, type LetterFlags } from './dead-letter-selection';
@@ -87,9 +87,9 @@ export function deadLettersCommand(program: Command, globals: () => GlobalOption
       await withAdmin(globals(), async (admin) => {
         const letters = await admin.deadLetters.select(filters).toArray();
         if (options.json) printJson(letters.map(letterJson));
-        else if (letters.length === 0) console.log('no dead letters match');
+        else if (letters.length === 0) say('no dead letters match');
         else
-          console.log(
+          say(
             table(
               ['id', 'consumer', 'reason', 'message id', 'attempts', 'dead at', 'error'],
               letters.map((l) => [
@@ -119,10 +119,10 @@ export function deadLettersCommand(program: Command, globals: () => GlobalOption
       await withAdmin(globals(), async (admin, store) => {
         const letter = await admin.deadLetters.get(id);
         if (letter === undefined) {
-          console.error(`no dead letter ${id} in schema ${store.schema}`);
+          complain(`no dead letter ${id} in schema ${store.schema}`);
           process.exitCode = EXIT_FAILED;
         } else if (options.json) printJson(letterJson(letter));
-        else console.log(showLetter(letter));
+        else say(showLetter(letter));
       });
     });
 

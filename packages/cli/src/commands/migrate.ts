@@ -1,7 +1,7 @@
 import { migrationStatus } from '@justonce/core';
 import type { Command } from 'commander';
 import { withStore, type GlobalOptions } from '../connect';
-import { printJson } from '../format';
+import { printJson, say } from '../format';
 
 /**
  * `justonce migrate [--dry-run]`. A schema whose migrations knex's migrator records (or whose
@@ -23,14 +23,13 @@ export function migrateCommand(program: Command, globals: () => GlobalOptions): 
             if (options.json) {
               printJson({ schema: store.schema, pending });
             } else if (pending.length === 0) {
-              console.log(`schema ${store.schema} is up to date (${applied.length} migrations)`);
+              say(`schema ${store.schema} is up to date (${applied.length} migrations)`);
             } else {
-              console.log(`${pending.length} pending migration(s) in schema ${store.schema}:`);
-              for (const m of pending)
-                console.log(`  ${String(m.version).padStart(3, '0')} ${m.name}`);
+              say(`${pending.length} pending migration(s) in schema ${store.schema}:`);
+              for (const m of pending) say(`  ${String(m.version).padStart(3, '0')} ${m.name}`);
               // migrate would refuse these (core's store.migrate leaves such a schema to knex).
               if (recordedByKnex.length > 0 || store.knexMigrationsTable !== undefined) {
-                console.log(
+                say(
                   "apply them through knex's migrator (knex.migrate.latest), not justonce migrate",
                 );
               }
@@ -41,9 +40,9 @@ export function migrateCommand(program: Command, globals: () => GlobalOptions): 
           if (options.json) {
             printJson({ schema: store.schema, applied: result.applied, version: result.version });
           } else if (result.applied.length === 0) {
-            console.log(`schema ${store.schema} is up to date (version ${result.version})`);
+            say(`schema ${store.schema} is up to date (version ${result.version})`);
           } else {
-            console.log(
+            say(
               `applied ${result.applied.length} migration(s) to schema ${store.schema}: ${result.applied.join(', ')}; now at version ${result.version}`,
             );
           }

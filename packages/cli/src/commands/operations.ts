@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { parseInteger, parseName } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { EXIT_FAILED } from '../exit-codes';
-import { printJson, renderValue, table, time } from '../format';
+import { printJson, renderValue, table, time, say, complain } from '../format';
 import { UsageError } from '../usage-error';
 
 function ref(operation: string, key: string, scope: string | undefined): OperationRef {
@@ -82,9 +82,9 @@ function listRecords(group: Command, globals: () => GlobalOptions): void {
           });
           if (o.json) printJson(records);
           else if (records.length === 0)
-            console.log(o.pastLease ? 'no records past their lease' : 'no records in progress');
+            say(o.pastLease ? 'no records past their lease' : 'no records in progress');
           else
-            console.log(
+            say(
               table(
                 [
                   'operation',
@@ -130,12 +130,12 @@ function showRecordCommand(group: Command, globals: () => GlobalOptions): void {
       await withAdmin(globals(), async (admin) => {
         const record = await admin.operations.get(r);
         if (record === undefined) {
-          console.error(
+          complain(
             `no record of operation ${r.operation}, key ${r.key}, scope ${r.scope ?? 'default'}`,
           );
           process.exitCode = EXIT_FAILED;
         } else if (o.json) printJson(record);
-        else console.log(showRecord(record));
+        else say(showRecord(record));
       });
     });
 }
@@ -182,10 +182,8 @@ function releaseRecord(group: Command, globals: () => GlobalOptions): void {
               ...(released ? {} : { reason: why }),
             });
           else if (released)
-            console.log(
-              `released operation ${r.operation}, key ${r.key}: the next call runs it again`,
-            );
-          else console.error(`nothing released: ${why}`);
+            say(`released operation ${r.operation}, key ${r.key}: the next call runs it again`);
+          else complain(`nothing released: ${why}`);
           if (!released) process.exitCode = EXIT_FAILED;
         });
       },

@@ -14,6 +14,7 @@ import {
   type OutboxFlags,
   type OutboxStatusFilter,
 } from './outbox-selection';
+import { complain } from '../format';
 
 type ActionFlags = OutboxFlags & BulkFlags & { all?: boolean };
 
@@ -72,7 +73,7 @@ async function select(
     return why === undefined ? [] : [`outbox event ${id} ${why}`];
   });
   if (problems.length > 0) {
-    console.error(`${problems.join('\n')}\nnothing changed`);
+    complain(`${problems.join('\n')}\nnothing changed`);
     process.exitCode = EXIT_FAILED;
     return undefined;
   }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ROW_ID } from '../arguments';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { EXIT_FAILED } from '../exit-codes';
-import { printJson, table } from '../format';
+import { printJson, table, say, complain } from '../format';
 import { UsageError } from '../usage-error';
 import { outboxActions } from './outbox-actions';
 import { EVENT_HEAD, eventJson, eventRow, showEvent } from './outbox-rows';
@@ -36,8 +36,8 @@ export function outboxCommand(program: Command, globals: () => GlobalOptions): v
       await withAdmin(globals(), async (admin) => {
         const events = await admin.outbox.select(outboxSelection(filters)).toArray();
         if (options.json) printJson(events.map(eventJson));
-        else if (events.length === 0) console.log(`no ${filters.status} outbox events match`);
-        else console.log(table(EVENT_HEAD, events.map(eventRow)));
+        else if (events.length === 0) say(`no ${filters.status} outbox events match`);
+        else say(table(EVENT_HEAD, events.map(eventRow)));
         if (events.length > 0 && filters.status !== 'pending') process.exitCode = EXIT_FAILED;
       });
     });
@@ -56,10 +56,10 @@ export function outboxCommand(program: Command, globals: () => GlobalOptions): v
       await withAdmin(globals(), async (admin, store) => {
         const event = await admin.outbox.get(id);
         if (event === undefined) {
-          console.error(`no outbox event ${id} in schema ${store.schema}`);
+          complain(`no outbox event ${id} in schema ${store.schema}`);
           process.exitCode = EXIT_FAILED;
         } else if (options.json) printJson(eventJson(event));
-        else console.log(showEvent(event));
+        else say(showEvent(event));
       });
     });
 

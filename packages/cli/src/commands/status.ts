@@ -1,7 +1,7 @@
-import type { Admin, StoreStatus } from '@justonce/core/admin';
+import { visibleText, type Admin, type StoreStatus } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
-import { age, printJson, printJsonLine, table } from '../format';
+import { age, printJson, printJsonLine, table, say } from '../format';
 import { UsageError } from '../usage-error';
 
 /** A titled table of `status`'s screen, or `  none` (or `empty`) when it has no rows. */
@@ -87,7 +87,7 @@ async function watch(admin: Admin, intervalSeconds: number, json: boolean): Prom
       if (json) printJsonLine(status);
       else
         process.stdout.write(
-          `${clear}${renderStatus(status)}\n\nevery ${intervalSeconds}s; Ctrl-C to stop\n${clear ? '' : '\n'}`,
+          `${clear}${visibleText(renderStatus(status))}\n\nevery ${intervalSeconds}s; Ctrl-C to stop\n${clear ? '' : '\n'}`,
         );
       if (stopped) break;
       await new Promise<void>((resolve) => {
@@ -122,7 +122,7 @@ export function statusCommand(program: Command, globals: () => GlobalOptions): v
         if (options.watch) return watch(admin, interval, options.json === true);
         const status = await admin.status();
         if (options.json) printJson(status);
-        else console.log(renderStatus(status));
+        else say(renderStatus(status));
       });
     });
 }

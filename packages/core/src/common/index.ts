@@ -12,5 +12,6 @@ export {
   textOf,
   unstorableText,
   unwritableText,
+  visibleText,
 } from './text';
 export { finishesWithin, sleep, withTimeout } from './time';

@@ -1,4 +1,4 @@
-import { visibleText } from './visible';
+import { visibleText } from './text';
 
 describe('visibleText', () => {
   it('writes control characters and lone surrogates as \\u escapes', () => {

@@ -1,5 +1,5 @@
 import { html as honoHtml } from 'hono/html';
-import { visibleText } from './visible';
+import { visibleText } from '@justonce/core/admin';
 
 /** What `html` tagged templates give: escaped HTML (a promise only when a child is one). */
 export type Html = ReturnType<typeof honoHtml>;
