@@ -79,9 +79,10 @@ function followersOfHead(table: string, at: { key: string; after: string; limit:
  * when it was full and gave too few heads (its keys held by other relays or
  * backing off), the relay looks further with {@link scanKeysSql}.
  *
- * A claim locks only as many keys as its batch needs (`needed`): the oldest due keys whose
- * events in the window add up to the batch, and at least `minKeys` (the lanes the cycle
- * publishes in, so each has a key). Keys with deep queues are taken
+ * A claim locks only as many keys as its batch needs (`needed`): as many as the oldest keys
+ * of the window whose events in it add up to the batch, and at least `minKeys` (the lanes
+ * the cycle publishes in, so each has a key); `heads` then locks that many, oldest first,
+ * passing over keys that are not due or held elsewhere. Keys with deep queues are taken
  * few at a time, deeply, and the rest stay free for the relay's other cycles and for other
  * relays; before, a claim took as many keys as the batch had room for, so on a backlog of a
  * few hundred keys one relay's cycles held every key and further relays found none. Keys
@@ -117,25 +118,18 @@ export function claimSql(
     candidates as materialized (
       select min(id) as id, count(*) as window_events from oldest group by partition_key
     ),
-    due as materialized (
-      select c.id, c.window_events
-      from candidates c
-      join ${t} d on d.id = c.id
-      where d.status = 'pending'
-        and d.available_at <= statement_timestamp()
-    ),
     needed as (
       select greatest(?::int, count(*)) as keys
       from (
         select sum(window_events) over (order by id) - window_events as before
-        from due
+        from candidates
       ) e
       where e.before < ?
     ),
     heads as materialized (
       select ${columns('h')}
       from ${t} h
-      where h.id = any(array(select id from due))
+      where h.id = any(array(select id from candidates))
         and h.status = 'pending'
         and h.partition_key is not null
         and h.available_at <= statement_timestamp()${
