@@ -3,10 +3,11 @@
  * `idempotency`, `inbox_attempts`, `outbox`), filled set-based as `pnpm bench growth` fills
  * them (test-support/growth-fill.ts). The statements are not copies: each case runs the
  * public API once and every statement it sends through node-postgres is caught at the driver
- * (`Client.prototype.query`, wrapped before the store connects), then explained twice with
- * the values it was sent with: as planned for those values, and as the generic plan a
- * prepared statement switches to after a few runs. No plan may read a big table with a
- * sequential scan, and each case's plans must use the indexes named for it.
+ * (`Client.prototype.query`, wrapped before the store connects), then explained as planned
+ * for the values it was sent with and, when it went as a named prepared statement, also as
+ * the generic plan PostgreSQL switches such a statement to after a few runs. No plan may read
+ * a big table with a sequential scan, and each case's plans must use the indexes named for
+ * it. The fill takes most of the file's time (a minute or two on a loaded 2-core machine).
  *
  * The relay's claim has its own deeper checks in relay-plan.test.ts.
  */
