@@ -33,6 +33,8 @@ export interface PartitionState {
   overshoots: number;
   /** Joined and not yet told where the stream reads from: every record is dropped. */
   awaitingOffsets: boolean;
+  /** `seekTo` is the stream's refreshed position (not a seek): a later refresh replaces it. */
+  seekFromRefresh: boolean;
   /** Holds the partition until `resume`. */
   pause(): void;
   /** Releases one hold; the partition is fetched again from where it stopped. */
@@ -87,6 +89,7 @@ function newPartitionState(
     seekTo: undefined,
     overshoots: 0,
     awaitingOffsets: false,
+    seekFromRefresh: false,
     pause: () => {
       p.holds += 1;
       onHold();
@@ -107,6 +110,22 @@ function newPartitionState(
  */
 const MAX_OVERSHOOTS = 3;
 
+/** The stream must pause: too much queued, or every assigned partition held. */
+function shouldPause(
+  partitions: ReadonlyMap<string, PartitionState>,
+  queued: number,
+  paused: boolean,
+): boolean {
+  const assigned = [...partitions.values()].filter((p) => p.assigned);
+  if (assigned.length > 0 && assigned.every((p) => p.holds > 0)) return true;
+  return queued >= QUEUE_HIGH_WATER || (paused && queued > QUEUE_HIGH_WATER / 2);
+}
+
+/** The stream's key of a partition (@platformatic/kafka's `topic:partition`). */
+function keyOf(topic: string, partition: number): string {
+  return `${topic}:${partition}`;
+}
+
 /**
  * After the stream refreshed its positions: each partition waiting since a join reads from
  * its refreshed position; a fetch from before the join may still answer, so until the record
@@ -117,10 +136,13 @@ function readFromRefreshedOffsets(
   stream: FeedStream | undefined,
 ): void {
   for (const [key, p] of partitions) {
-    if (!p.awaitingOffsets) continue;
+    // A refresh queued behind another (two joins close together) reads newer commits.
+    const replaces = p.seekFromRefresh && p.seekTo !== undefined;
+    if (!p.awaitingOffsets && !replaces) continue;
     const from = stream?.offsetsToFetch.get(key);
     if (from === undefined) continue;
     p.awaitingOffsets = false;
+    p.seekFromRefresh = true;
     p.seekTo = from;
     p.overshoots = 0;
     p.position = from;
@@ -141,11 +163,13 @@ function admit(p: PartitionState, offset: bigint, reseeking: boolean): 'queue' |
       return 'reseek';
     }
     p.seekTo = undefined;
+    p.seekFromRefresh = false;
   } else if (p.position !== undefined && offset < p.position) {
     return 'drop';
   }
   if (p.holds > 0) {
     p.seekTo = offset;
+    p.seekFromRefresh = false;
     return 'reseek';
   }
   return 'queue';
@@ -167,16 +191,11 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
   let dispatching: ReturnType<typeof setImmediate> | undefined;
   const reseeks = new Set<PartitionState>();
 
-  const keyOf = (topic: string, partition: number): string => `${topic}:${partition}`;
-
   /** Pauses the stream while too much is queued or every assigned partition is held. */
   const flow = (): void => {
     const stream = options.stream();
     if (stream === undefined) return;
-    const assigned = [...partitions.values()].filter((p) => p.assigned);
-    const allHeld = assigned.length > 0 && assigned.every((p) => p.holds > 0);
-    const pause =
-      allHeld || queued >= QUEUE_HIGH_WATER || (streamPaused && queued > QUEUE_HIGH_WATER / 2);
+    const pause = shouldPause(partitions, queued, streamPaused);
     if (pause === streamPaused) return;
     streamPaused = pause;
     if (pause) stream.pause();
@@ -190,11 +209,13 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
     // The stream sets its position after the records of a fetch were pushed: undo it after.
     process.nextTick(() => {
       reseeks.delete(p);
-      if (p.seekTo !== undefined)
-        options.stream()?.offsetsToFetch.set(keyOf(p.topic, p.partition), p.seekTo);
+      if (p.seekTo !== undefined) setFetchOffset(p, p.seekTo);
     });
   };
 
+  const setFetchOffset = (p: PartitionState, offset: bigint): void => {
+    options.stream()?.offsetsToFetch.set(keyOf(p.topic, p.partition), offset);
+  };
   const drop = (p: PartitionState): void => {
     queued -= p.queue.length;
     p.queue = [];
@@ -257,9 +278,10 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
       p.seeks += 1;
       drop(p);
       p.seekTo = offset;
+      p.seekFromRefresh = false;
       p.overshoots = 0;
       p.position = offset;
-      options.stream()?.offsetsToFetch.set(keyOf(topic, index), offset);
+      setFetchOffset(p, offset);
       flow();
     },
     assign(assignments) {
@@ -273,6 +295,7 @@ export function createPartitionFeed(options: PartitionFeedOptions): PartitionFee
       for (const [key, p] of partitions) {
         p.assigned = now.has(key);
         p.awaitingOffsets = p.assigned;
+        p.seekFromRefresh = false;
         p.seeks += 1;
         drop(p);
         p.seekTo = undefined;
