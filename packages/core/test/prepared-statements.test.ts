@@ -43,8 +43,10 @@ async function relayWork(store: Store): Promise<void> {
   await store.knex.transaction((trx) => createOutbox({ store }).add(trx, events));
   const publisher = createMemoryPublisher();
   publisher.failKey('bad');
-  const relay = createRelay({ store, publisher, batchSize: 4, backoff: { baseMs: 0, capMs: 0 } });
+  const relay = createRelay({ store, publisher, batchSize: 3, backoff: { baseMs: 0, capMs: 0 } });
   for (let i = 0; i < 10 && publisher.published.length < 7; i += 1) await relay.runOnce();
+  // A claim takes the keys its batch needs: `bad` (and its failure record) comes after.
+  expect((await relay.runOnce()).failed).toBe(1);
   expect(publisher.published.map((m) => m.key).sort()).toEqual([
     'large',
     ...Array.from({ length: 6 }, () => 'many'),
