@@ -296,8 +296,9 @@ describe.each(CLIENT_MODES)('the Kafka consumer on %s in %s mode', (client, mode
  * (the fault clauses run above, in the `ids` mode). `watermark` skips the three clauses that
  * send one id twice: it does not catch a producer's copies at other offsets by design.
  */
-const CLIENT_DEDUPS = CLIENTS.flatMap((client) =>
-  (['watermark', 'watermark+ids'] as const).map((dedup) => [client, dedup] as const),
+const CLIENT_DEDUPS = (['watermark', 'watermark+ids'] as const).map(
+  // kafkajs only: the consumer refuses the watermark modes on platformatic for now.
+  (dedup) => ['kafkajs', dedup] as const,
 );
 
 describe.each(CLIENT_DEDUPS)(

@@ -63,10 +63,14 @@ const CRASHES = [
   ['watermark+ids', 'committed', 'after its transaction committed, before the offset commit'],
 ] as const;
 
+/** The watermark modes need kafkajs for now (the consumer refuses them on platformatic). */
+const crashesOn = (client: (typeof CLIENTS)[number]) =>
+  client === 'kafkajs' ? CRASHES : CRASHES.filter(([dedup]) => dedup === 'ids');
+
 describe.each(CLIENTS)(
   'a consumer on %s killed with SIGKILL in the middle of a batch',
   (client) => {
-    it.each(CRASHES)(
+    it.each(crashesOn(client))(
       'dedup %s, at %s (%s): a new member takes over and every message has exactly one effect',
       async (dedup, step, _when) => {
         const store = await openEffectsStore();

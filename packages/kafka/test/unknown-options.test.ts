@@ -116,19 +116,25 @@ describe('createKafkaConsumer', () => {
     expect(typeof createKafkaConsumer({ ...withBrokers, brokers: BROKERS, timeouts }).start).toBe(
       'function',
     );
-    // @platformatic/kafka takes topic names only.
+    // @platformatic/kafka takes topic names only, and an inbox in the `ids` mode.
     const names = { ...withBrokers, topics: ['t'], brokers: BROKERS, timeouts };
-    for (const client of ['kafkajs', 'platformatic'] as const) {
-      expect(typeof createKafkaConsumer({ ...names, client }).start).toBe('function');
-    }
+    expect(typeof createKafkaConsumer({ ...names, client: 'kafkajs' }).start).toBe('function');
+    const inbox = createInbox({ store, consumer: 'kafka-options-ids' });
+    expect(
+      typeof createKafkaConsumer({ ...names, inbox, dedup: 'ids', client: 'platformatic' }).start,
+    ).toBe('function');
   });
 
-  it('refuses a client it does not know, one beside kafka, and patterns on platformatic', () => {
+  it('refuses a client it does not know, one beside kafka, and patterns or watermarks on platformatic', () => {
     const { kafka, ...withBrokers } = allConsumerOptions();
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ brokers: BROKERS, client: 'rdkafka' }, /client must be one of kafkajs, platformatic/],
       [{ kafka, client: 'platformatic' }, /cannot be given with kafka/],
       [{ brokers: BROKERS, client: 'platformatic' }, /topic patterns \(RegExp\) need the kafkajs/],
+      [
+        { brokers: BROKERS, client: 'platformatic', topics: ['t'] },
+        /dedup 'watermark' needs the kafkajs client/,
+      ],
     ];
     for (const [change, message] of cases) {
       const error = refusal(() =>

@@ -194,6 +194,15 @@ function validateClient<R>(options: KafkaConsumerOptions<R>): void {
   if (options.client === 'platformatic' && options.topics.some((t) => t instanceof RegExp)) {
     fail('topic patterns (RegExp) need the kafkajs client; @platformatic/kafka takes names only');
   }
+  // Refused rather than documented: in the rebalance tests, records were left unhandled.
+  const dedup = options.dedup ?? options.inbox.settings?.dedup ?? 'ids';
+  if (options.client === 'platformatic' && dedup !== 'ids') {
+    fail(
+      `dedup '${dedup}' needs the kafkajs client for now: on @platformatic/kafka, records were ` +
+        'left unhandled across rebalances in the watermark modes',
+      { dedup },
+    );
+  }
 }
 
 const DEDUP_MODES = ['ids', 'watermark', 'watermark+ids'] as const;
