@@ -152,9 +152,15 @@ function kafkaPartitionLogs(logs: PartitionLogs): string | undefined {
   if (publisherNotice === null || publisherNotice >= PUBLISHER_NOTICE_MS) {
     return `the publisher said it cannot reach the broker after ${publisherNotice} ms`;
   }
-  if (count('consumer') !== 1) return `the consumer warned ${count('consumer')} times, not once`;
+  // A failure names each line and its time from the cut, so a second warning can be told
+  // apart: a second outage (a line that it reaches the broker again between) or a repeat.
+  const timeline = (side: 'consumer' | 'publisher'): string =>
+    logs[side].map((l) => `${l.at - logs.cutAt} ms ${l.level} ${l.message}`).join('; ');
+  if (count('consumer') !== 1) {
+    return `the consumer warned ${count('consumer')} times, not once: ${timeline('consumer')}`;
+  }
   if (count('publisher') < 1 || count('publisher') > 2) {
-    return `the publisher warned ${count('publisher')} times, not once or twice`;
+    return `the publisher warned ${count('publisher')} times, not once or twice: ${timeline('publisher')}`;
   }
   for (const side of ['consumer', 'publisher'] as const) {
     if (msUntilLine(logs[side], logs.healedAt, { message: /reaches the broker again/ }) === null) {
