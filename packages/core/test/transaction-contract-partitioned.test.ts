@@ -19,4 +19,3 @@ describeTransactionContract(
     }),
   { savepoints: true, sigkill: true },
 );
-
