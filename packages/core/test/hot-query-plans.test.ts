@@ -295,7 +295,12 @@ describe('hot statements with a million rows in each big table (postgres)', () =
     ]);
   });
 
-  /** The status statement that counts the published outbox rows, among other things. */
+  /**
+   * The status statement that counts the published outbox rows, among other things: allowed to
+   * read the outbox whole. Known, not fixed yet: that count reads every published row kept
+   * (with `onPublished: 'keep'`, all of them until cleanup), whatever the plan, so it grows
+   * with the table (`pnpm bench growth`, docs/benchmarks.md).
+   */
   const countsPublished = (text: string): readonly string[] =>
     text === statusQueries(store.names).retention ? ['outbox'] : [];
 
@@ -310,14 +315,5 @@ describe('hot statements with a million rows in each big table (postgres)', () =
       'inbox_records_expires_at_idx',
       'idempotency_expires_at_idx',
     ]);
-  });
-
-  // Known, not fixed here: `publishedOutboxRows` counts every published row the outbox keeps
-  // (with `onPublished: 'keep'`, all of them until the relay's cleanup), so PostgreSQL reads
-  // them all, by a sequential scan when nearly every row is published. The count grows with
-  // the table whatever the plan (`pnpm bench growth`, docs/benchmarks.md). This test passes
-  // while that is so; when it starts failing, the count no longer scans: make it a plain test.
-  it.failing('status: the published-rows count does not scan the whole outbox', async () => {
-    await indexesUsed(() => store.knex.raw(statusQueries(store.names).retention));
   });
 });
