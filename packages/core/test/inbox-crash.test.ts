@@ -7,6 +7,7 @@ import {
   type CrashJob,
 } from '../../../test-support/crash-child';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
+import { waitFor } from '../../../test-support/wait-for';
 
 /** What a test varies in a child's job: the one delivery it processes, and where it stops. */
 interface ChildRun {
@@ -62,6 +63,21 @@ describe.each(['plain', 'partitioned'] as const)(
       expect({ signal: await child.kill(), stderr: child.stderr() }).toEqual({
         signal: 'SIGKILL',
         stderr: '',
+      });
+      // The redelivery comes once PostgreSQL has ended the dead process's session, as a
+      // broker's would after its ack timeout: before that, the inbox rightly takes it for a
+      // copy delivered while the attempt may still be running, and refuses it.
+      const attempts = store.names.table('inbox_attempts');
+      await waitFor('the session of the killed process to end', async () => {
+        const rows = rowsOf<{ live: boolean }>(
+          await store.knex.raw(
+            `select exists (select 1 from ${attempts} a
+                              join pg_stat_activity s on s.pid = a.open_pid
+                             where a.message_id = ?) as live`,
+            [run.messageId],
+          ),
+        );
+        return rows[0]?.live === false;
       });
     }
 
