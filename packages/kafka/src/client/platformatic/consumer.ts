@@ -181,12 +181,7 @@ async function connect(state: ConsumerState): Promise<void> {
     groupId: config.groupId,
     autocommit: false,
     autocreateTopics: config.allowAutoTopicCreation ?? true,
-    ...(config.sessionTimeout === undefined ? {} : { sessionTimeout: config.sessionTimeout }),
-    ...(config.rebalanceTimeout === undefined ? {} : { rebalanceTimeout: config.rebalanceTimeout }),
-    ...(config.heartbeatInterval === undefined
-      ? {}
-      : { heartbeatInterval: config.heartbeatInterval }),
-    ...(config.maxWaitTimeInMs === undefined ? {} : { maxWaitTime: config.maxWaitTimeInMs }),
+    ...groupTimings(config),
     ...(config.maxBytes === undefined ? {} : { maxBytes: config.maxBytes }),
     ...(config.maxBytesPerPartition === undefined
       ? {}
@@ -257,12 +252,7 @@ async function openStream(state: ConsumerState): Promise<void> {
     autocommit: false,
     mode: 'committed',
     fallbackMode: state.fromBeginning ? 'earliest' : 'latest',
-    ...(config.sessionTimeout === undefined ? {} : { sessionTimeout: config.sessionTimeout }),
-    ...(config.rebalanceTimeout === undefined ? {} : { rebalanceTimeout: config.rebalanceTimeout }),
-    ...(config.heartbeatInterval === undefined
-      ? {}
-      : { heartbeatInterval: config.heartbeatInterval }),
-    ...(config.maxWaitTimeInMs === undefined ? {} : { maxWaitTime: config.maxWaitTimeInMs }),
+    ...groupTimings(config),
   });
   if (!state.running) {
     await stream.close().catch(() => undefined);
@@ -434,5 +424,17 @@ function toKafkaRecord(message: StreamMessage): KafkaRecord {
     offset: message.offset.toString(),
     timestamp: message.timestamp.toString(),
     headers,
+  };
+}
+
+/** The group's timings in @platformatic/kafka's names, only those the config sets. */
+function groupTimings(config: KafkaConsumerConfig) {
+  return {
+    ...(config.sessionTimeout === undefined ? {} : { sessionTimeout: config.sessionTimeout }),
+    ...(config.rebalanceTimeout === undefined ? {} : { rebalanceTimeout: config.rebalanceTimeout }),
+    ...(config.heartbeatInterval === undefined
+      ? {}
+      : { heartbeatInterval: config.heartbeatInterval }),
+    ...(config.maxWaitTimeInMs === undefined ? {} : { maxWaitTime: config.maxWaitTimeInMs }),
   };
 }
