@@ -291,8 +291,12 @@ describe('the Kafka publisher after its producer state broke', () => {
     // before went to the deleted one.
     const afterwards = new Set(ids.filter((id) => firstOk.get(id)! > recreatedAt));
     expect(afterwards.size).toBeGreaterThanOrEqual(20);
+    // Before sends went one at a time, a send that started while kafkajs rolled back the
+    // sequence numbers of a partly written request was acknowledged as their duplicate
+    // without being written: ids acknowledged here were missing from the topic. Whether the
+    // producer is rebuilt on the way depends on how the requests fall; the first test of
+    // this file checks the rebuild.
     const seen = await idsOnTopic(topic, afterwards);
     expect([...afterwards].filter((id) => !seen.has(id))).toEqual([]);
-    expect(rebuilds(logger)).toBeGreaterThanOrEqual(1);
   });
 });

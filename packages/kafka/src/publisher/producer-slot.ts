@@ -78,6 +78,26 @@ export interface SlotRuntime {
   warnedForeign: boolean;
   /** Rebuilds since the last successful send; drives {@link rebuildDelayMs}. */
   failedRebuilds: number;
+  /** Settles when the last send queued by {@link inTurn} has settled. */
+  turn: Promise<void>;
+}
+
+/**
+ * Runs `send` once every send queued before it has settled: one send at a time per slot.
+ * kafkajs rolls back the sequence numbers of every partition of a failed produce request,
+ * those the broker wrote included, and only then lets its broker lock go (and refreshes its
+ * metadata) before the failure reaches the slot. A send started on the same producer in that
+ * window would reuse the numbers of records already written, and the broker would
+ * acknowledge its batch as their duplicate without writing it: a loss reported as success.
+ * Queued, the next send starts only after the failure retired that producer. @internal
+ */
+export function inTurn(slot: SlotRuntime, send: () => Promise<void>): Promise<void> {
+  const result = slot.turn.then(send);
+  slot.turn = result.then(
+    () => undefined,
+    () => undefined,
+  );
+  return result;
 }
 
 /** A new generation, built by the slot's `create`; nothing connects yet. @internal */
