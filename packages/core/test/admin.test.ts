@@ -55,7 +55,7 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
       deadLetters: [],
       consumers: [],
       operations: [],
-      retention: { expiredDedupRecords: 0, publishedOutboxRows: 0 },
+      retention: { expiredDedupRecords: 0, publishedOutboxRows: 0, countLimit: 100_000 },
     });
     expect(empty.at).toBeInstanceOf(Date);
 
@@ -119,7 +119,11 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
       { operation: 'charge', inProgress: 0, pastLease: 1 },
       { operation: 'refund', inProgress: 1, pastLease: 0 },
     ]);
-    expect(status.retention).toEqual({ expiredDedupRecords: 1, publishedOutboxRows: 2 });
+    expect(status.retention).toEqual({
+      expiredDedupRecords: 1,
+      publishedOutboxRows: 2,
+      countLimit: 100_000,
+    });
   });
 
   it('outbox: lists, gets, requeues and deletes dead and stuck events', async () => {

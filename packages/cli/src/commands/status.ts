@@ -1,4 +1,4 @@
-import { visibleText, type Admin, type StoreStatus } from '@justonce/core/admin';
+import { backlogFigure, visibleText, type Admin, type StoreStatus } from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { age, printJson, printJsonLine, table, say } from '../format';
@@ -47,8 +47,8 @@ export function renderStatus(status: StoreStatus): string {
     ),
     [
       'Retention backlog',
-      `  expired dedup records:  ${retention.expiredDedupRecords}`,
-      `  published outbox rows:  ${retention.publishedOutboxRows}`,
+      `  expired dedup records:  ${backlogFigure(retention.expiredDedupRecords, retention.countLimit)}`,
+      `  published outbox rows:  ${backlogFigure(retention.publishedOutboxRows, retention.countLimit)}`,
     ].join('\n'),
   ].join('\n\n');
 }

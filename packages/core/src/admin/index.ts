@@ -1,6 +1,6 @@
 export { createAdmin, type AdminOptions } from './create-admin';
 export { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
-export { statusQueries, type StatusQueryName } from './status';
+export { backlogFigure, STATUS_COUNT_LIMIT, statusQueries, type StatusQueryName } from './status';
 export { visibleText } from '../common/text';
 export type {
   Admin,

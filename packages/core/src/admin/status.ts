@@ -11,6 +11,20 @@ import type {
   StoreStatus,
 } from './types';
 
+/**
+ * The most rows a retention backlog count of `status()` reads: a figure equal to it means at
+ * least that many ({@link RetentionBacklog.countLimit}).
+ */
+export const STATUS_COUNT_LIMIT = 100_000;
+
+/**
+ * A retention backlog figure as the CLI and the dashboard show it: the count, or "≥ limit"
+ * when the count stopped at its limit.
+ */
+export function backlogFigure(count: number, limit: number): string {
+  return count >= limit ? `≥ ${limit}` : String(count);
+}
+
 /** The statements {@link readStatus} runs, one round trip each. */
 export type StatusQueryName =
   'outbox' | 'deadLetters' | 'consumers' | 'activity' | 'operations' | 'retention';
@@ -30,7 +44,8 @@ export type StatusQueryName =
  *   consumer's last hour as a range of the key;
  * - `operations`: `idempotency_in_progress_idx`, index-only;
  * - `retention`: `inbox_records_expires_at_idx`, `idempotency_expires_at_idx` and
- *   `outbox_published_idx`, index-only; it also reads the database clock for `StoreStatus.at`.
+ *   `outbox_published_idx`, index-only, each count stopping at {@link STATUS_COUNT_LIMIT}
+ *   rows; it also reads the database clock for `StoreStatus.at`.
  */
 export function statusQueries(names: MigrationNames): Readonly<Record<StatusQueryName, string>> {
   const outbox = names.table('outbox');
@@ -92,11 +107,17 @@ export function statusQueries(names: MigrationNames): Readonly<Record<StatusQuer
       where status = 'IN_PROGRESS'
       group by operation
       order by operation`,
+    // Each backlog count stops at STATUS_COUNT_LIMIT rows: past it, counting would read the
+    // whole index on every refresh (seconds at tens of millions of published rows).
     retention: `select now() as at,
-        ((select count(*) from ${idempotency}
-           where expires_at is not null and expires_at < now())
-         + (select count(*) from ${records} where expires_at < now()))::bigint as expired,
-        (select count(*) from ${outbox} where status = 'published')::bigint as published`,
+        least(${STATUS_COUNT_LIMIT},
+          (select count(*) from (select 1 from ${idempotency}
+             where expires_at is not null and expires_at < now()
+             limit ${STATUS_COUNT_LIMIT}) e)
+          + (select count(*) from (select 1 from ${records} where expires_at < now()
+             limit ${STATUS_COUNT_LIMIT}) r))::bigint as expired,
+        (select count(*) from (select 1 from ${outbox} where status = 'published'
+           limit ${STATUS_COUNT_LIMIT}) p)::bigint as published`,
   };
 }
 
@@ -190,6 +211,7 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
     retention: {
       expiredDedupRecords: Number(backlog?.expired ?? 0),
       publishedOutboxRows: Number(backlog?.published ?? 0),
+      countLimit: STATUS_COUNT_LIMIT,
     } satisfies RetentionBacklog,
   };
 }

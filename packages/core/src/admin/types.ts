@@ -56,12 +56,18 @@ export interface OperationStatus {
   readonly pastLease: number;
 }
 
-/** What waits for cleanup. */
+/**
+ * What waits for cleanup. Each count stops at {@link RetentionBacklog.countLimit}, so that
+ * `status()` stays fast however many rows the tables keep: a figure equal to the limit means
+ * at least that many.
+ */
 export interface RetentionBacklog {
   /** Dedup records past their own `expires_at` (an upper bound: see the retention window). */
   readonly expiredDedupRecords: number;
   /** Published outbox rows kept until the relay's cleanup deletes them. */
   readonly publishedOutboxRows: number;
+  /** Where each count above stops (100 000). */
+  readonly countLimit: number;
 }
 
 /** One read of the store's state: what `justonce status` and the dashboard show. */

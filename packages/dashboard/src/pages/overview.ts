@@ -1,4 +1,4 @@
-import type { StoreStatus } from '@justonce/core/admin';
+import { backlogFigure, type StoreStatus } from '@justonce/core/admin';
 import { viewOf, type App, type Deps } from '../context';
 import { statusChart } from '../render/chart';
 import { formatAge, formatTime } from '../render/format';
@@ -83,11 +83,15 @@ function activityTables(view: View, status: StoreStatus): Html {
     ),
     empty: 'Nothing in progress.',
   });
+  const { retention: backlog } = status;
   const retention = fieldTable(
     'retention-status',
     [
-      ['Expired dedup records', status.retention.expiredDedupRecords],
-      ['Published outbox rows kept', status.retention.publishedOutboxRows],
+      ['Expired dedup records', backlogFigure(backlog.expiredDedupRecords, backlog.countLimit)],
+      [
+        'Published outbox rows kept',
+        backlogFigure(backlog.publishedOutboxRows, backlog.countLimit),
+      ],
     ],
     { numeric: true },
   );

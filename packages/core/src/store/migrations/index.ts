@@ -12,6 +12,7 @@ import { m010OperatorIndexes } from './010_operator_indexes';
 import { m011ConsumerActivity } from './011_consumer_activity';
 import { m012InboxRecords } from './012_inbox_records';
 import { m013InboxOffsets } from './013_inbox_offsets';
+import { m014ActivityMinute } from './014_activity_minute';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -31,4 +32,5 @@ export const migrations: readonly Migration[] = [
   m011ConsumerActivity,
   m012InboxRecords,
   m013InboxOffsets,
+  m014ActivityMinute,
 ];
