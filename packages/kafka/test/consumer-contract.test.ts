@@ -31,7 +31,6 @@ import {
   unique,
   type KafkaClients,
 } from './support';
-import { waitFor } from '../../../test-support/wait-for';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -70,29 +69,6 @@ afterAll(async () => {
   await clients.close();
   await store.dispose();
 });
-
-/**
- * Creates topics and waits until the broker's metadata shows a leader for each partition.
- * kafkajs's own wait (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE; on a busy shared
- * broker the metadata of a topic just created can still answer UNKNOWN_TOPIC_OR_PARTITION,
- * which would fail the clause before its consumer even started.
- */
-async function createReadyTopics(clients: KafkaClients, topics: string[]): Promise<void> {
-  await createTopics(clients.admin, topics, PARTITIONS).catch((error: unknown) => {
-    if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
-  });
-  const ready = async (): Promise<boolean> => {
-    try {
-      const { topics: found } = await clients.admin.fetchTopicMetadata({ topics });
-      return found.every(
-        (t) => t.partitions.length === PARTITIONS && t.partitions.every((p) => p.leader >= 0),
-      );
-    } catch {
-      return false;
-    }
-  };
-  await waitFor(`topics ${topics.join(', ')} ready`, ready, { timeoutMs: 10_000, intervalMs: 50 });
-}
 
 const bodyText = ({ record }: KafkaDelivery): string => record.value?.toString() ?? '';
 
@@ -214,7 +190,7 @@ function newTopic(on: KafkaClients, label: string): () => Promise<string> {
   return async () => {
     const topic = unique(`cc-${label}`);
     // The dead-letter topic too: the poison and bad-input clauses forward to it.
-    await createReadyTopics(on, [topic, `${topic}.dlq`]);
+    await createTopics(on.admin, [topic, `${topic}.dlq`], PARTITIONS);
     return topic;
   };
 }
