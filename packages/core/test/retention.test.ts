@@ -129,6 +129,22 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     ]);
   });
 
+  // Each batch starts where the last one ended in the column its condition bounds; rows that
+  // share a value across a batch's end, and a row whose microseconds a JavaScript Date drops,
+  // must not be left behind.
+  it('walks the stale rows in order of expiry across batches, leaving none behind', async () => {
+    for (const [i, size] of [3, 5, 1, 7, 2].entries()) {
+      await seedRecords(store, `stale${i}`, size, {
+        expiresInMs: -(HOUR + i * 1.234567),
+        updatedAgoMs: 2 * HOUR,
+      });
+    }
+    await seedRecords(store, 'live', 2, { expiresInMs: HOUR, updatedAgoMs: 2 * HOUR });
+    const result = await retention({ retentionMs: 10 * MINUTE, batchSize: 4 }).runOnce();
+    expect(result.tables.idempotency).toEqual({ deleted: 18, batches: 5, complete: true });
+    expect(await keysLeft(store)).toEqual(['live-1', 'live-2']);
+  });
+
   it('stops at maxBatchesPerRun and finishes on the next run', async () => {
     await seedRecords(store, 'stale', 25, STALE);
     const job = retention({ retentionMs: HOUR, batchSize: 10, maxBatchesPerRun: 2 });

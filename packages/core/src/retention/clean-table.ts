@@ -3,7 +3,7 @@ import { systemClock } from '../retry/clock';
 import { tableKind } from '../store/partitions/catalog';
 import { dropExpiredPartitions } from './drop-partitions';
 import type { RetentionRuntime } from './runtime';
-import { deleteBatch } from './sql/delete-batch';
+import { deleteBatch, type BatchCursor } from './sql/delete-batch';
 import type { CleanupTarget } from './targets';
 import type { TableCleanup } from './types';
 
@@ -28,6 +28,7 @@ async function deleteInBatches(
   progress: Progress,
 ): Promise<boolean> {
   const { store, maxBatchesPerRun, pauseMs, batchSize, onBatch } = rt.options;
+  const cursor: BatchCursor = { column: target.walk, from: undefined };
   while (progress.batches < maxBatchesPerRun) {
     if (signal?.aborted) return false;
     if (progress.batches > 0 && pauseMs > 0) {
@@ -39,7 +40,8 @@ async function deleteInBatches(
       if (!paused) return false;
     }
     const started = performance.now();
-    const gone = await deleteBatch(store.knex, table, condition.sql, condition.bindings, batchSize);
+    const { sql, bindings } = condition;
+    const gone = await deleteBatch(store.knex, table, sql, bindings, batchSize, cursor);
     const durationMs = performance.now() - started;
     progress.batches += 1;
     progress.deleted += gone;

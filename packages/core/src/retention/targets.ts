@@ -15,6 +15,11 @@ export interface CleanupTarget {
   /** SQL condition on the table's own columns; `undefined` when the table is not cleaned. */
   condition(windows: CleanupWindows): { sql: string; bindings: Knex.Value[] } | undefined;
   /**
+   * The timestamp column the condition bounds from above, which an index leads with: a
+   * pass's batches walk it in order, each from where the last ended (see `deleteBatch`).
+   */
+  readonly walk: string;
+  /**
    * For a table the partitioned layout partitions by time (`created_at`): a query on one
    * partition (quoted, qualified) answering `expired`, true when every row of it is past its
    * own expiry. Read through an index, so it costs the same however big the partition is.
@@ -35,6 +40,7 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     // written within the retention window (a floor that holds even when a writer chose a
     // shorter expiry), AND not holding a live lease.
     table: 'idempotency',
+    walk: 'expires_at',
     condition: ({ retentionMs }) => ({
       sql: `expires_at < now()
             and updated_at < now() - ${MILLISECONDS}
@@ -46,6 +52,7 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     // The inbox's dedup records: past their own `expires_at` AND written before the
     // retention window (they are never updated, so `created_at` is when they were written).
     table: 'inbox_records',
+    walk: 'expires_at',
     condition: ({ retentionMs }) => ({
       sql: `expires_at < now() and created_at < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
@@ -58,6 +65,7 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     // Attempt counters of messages that stopped failing without finishing here (the
     // broker gave up, or moved them elsewhere): nothing redelivers them after the window.
     table: 'inbox_attempts',
+    walk: 'last_attempt_at',
     condition: ({ retentionMs }) => ({
       sql: `last_attempt_at < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
@@ -66,6 +74,7 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
   {
     // Dead letters only when the user opted in with `deadLetterRetentionMs`.
     table: 'dead_letters',
+    walk: 'dead_at',
     condition: ({ deadLetterRetentionMs }) =>
       deadLetterRetentionMs === undefined
         ? undefined
@@ -75,6 +84,7 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     // Per-minute activity counts: only the last hour is shown, nothing needs them past the
     // retention window.
     table: 'consumer_activity',
+    walk: 'minute',
     condition: ({ retentionMs }) => ({
       sql: `minute < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
