@@ -8,7 +8,8 @@
  *   first delivery (the claim, the business insert, commit) written by hand in a knex
  *   transaction, and the same with node-postgres (a pooled client, named prepared statements,
  *   no knex), and on postgres.js (a driver that pipelines; see pgjsTransactions); pgbench's
- *   limit runs the same statements with 8 clients.
+ *   limit runs the same statements with 8 clients. The inbox runs twice: on its default
+ *   knex transactions, and on the `pg` transaction adapter (`@justonce/core/pg`).
  * - batch: `inbox.processBatch` of 100 per transaction, beside the transaction the inbox
  *   issues for a batch (one multi-row claim, the business inserts, commit) by hand through
  *   knex and through node-postgres; pgbench's limit runs it with 4 clients, the claim's rows
@@ -45,8 +46,10 @@ import {
   type DeliveryFacts,
   type Envelope,
   type Handler,
+  type Inbox,
   type Store,
 } from '@justonce/core';
+import { pgTransactions as pgAdapter } from '@justonce/core/pg';
 import {
   medianPgbenchCost,
   pgbenchCommand,
@@ -91,12 +94,14 @@ type Message = BenchMessage;
 /** The node sides of a case, each handling every message once. */
 interface Sides {
   readonly inbox: () => Promise<void>;
+  /** The inbox on the `pg` transaction adapter: no knex in the message's transaction. */
+  readonly inboxPg: () => Promise<void>;
   readonly knex: () => Promise<void>;
   readonly pg: () => Promise<void>;
   readonly pgjs: () => Promise<void>;
 }
 type NodeSide = keyof Sides;
-const NODE_SIDES: readonly NodeSide[] = ['inbox', 'knex', 'pg', 'pgjs'];
+const NODE_SIDES: readonly NodeSide[] = ['inbox', 'inboxPg', 'knex', 'pg', 'pgjs'];
 
 /** A node side's figures for one round. */
 interface Sample {
@@ -229,9 +234,36 @@ function inboxTransactions(b: Bench): Transactions {
     retentionMs: INBOX_RETENTION_MS,
   });
   const insertEffect = knexPlaceholders(b.sql.effect);
-  const handler: Handler = async ({ trx, messageId, message }) => {
+  const handler: Handler<void> = async ({ trx, messageId, message }) => {
     await trx.raw(insertEffect, [messageId, message.body.length]);
   };
+  return inboxCalls(inbox, handler);
+}
+
+/**
+ * The inbox on the `pg` transaction adapter (`@justonce/core/pg`, on its own pool): the
+ * message's transaction is a node-postgres client, and the handler's insert a named
+ * prepared statement on it, as on the pg side by hand.
+ */
+function inboxPgTransactions(b: Bench): Transactions {
+  const inbox = createInbox({
+    store: b.store,
+    consumer: 'bench-inbox-pg',
+    transactions: pgAdapter(b.pool),
+    retentionMs: INBOX_RETENTION_MS,
+  });
+  const handler: Handler<void, PoolClient> = async ({ trx, messageId, message }) => {
+    await trx.query({
+      name: 'bench-effect',
+      text: b.sql.effect,
+      values: [messageId, message.body.length],
+    });
+  };
+  return inboxCalls(inbox, handler);
+}
+
+/** `process` per message and `processBatch` per batch of `inbox`, each checked. */
+function inboxCalls<Tx>(inbox: Inbox<Tx>, handler: Handler<void, Tx>): Transactions {
   return {
     one: async (m) => {
       const outcome = await inbox.process(m.envelope, handler);
@@ -418,7 +450,7 @@ async function measure(
     await warm[side]();
   }
   const measured: Measured = {
-    samples: { inbox: [], knex: [], pg: [], pgjs: [] },
+    samples: { inbox: [], inboxPg: [], knex: [], pg: [], pgjs: [] },
     pgbench: [],
   };
   const run = sides(benchMessages(label, count));
@@ -433,9 +465,10 @@ async function measure(
       }
     }
     const rate = (s: { perSec: number } | undefined): string => `${Math.round(s?.perSec ?? 0)}/s`;
-    const { inbox, knex, pg, pgjs } = measured.samples;
+    const { inbox, inboxPg, knex, pg, pgjs } = measured.samples;
     console.log(
-      `  ${label} round ${r + 1}/${b.rounds}: inbox ${rate(inbox[r])}, knex ${rate(knex[r])}, ` +
+      `  ${label} round ${r + 1}/${b.rounds}: inbox ${rate(inbox[r])}, ` +
+        `inbox on pg ${rate(inboxPg[r])}, knex ${rate(knex[r])}, ` +
         `pg ${rate(pg[r])}, postgres.js ${rate(pgjs[r])}` +
         (b.pgbench === null ? '' : `, pgbench ${rate(measured.pgbench[r])}`),
     );
@@ -485,12 +518,14 @@ export async function main(): Promise<void> {
     const batchCount = 5 * perMessageCount;
     const tx = {
       inbox: inboxTransactions(b),
+      inboxPg: inboxPgTransactions(b),
       knex: knexTransactions(b),
       pg: pgTransactions(b),
       pgjs: pgjsTransactions(b),
     };
     const perMessage = (msgs: readonly Message[]): Sides => ({
       inbox: async () => void (await timed(msgs, tx.inbox.one)),
+      inboxPg: async () => void (await timed(msgs, tx.inboxPg.one)),
       knex: async () => void (await timed(msgs, tx.knex.one)),
       pg: async () => void (await timed(msgs, tx.pg.one)),
       pgjs: async () => void (await timed(msgs, tx.pgjs.one)),
@@ -499,6 +534,7 @@ export async function main(): Promise<void> {
       const batches = chunks(msgs, BATCH_SIZE);
       return {
         inbox: async () => void (await timed(batches, tx.inbox.batch)),
+        inboxPg: async () => void (await timed(batches, tx.inboxPg.batch)),
         knex: async () => void (await timed(batches, tx.knex.batch)),
         pg: async () => void (await timed(batches, tx.pg.batch)),
         pgjs: async () => void (await timed(batches, tx.pgjs.batch)),
@@ -590,7 +626,7 @@ const pairedRatio = (
 
 /** A case's JSON: the inbox against knex by hand (the target's ratio), pg by hand, pgbench. */
 function summarize(name: string, m: Measured) {
-  const { inbox, knex, pg, pgjs } = m.samples;
+  const { inbox, inboxPg, knex, pg, pgjs } = m.samples;
   return {
     case: name,
     perSec: Math.round(perSec(inbox)),
@@ -602,6 +638,9 @@ function summarize(name: string, m: Measured) {
     rawPgPerSec: Math.round(perSec(pg)),
     rawPgCost: medianCost(pg.map((s) => s.cost)),
     ratioToRawPg: pairedRatio(inbox, pg),
+    inboxPgPerSec: Math.round(perSec(inboxPg)),
+    inboxPgCost: medianCost(inboxPg.map((s) => s.cost)),
+    inboxPgToRawPg: pairedRatio(inboxPg, pg),
     postgresJsPerSec: Math.round(perSec(pgjs)),
     postgresJsCost: medianCost(pgjs.map((s) => s.cost)),
     postgresJsToRawPg: pairedRatio(pgjs, pg),
@@ -613,6 +652,7 @@ function summarize(name: string, m: Measured) {
           ratioToPgbench: pairedRatio(inbox, m.pgbench),
           baselineRatioToPgbench: pairedRatio(knex, m.pgbench),
           rawPgRatioToPgbench: pairedRatio(pg, m.pgbench),
+          inboxPgRatioToPgbench: pairedRatio(inboxPg, m.pgbench),
           postgresJsRatioToPgbench: pairedRatio(pgjs, m.pgbench),
         }),
   };
@@ -628,6 +668,12 @@ function printResults(
     console.log(`\n${r.case}`);
     const rows = [
       ['justonce inbox (knex)', r.perSec, r.ratioToPgbench, costCells(r.cost)],
+      [
+        'justonce inbox (pg adapter)',
+        r.inboxPgPerSec,
+        r.inboxPgRatioToPgbench,
+        costCells(r.inboxPgCost),
+      ],
       ['by hand, knex', r.baselinePerSec, r.baselineRatioToPgbench, costCells(r.baselineCost)],
       ['by hand, pg prepared', r.rawPgPerSec, r.rawPgRatioToPgbench, costCells(r.rawPgCost)],
       [
@@ -659,6 +705,7 @@ function printResults(
     console.log(
       `${r.ratio >= r.target ? 'met   ' : 'MISSED'} inbox / knex by hand ${r.ratio} ` +
         `(target >= ${r.target}); inbox / pg by hand ${r.ratioToRawPg}` +
+        `; inbox on the pg adapter / pg by hand ${r.inboxPgToRawPg}` +
         (r.ratioToPgbench === undefined ? '' : `; inbox / pgbench ${r.ratioToPgbench}`) +
         `; postgres.js / pg by hand ${r.postgresJsToRawPg}`,
     );
