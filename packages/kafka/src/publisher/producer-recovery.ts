@@ -14,7 +14,7 @@ export { producerStateError, rebuildDelayMs } from './producer-state';
 
 /**
  * Holds the publisher's current producer and replaces it when its idempotence state broke.
- * Sends go one at a time ({@link inTurn}), each on the current, connected producer. A send that fails (with a
+ * Sends to one topic go one at a time ({@link inTurn}), each on the current, connected producer. A send that fails (with a
  * producer-state error, see {@link producerStateError}, or any other: a partly written batch
  * leaves the same trap) retires the producer it ran on and builds the next one, unless that
  * producer was already replaced: concurrent failures of one producer rebuild it once. A retired producer is disconnected once its last send
@@ -45,13 +45,13 @@ export function createProducerSlot(options: ProducerSlotOptions): ProducerSlot {
     closed: false,
     warnedForeign: false,
     failedRebuilds: 0,
-    turn: Promise.resolve(),
+    turns: new Map(),
   };
   return {
     connect: () => connectGeneration(slot, slot.current),
     // The deadline starts when the send's turn comes, not while it waits behind others.
     send: (record) =>
-      inTurn(slot, () =>
+      inTurn(slot, record.topic, () =>
         options.sendTimeoutMs === undefined
           ? sendOn(slot, record, { expired: false, started: undefined })
           : sendWithDeadline(slot, record, options.sendTimeoutMs),

@@ -78,25 +78,31 @@ export interface SlotRuntime {
   warnedForeign: boolean;
   /** Rebuilds since the last successful send; drives {@link rebuildDelayMs}. */
   failedRebuilds: number;
-  /** Settles when the last send queued by {@link inTurn} has settled. */
-  turn: Promise<void>;
+  /** Per topic, settles when the last send to it queued by {@link inTurn} has settled. */
+  readonly turns: Map<string, Promise<void>>;
 }
 
 /**
- * Runs `send` once every send queued before it has settled: one send at a time per slot.
- * kafkajs rolls back the sequence numbers of every partition of a failed produce request,
- * those the broker wrote included, and only then lets its broker lock go (and refreshes its
- * metadata) before the failure reaches the slot. A send started on the same producer in that
- * window would reuse the numbers of records already written, and the broker would
- * acknowledge its batch as their duplicate without writing it: a loss reported as success.
- * Queued, the next send starts only after the failure retired that producer. @internal
+ * Runs `send` once every send to `topic` queued before it has settled: one send at a time per
+ * topic. kafkajs rolls back the sequence numbers of every partition of a failed produce
+ * request, those the broker wrote included, and only then lets its broker lock go (and
+ * refreshes its metadata) before the failure reaches the slot. A send to the same partitions
+ * started on the same producer in that window would reuse the numbers of records already
+ * written, and the broker would acknowledge its batch as their duplicate without writing it:
+ * a loss reported as success. Queued, the next send starts only after the failure retired
+ * that producer. Sequence numbers are per partition, so sends to other topics go on. @internal
  */
-export function inTurn(slot: SlotRuntime, send: () => Promise<void>): Promise<void> {
-  const result = slot.turn.then(send);
-  slot.turn = result.then(
+export function inTurn(slot: SlotRuntime, topic: string, send: () => Promise<void>): Promise<void> {
+  const result = (slot.turns.get(topic) ?? Promise.resolve()).then(send);
+  const settled = result.then(
     () => undefined,
     () => undefined,
   );
+  slot.turns.set(topic, settled);
+  // The last send of a topic forgets the topic once it settled.
+  void settled.then(() => {
+    if (slot.turns.get(topic) === settled) slot.turns.delete(topic);
+  });
   return result;
 }
 
