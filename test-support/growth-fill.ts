@@ -325,14 +325,19 @@ export async function addStaleRows(store: Store, tag: string, count: number): Pr
   const age = `now() - interval '${RETENTION_MS} milliseconds' - random() * interval '2 days'`;
   const t = (name: Parameters<Store['names']['table']>[0]): string => store.names.table(name);
   const series = `(select g, ${age} as at from generate_series(1, ?::integer) g) s`;
-  await store.knex.raw(
-    `insert into ${t('inbox_records')}
-       (consumer, scope, message_id, status, fingerprint, attempts, created_at, expires_at)
-     select 'consumer-' || (g % ${SPREAD}), 'default', ? || g, 'SUCCEEDED', md5('f' || g), 1,
-            at, ${EXPIRES}
-       from ${series}`,
-    [`stale-${tag}-`, count],
-  );
+  // A few thousand rows a statement: on the partitioned layout each record inserted holds an
+  // advisory lock until commit, and one statement of all of them could fill PostgreSQL's
+  // shared lock table (docs/store.md, "The dedup guarantee on each layout").
+  for (let from = 1; from <= count; from += 2_000) {
+    await store.knex.raw(
+      `insert into ${t('inbox_records')}
+         (consumer, scope, message_id, status, fingerprint, attempts, created_at, expires_at)
+       select 'consumer-' || (g % ${SPREAD}), 'default', ? || g, 'SUCCEEDED', md5('f' || g), 1,
+              at, ${EXPIRES}
+         from (select g, ${age} as at from generate_series(?::integer, ?::integer) g) s`,
+      [`stale-${tag}-`, from, Math.min(count, from + 1_999)],
+    );
+  }
   await store.knex.raw(
     `insert into ${t('idempotency')}
        (scope, operation, key, request_hash, status, owner_id, response, attempts,
