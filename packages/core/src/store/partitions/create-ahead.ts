@@ -39,6 +39,10 @@ async function createPartition(
   toMs: number,
 ): Promise<void> {
   const parent = names.table(PARTITIONED.table);
+  // The parent first, as writers lock it (an insert, the dedup trigger's lookup) before any
+  // partition: taking the default partition first, to move its rows, then the parent to attach
+  // the new one deadlocked with inserts that held the parent and read the default partition.
+  await trx.raw(`lock table ${parent} in access exclusive mode`);
   const part = names.table(`${PARTITIONED.table}_${partitionSuffix(fromMs ?? toMs)}`);
   const bounds = `for values from (${boundLiteral(fromMs, 'MINVALUE')}) to (${boundLiteral(toMs, 'MAXVALUE')})`;
   const col = PARTITIONED.column;
@@ -137,6 +141,7 @@ export async function createPartitionsAhead(
   }
   created += await createPartitionsBehind(trx, names, intervalMs, ranges, defaultPart?.name);
   if (defaultPart === undefined) {
+    await trx.raw(`lock table ${parent} in access exclusive mode`);
     const name = names.table(`${PARTITIONED.table}_default`);
     await trx.raw(`create table ${name} partition of ${parent} default`);
     created += 1;
