@@ -104,6 +104,46 @@ describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
     },
   );
 
+  // A deadlock or serialization failure of the inbox's own claim is a collision with other
+  // transactions, not the message's fault; in the handler's own statements it is the
+  // handler's failure, charged, so that one that deadlocks every time runs out of attempts.
+  it.each([
+    ['a deadlock', '40P01'],
+    ['a serialization failure', '40001'],
+  ])(
+    "%s of the inbox's own claim charges nothing; in the handler it is charged",
+    async (_l, sqlstate) => {
+      const consumer = freshId('contention');
+      const inbox = createInbox({ store, consumer, maxAttempts: 2 });
+      const records = store.names.table('inbox_records');
+      const fn = `${store.names.schema}."fail_claims"`;
+      await store.knex.raw(
+        `create or replace function ${fn}() returns trigger language plpgsql as $$
+       begin raise exception 'simulated collision' using errcode = '${sqlstate}'; end $$`,
+      );
+      await store.knex.raw(
+        `create trigger fail_claims before insert on ${records} for each row execute function ${fn}()`,
+      );
+      const id = freshId();
+      try {
+        for (let delivery = 0; delivery < 3; delivery += 1) {
+          const error = await inbox.process(envelope(id), handler).catch((e: unknown) => e);
+          expect(hasErrorCode(error, 'STORE_UNAVAILABLE')).toBe(true);
+        }
+        expect(Math.max(0, ...(await attemptsOf(store, consumer)))).toBe(0);
+      } finally {
+        await store.knex.raw(`drop trigger fail_claims on ${records}`);
+      }
+      const fault = await breakEffects(store, sqlstate);
+      try {
+        expect((await inbox.process(envelope(id), handler)).status).toBe('failed');
+        expect((await inbox.process(envelope(id), handler)).status).toBe('dead-lettered');
+      } finally {
+        await fault.heal();
+      }
+    },
+  );
+
   it('in batch mode, no message of the batch is charged or dead-lettered', async () => {
     const consumer = freshId('outage-batch');
     const inbox = createInbox({ store, consumer, maxAttempts: 2 });

@@ -1,4 +1,5 @@
 import { finishesWithin } from '../common/time';
+import { errorChain } from '../errors/error-chain';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
 import { isStoreOutage } from '../store/outage';
 import type { InboxRuntime } from './runtime';
@@ -16,15 +17,33 @@ export function userClass(rt: InboxRuntime, error: unknown): InboxErrorClass | u
 }
 
 /**
- * Whether a failure belongs to the infrastructure: the user says so, or it bears the store's
- * own signs (see {@link isStoreOutage}). `handler` when it came out of the handler. @internal
+ * Whether a failure belongs to the infrastructure: the user says so, it bears the store's own
+ * signs (see {@link isStoreOutage}), or it is a collision of the inbox's own statements with
+ * other transactions. `handler` when it came out of the handler. @internal
  */
 export function isInfrastructureFailure(
   rt: InboxRuntime,
   error: unknown,
   handler: boolean,
 ): boolean {
-  return userClass(rt, error) === 'infrastructure' || isStoreOutage(error, { handler });
+  return (
+    userClass(rt, error) === 'infrastructure' ||
+    isStoreOutage(error, { handler }) ||
+    (!handler && isContention(error))
+  );
+}
+
+/**
+ * A deadlock or serialization failure met by the inbox's own statements (the claim, the
+ * commit): a collision with other transactions, which a later delivery does not meet, so it
+ * is no fault of the message. A handler's own are not counted here: a handler that deadlocks
+ * every time must still run out of attempts.
+ */
+function isContention(error: unknown): boolean {
+  for (const e of errorChain(error)) {
+    if (e.code === '40P01' || e.code === '40001') return true;
+  }
+  return false;
 }
 
 /**
