@@ -318,11 +318,13 @@ export function describeTiming(t: FillTiming): string {
 
 /**
  * Adds `count` stale rows to each table retention cleans by age (`idempotency`,
- * `inbox_records`, `inbox_attempts`): written 30 to 32 days ago and expired, as a day's
+ * `inbox_records`, `inbox_attempts`): written 31 to 33 days ago and expired, as a day's
  * traffic past the window would be. Keys are unique per `tag`.
  */
 export async function addStaleRows(store: Store, tag: string, count: number): Promise<void> {
-  const age = `now() - interval '${RETENTION_MS} milliseconds' - random() * interval '2 days'`;
+  // A day past the window at least: on the partitioned layout a partition goes once it ends
+  // before the window, so a row of the day the window's edge falls in waits for that day's end.
+  const age = `now() - interval '${RETENTION_MS} milliseconds' - interval '1 day' - random() * interval '2 days'`;
   const t = (name: Parameters<Store['names']['table']>[0]): string => store.names.table(name);
   const series = `(select g, ${age} as at from generate_series(1, ?::integer) g) s`;
   // A few thousand rows a statement: on the partitioned layout each record inserted holds an
