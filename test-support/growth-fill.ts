@@ -180,7 +180,7 @@ async function withoutIndexes(
   return { insertSeconds, indexSeconds, vacuumSeconds: seconds(started) };
 }
 
-/** A session for the fill: index builds get memory and parallel workers. */
+/** Whether `table` is a partitioned table (the store's partitioned layout). */
 async function isPartitioned(client: Client, table: string): Promise<boolean> {
   const { rows } = await client.query<{ kind: string }>(
     `select relkind as kind from pg_class where oid = $1::regclass`,
@@ -213,6 +213,7 @@ async function partitionsForTheFill(url: string, store: Store): Promise<void> {
   }
 }
 
+/** A session for the fill: index builds get memory and parallel workers. */
 async function fillSession(url: string): Promise<Client> {
   const client = new Client({ connectionString: url });
   await client.connect();
@@ -237,17 +238,20 @@ async function fillTable(
     const partitioned = await isPartitioned(client, table);
     if (partitioned) await client.query(`alter table ${table} disable trigger user`);
     const timing = await withoutIndexes(client, table, async () => {
-      for (let start = from + 1; start <= to; start += CHUNK) {
-        const end = Math.min(to, start + CHUNK - 1);
-        await client.query(
-          `insert into ${table} (${spec.columns})
-           select ${spec.select}
-             from (select g, ${AGE} as at from generate_series($1::bigint, $2::bigint) g) s`,
-          [start, end],
-        );
+      try {
+        for (let start = from + 1; start <= to; start += CHUNK) {
+          const end = Math.min(to, start + CHUNK - 1);
+          await client.query(
+            `insert into ${table} (${spec.columns})
+             select ${spec.select}
+               from (select g, ${AGE} as at from generate_series($1::bigint, $2::bigint) g) s`,
+            [start, end],
+          );
+        }
+      } finally {
+        if (partitioned) await client.query(`alter table ${table} enable trigger user`);
       }
     });
-    if (partitioned) await client.query(`alter table ${table} enable trigger user`);
     return { table: spec.table, rows: to - from, ...timing };
   } finally {
     await client.end();

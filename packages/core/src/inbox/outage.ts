@@ -1,7 +1,6 @@
 import { finishesWithin } from '../common/time';
-import { errorChain } from '../errors/error-chain';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
-import { isStoreOutage } from '../store/outage';
+import { isStoreOutage, isTransactionConflict } from '../store/outage';
 import type { InboxRuntime } from './runtime';
 import type { InboxErrorClass } from './types';
 import type { MessageKey } from './sql/message-key';
@@ -29,21 +28,11 @@ export function isInfrastructureFailure(
   return (
     userClass(rt, error) === 'infrastructure' ||
     isStoreOutage(error, { handler }) ||
-    (!handler && isContention(error))
+    // A deadlock or serialization failure of the inbox's own statements (the claim, the
+    // commit) is no fault of the message; a handler's own stays its failure, so that a
+    // handler that deadlocks every time still runs out of attempts.
+    (!handler && isTransactionConflict(error))
   );
-}
-
-/**
- * A deadlock or serialization failure met by the inbox's own statements (the claim, the
- * commit): a collision with other transactions, which a later delivery does not meet, so it
- * is no fault of the message. A handler's own are not counted here: a handler that deadlocks
- * every time must still run out of attempts.
- */
-function isContention(error: unknown): boolean {
-  for (const e of errorChain(error)) {
-    if (e.code === '40P01' || e.code === '40001') return true;
-  }
-  return false;
 }
 
 /**

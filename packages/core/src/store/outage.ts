@@ -34,3 +34,21 @@ export function isStoreOutage(error: unknown, options: { handler?: boolean } = {
   }
   return false;
 }
+
+/** SQLSTATEs of a collision between transactions: running the transaction again may pass. */
+const CONFLICT_SQLSTATES: ReadonlySet<string> = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+]);
+
+/**
+ * True when `error`, or an error in its `cause` chain, is a deadlock or a serialization
+ * failure: a collision with other transactions, not a fault of the server nor of the work
+ * itself. Callers decide whether their own statements meeting one is an outage. @internal
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  for (const e of errorChain(error)) {
+    if (typeof e.code === 'string' && CONFLICT_SQLSTATES.has(e.code)) return true;
+  }
+  return false;
+}

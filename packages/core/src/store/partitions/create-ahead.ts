@@ -26,6 +26,19 @@ export async function boundLockWait(trx: Knex.Transaction, lockTimeoutMs: number
 }
 
 /**
+ * Locks the partitioned table before any change to its partitions, and resolves to its
+ * name. Writers lock it (an insert, the dedup trigger's lookup) before any partition: taking
+ * the default partition first, to move its rows, then the table to attach the new one,
+ * deadlocked with inserts that held the table and read the default partition. Within one
+ * transaction a second request for the lock it holds is granted at once.
+ */
+async function lockParent(trx: Knex.Transaction, names: MigrationNames): Promise<string> {
+  const parent = names.table(PARTITIONED.table);
+  await trx.raw(`lock table ${parent} in access exclusive mode`);
+  return parent;
+}
+
+/**
  * Creates one range partition `[fromMs, toMs)`. Rows of that range already in the default
  * partition (the partitions ahead fell behind: nothing ran maintenance for `ahead` intervals)
  * are moved into it first, in the same transaction, since PostgreSQL refuses a partition whose
@@ -38,11 +51,7 @@ async function createPartition(
   fromMs: number | null,
   toMs: number,
 ): Promise<void> {
-  const parent = names.table(PARTITIONED.table);
-  // The parent first, as writers lock it (an insert, the dedup trigger's lookup) before any
-  // partition: taking the default partition first, to move its rows, then the parent to attach
-  // the new one deadlocked with inserts that held the parent and read the default partition.
-  await trx.raw(`lock table ${parent} in access exclusive mode`);
+  const parent = await lockParent(trx, names);
   const part = names.table(`${PARTITIONED.table}_${partitionSuffix(fromMs ?? toMs)}`);
   const bounds = `for values from (${boundLiteral(fromMs, 'MINVALUE')}) to (${boundLiteral(toMs, 'MAXVALUE')})`;
   const col = PARTITIONED.column;
@@ -141,7 +150,7 @@ export async function createPartitionsAhead(
   }
   created += await createPartitionsBehind(trx, names, intervalMs, ranges, defaultPart?.name);
   if (defaultPart === undefined) {
-    await trx.raw(`lock table ${parent} in access exclusive mode`);
+    await lockParent(trx, names);
     const name = names.table(`${PARTITIONED.table}_default`);
     await trx.raw(`create table ${name} partition of ${parent} default`);
     created += 1;
