@@ -7,7 +7,7 @@
  * invariant: the report's `ok` and `checks` say whether the run held.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConfigurationError, rowsOf, type Store } from '@justonce/core';
+import { ConfigurationError, rowsOf, type Store, type StoreDialect } from '@justonce/core';
 import {
   CRASH_POINTS,
   createMemoryBroker,
@@ -43,7 +43,7 @@ export interface DemoOptions {
 
 /** The report of a demo run. */
 export interface DemoReport extends FlowReport {
-  readonly database: 'pglite' | 'postgres';
+  readonly database: StoreDialect;
   readonly injected: InjectedFailures & ReturnType<MemoryBroker['injected']>;
 }
 

@@ -3,7 +3,16 @@ import { createStore, type Store, type StoreOptions } from '../src';
 
 /** The two stores every store-backed suite runs against. */
 export const STORE_KINDS = ['postgres', 'pglite'] as const;
-export type StoreKind = (typeof STORE_KINDS)[number];
+/** Those and MySQL/MariaDB: the suites of the store contract, which every dialect passes. */
+export const ALL_STORE_KINDS = [...STORE_KINDS, 'mysql'] as const;
+export type StoreKind = (typeof ALL_STORE_KINDS)[number];
+
+/** The MySQL or MariaDB URL the global setup resolved (`MYSQL_URL`). */
+export function mysqlUrl(): string {
+  const url = process.env.MYSQL_URL;
+  if (!url) throw new Error('MYSQL_URL is not set: run the tests through `pnpm test`');
+  return url;
+}
 
 /** The PostgreSQL URL the global setup resolved. */
 export function databaseUrl(): string {
@@ -25,16 +34,18 @@ export async function openTestStore(
   kind: StoreKind,
   extra: Omit<StoreOptions, 'knex' | 'connectionString' | 'pglite'> = {},
 ): Promise<Store & { dispose(): Promise<void> }> {
-  const schema = extra.schema ?? uniqueSchema(kind === 'postgres' ? 'pg' : 'lite');
+  const schema =
+    extra.schema ?? uniqueSchema({ postgres: 'pg', pglite: 'lite', mysql: 'my' }[kind]);
   const store = await createStore(
-    kind === 'postgres'
-      ? { ...extra, schema, connectionString: databaseUrl() }
-      : { ...extra, schema, pglite: {} },
+    kind === 'pglite'
+      ? { ...extra, schema, pglite: {} }
+      : { ...extra, schema, connectionString: kind === 'mysql' ? mysqlUrl() : databaseUrl() },
   );
   await store.migrate();
   return Object.assign(store, {
     dispose: async () => {
       if (kind === 'postgres') await store.knex.raw(`drop schema if exists "${schema}" cascade`);
+      if (kind === 'mysql') await store.knex.raw(`drop database if exists \`${schema}\``);
       await store.close();
     },
   });

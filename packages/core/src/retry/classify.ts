@@ -67,6 +67,8 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   '57014', // PostgreSQL query_canceled, raised by statement_timeout
+  'ER_STATEMENT_TIMEOUT', // MariaDB's max_statement_time
+  'ER_QUERY_TIMEOUT', // MySQL's max_execution_time
 ]);
 
 /** PostgreSQL SQLSTATEs worth retrying: the transaction can simply be run again. */
@@ -79,6 +81,10 @@ const SQLSTATE_TRANSIENT: ReadonlySet<string> = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '53200', // out_of_memory
+  'ER_LOCK_DEADLOCK', // MySQL and MariaDB
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_STATEMENT_TIMEOUT',
+  'ER_QUERY_TIMEOUT',
 ]);
 
 /** SQLSTATE classes that no retry fixes: data, integrity, syntax/access, feature, auth. */

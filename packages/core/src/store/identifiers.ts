@@ -24,7 +24,10 @@ export function validateIdentifier(value: unknown, what: string, allowEmpty = fa
   return value;
 }
 
-/** Double-quotes an identifier that has already passed {@link validateIdentifier}. */
-export function quoteIdentifier(validated: string): string {
-  return `"${validated}"`;
+/**
+ * Quotes an identifier that has already passed {@link validateIdentifier}: double quotes,
+ * or MySQL's backticks.
+ */
+export function quoteIdentifier(validated: string, mysql = false): string {
+  return mysql ? `\`${validated}\`` : `"${validated}"`;
 }

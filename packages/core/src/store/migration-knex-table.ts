@@ -54,7 +54,11 @@ export function resolveKnexMigrationsTable(
       { [option]: value },
     );
   }
-  return { sql: parts.map(quoteIdentifier).join('.'), label: value as string, named: true };
+  return {
+    sql: parts.map((part) => quoteIdentifier(part)).join('.'),
+    label: value as string,
+    named: true,
+  };
 }
 
 /**

@@ -8,6 +8,8 @@ export interface MigrationNames {
   name(name: string): string;
   /** The unquoted prefixed name, for comparisons against catalog tables. */
   raw(name: string): string;
+  /** `'mysql'` when the names are MySQL's (backticks); PostgreSQL's otherwise. */
+  readonly dialect?: 'mysql';
 }
 
 /**

@@ -14,6 +14,12 @@ const OUTAGE_SQLSTATES: ReadonlySet<string> = new Set([
   '58030', // io_error
   '57P05', // idle_session_timeout: the server dropped the session
   '25006', // read_only_sql_transaction: a standby after a failover
+  // MySQL and MariaDB (mysql2's codes): out of disk, memory or connections; read-only.
+  'ER_DISK_FULL',
+  'ER_OUTOFMEMORY',
+  'ER_OUT_OF_RESOURCES',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_OPTION_PREVENTS_STATEMENT',
 ]);
 
 /**
@@ -39,6 +45,8 @@ export function isStoreOutage(error: unknown, options: { handler?: boolean } = {
 const CONFLICT_SQLSTATES: ReadonlySet<string> = new Set([
   '40001', // serialization_failure
   '40P01', // deadlock_detected
+  'ER_LOCK_DEADLOCK', // MySQL and MariaDB: a deadlock, the transaction rolled back
+  'ER_LOCK_WAIT_TIMEOUT', // innodb_lock_wait_timeout: only the statement failed
 ]);
 
 /**

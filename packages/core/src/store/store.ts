@@ -31,9 +31,11 @@ import {
 } from './layout';
 import { convertToPartitioned } from './partitions/convert';
 import { maintainPartitions } from './partitions/maintain';
+import { isMysqlKnex, isMysqlUrl, mysqlKnexConfig } from './mysql/connection';
+import { migrateMysql } from './mysql/migrate';
 
-/** Which database a {@link Store} talks to. */
-export type StoreDialect = 'postgres' | 'pglite';
+/** Which database a {@link Store} talks to: `'mysql'` is MySQL 8 or MariaDB 10.6 and later. */
+export type StoreDialect = 'postgres' | 'pglite' | 'mysql';
 
 /** How to reach the database. Give exactly one of `knex`, `connectionString` or `pglite`. */
 export interface StoreOptions {
@@ -146,20 +148,27 @@ export interface Store {
 }
 
 /** Builds the name helpers for a validated schema and prefix. */
-export function createNames(schema: string, tablePrefix: string): MigrationNames {
+export function createNames(
+  schema: string,
+  tablePrefix: string,
+  dialect: StoreDialect = 'postgres',
+): MigrationNames {
   const s = validateIdentifier(schema, 'schema');
   const prefix = validateIdentifier(tablePrefix, 'tablePrefix', true);
   const raw = (name: string): string =>
     validateIdentifier(`${prefix}${validateIdentifier(name, 'table name')}`, 'table name');
+  const quote = (name: string): string => quoteIdentifier(name, dialect === 'mysql');
   return {
-    schema: quoteIdentifier(s),
-    table: (name) => `${quoteIdentifier(s)}.${quoteIdentifier(raw(name))}`,
-    name: (name) => quoteIdentifier(raw(name)),
+    schema: quote(s),
+    table: (name) => `${quote(s)}.${quote(raw(name))}`,
+    name: (name) => quote(raw(name)),
     raw,
+    ...(dialect === 'mysql' ? { dialect: 'mysql' as const } : {}),
   };
 }
 
 function detectDialect(k: Knex): StoreDialect {
+  if (isMysqlKnex(k)) return 'mysql';
   const client = (k.client as { config?: { client?: unknown } }).config?.client;
   const name = typeof client === 'string' ? client : (client as { name?: string })?.name;
   return typeof name === 'string' && /pglite/i.test(name) ? 'pglite' : 'postgres';
@@ -269,7 +278,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   }
   const schema = options.schema ?? 'justonce';
   const tablePrefix = options.tablePrefix ?? '';
-  const names = createNames(schema, tablePrefix);
+  const checked = createNames(schema, tablePrefix);
   const prepared = options.preparedStatements ?? true;
   if (typeof prepared !== 'boolean') {
     throw new ConfigurationError('preparedStatements must be a boolean', {
@@ -286,7 +295,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const partitions = resolvePartitions(options.partitions);
   // The layout's longest name, so that a prefix too long for it is refused here, not by a
   // conversion half-way.
-  if (layout === 'partitioned') names.raw('inbox_records_plain_succeeded_created_idx');
+  if (layout === 'partitioned') checked.raw('inbox_records_plain_succeeded_created_idx');
 
   let knex: Knex;
   let owned = true;
@@ -301,21 +310,29 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     if (typeof options.connectionString !== 'string' || options.connectionString === '') {
       throw new ConfigurationError('connectionString must be a non-empty string');
     }
-    knex = createKnex({
-      client: 'pg',
-      connection: pgConnectionConfig(options.connectionString, timeouts, keepAliveDelayMs),
-      pool,
-      acquireConnectionTimeout: timeouts.acquireMs,
-      // knex warns on stderr about each connection the limits destroyed and each failed
-      // acquire, repeating what the store logs: its lines go to the store's logger instead.
-      log: {
-        warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-        error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
-        deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-        debug: () => undefined,
-      },
-    } as Knex.Config);
-    guardKnex(knex, timeouts, logger);
+    // knex warns on stderr about each connection the limits destroyed and each failed
+    // acquire, repeating what the store logs: its lines go to the store's logger instead.
+    const log = {
+      warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+      error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
+      deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+      debug: () => undefined,
+    };
+    if (isMysqlUrl(options.connectionString)) {
+      knex = createKnex({
+        ...mysqlKnexConfig(options.connectionString, timeouts, keepAliveDelayMs, pool),
+        log,
+      });
+    } else {
+      knex = createKnex({
+        client: 'pg',
+        connection: pgConnectionConfig(options.connectionString, timeouts, keepAliveDelayMs),
+        pool,
+        acquireConnectionTimeout: timeouts.acquireMs,
+        log,
+      } as Knex.Config);
+      guardKnex(knex, timeouts, logger);
+    }
   } else if (options.pglite?.instance !== undefined) {
     const { instance } = options.pglite;
     if (!(instance instanceof PGlite) || options.pglite.dataDir !== undefined) {
@@ -328,8 +345,16 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     knex = pgliteKnex(embedded);
   }
   const dialect = detectDialect(knex);
+  if (dialect === 'mysql' && layout === 'partitioned') {
+    if (owned) await knex.destroy();
+    throw new ConfigurationError(
+      `layout 'partitioned' is PostgreSQL's; MySQL and MariaDB keep the plain layout`,
+    );
+  }
+  const names = dialect === 'mysql' ? createNames(schema, tablePrefix, 'mysql') : checked;
 
   const migrateStore = async (): Promise<MigrationResult> => {
+    if (dialect === 'mysql') return migrateMysql(knex, names);
     const result = await migrate(knex, names, undefined, { knexMigrationsTable });
     if (layout === 'partitioned') {
       await convertToPartitioned({ knex, names, dialect, partitions });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { runOnPool, transactionStatements } from './driver';
 import type { SqlQueryOptions, SqlResult } from './types';
+import { isMysqlResult, mysqlRowCount, mysqlRows } from './mysql-result';
 
 /**
  * Where justonce's own statements run: a caller's transaction (a {@link SqlTransaction}) or
@@ -70,12 +71,11 @@ export async function knexQuery(
   const { sql, order } = positional(text);
   const bindings = order.map((index) => values[index]) as Knex.RawBinding[];
   const raw = db.raw(sql, bindings);
-  const result = (await (options?.name === undefined
+  const answer: unknown = await (options?.name === undefined
     ? raw
-    : raw.options({ name: options.name }))) as {
-    rows?: Record<string, unknown>[];
-    rowCount?: number | null;
-  };
+    : raw.options({ name: options.name }));
+  if (isMysqlResult(answer)) return { rows: mysqlRows(answer), rowCount: mysqlRowCount(answer) };
+  const result = answer as { rows?: Record<string, unknown>[]; rowCount?: number | null };
   const rows = result.rows ?? [];
   return { rows, rowCount: result.rowCount ?? rows.length };
 }

@@ -11,8 +11,21 @@ const SOCKET_CODES: ReadonlySet<string> = new Set([
   'ENETUNREACH',
 ]);
 
-/** SQLSTATEs of a server that shut the session down (restart, failover, admin kill). */
-const SHUTDOWN_STATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03']);
+/**
+ * SQLSTATEs of a server that shut the session down (restart, failover, admin kill), and
+ * mysql2's codes for the same: a lost connection, a server shutting down, a killed session.
+ */
+const SHUTDOWN_STATES: ReadonlySet<string> = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  'ER_CON_COUNT_ERROR',
+  'ER_CANT_CONNECT_TO_SERVER',
+]);
 
 /**
  * Messages of `pg` and knex that mean the connection died under the call. knex reports a
@@ -20,7 +33,7 @@ const SHUTDOWN_STATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03']
  * restart is one on a dead connection, as "Transaction query already complete".
  */
 const LOSS_MESSAGES =
-  /Connection terminated|Client was closed and is not queryable|connection error and is not queryable|Transaction query already complete|timeout expired/i;
+  /Connection terminated|Client was closed and is not queryable|Can't add new command when connection is in closed state|connection error and is not queryable|Transaction query already complete|timeout expired/i;
 
 /**
  * True when `error` (or one of its causes) means the connection to the database was lost or

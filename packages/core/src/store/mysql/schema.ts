@@ -1,0 +1,154 @@
+import type { Migration } from '../migration';
+
+/**
+ * Text compared as PostgreSQL compares `text`: byte for byte. MySQL's default collations
+ * ignore case and trailing spaces, which would make `A` and `a` (or `a` and `a `) one message.
+ */
+const EXACT = 'character set utf8mb4 collate utf8mb4_bin';
+/** Hex digests and fixed words: one byte per character keeps the composite keys short. */
+const ASCII = 'character set ascii collate ascii_bin';
+
+/**
+ * The widths below keep every composite key under InnoDB's 3 072-byte index limit (4 bytes per
+ * utf8mb4 character): consumer 200, scope 255, message id 255 characters — the inbox's and the
+ * outbox's default limits, which on MySQL are also their maximum (see docs/store.md, "MySQL
+ * and MariaDB").
+ */
+const CONSUMER = `varchar(200) ${EXACT}`;
+const SCOPE = `varchar(255) ${EXACT}`;
+const MESSAGE_ID = `varchar(255) ${EXACT}`;
+/** The database clock, in UTC to the microsecond (the session's time zone is UTC). */
+const NOW = 'current_timestamp(6)';
+
+/**
+ * The whole schema of MySQL 8 and MariaDB 10.6+, as PostgreSQL's fourteen migrations leave it.
+ * Partial indexes do not exist there: the relay's pending indexes lead with `status` instead,
+ * and the dead letters' "one letter per message and payload" key holds only when `dedupe`,
+ * through a generated column that is null otherwise (null never collides in a unique key).
+ */
+export const mysqlSchema: Migration = {
+  version: 1,
+  name: 'mysql_schema',
+  up: ({ table, name }) => [
+    `create table if not exists ${table('inbox_records')} (
+       consumer ${CONSUMER} not null,
+       scope ${SCOPE} not null,
+       message_id ${MESSAGE_ID} not null,
+       status varchar(16) ${ASCII} not null,
+       fingerprint varchar(128) ${ASCII},
+       attempts integer not null default 1,
+       error json,
+       created_at datetime(6) not null default ${NOW},
+       expires_at datetime(6) not null,
+       primary key (consumer, scope, message_id),
+       key ${name('inbox_records_expires_at_idx')} (expires_at),
+       key ${name('inbox_records_succeeded_created_idx')} (status, created_at, consumer),
+       constraint ${name('inbox_records_status_check')}
+         check (status in ('SUCCEEDED', 'FAILED_FINAL'))
+     ) engine=InnoDB`,
+    `create table if not exists ${table('inbox_attempts')} (
+       scope ${SCOPE} not null,
+       consumer ${CONSUMER} not null,
+       message_id ${MESSAGE_ID} not null,
+       attempts integer not null,
+       first_attempt_at datetime(6) not null default ${NOW},
+       last_attempt_at datetime(6) not null default ${NOW},
+       last_error json,
+       shared boolean not null default false,
+       open_since datetime(6),
+       open_pid bigint unsigned,
+       overlapped boolean not null default false,
+       primary key (scope, consumer, message_id),
+       key ${name('inbox_attempts_last_attempt_at_idx')} (last_attempt_at)
+     ) engine=InnoDB`,
+    `create table if not exists ${table('inbox_offsets')} (
+       consumer ${CONSUMER} not null,
+       topic varchar(255) ${EXACT} not null,
+       \`partition\` integer not null,
+       high_offset bigint not null,
+       updated_at datetime(6) not null default ${NOW},
+       primary key (consumer, topic, \`partition\`)
+     ) engine=InnoDB`,
+    `create table if not exists ${table('consumer_activity')} (
+       consumer ${CONSUMER} not null,
+       minute datetime(6) not null,
+       handled bigint not null default 0,
+       duplicates bigint not null default 0,
+       dead_lettered bigint not null default 0,
+       primary key (consumer, minute),
+       key ${name('consumer_activity_minute_idx')} (minute)
+     ) engine=InnoDB`,
+    `create table if not exists ${table('idempotency')} (
+       scope varchar(200) ${EXACT} not null,
+       operation varchar(200) ${EXACT} not null,
+       \`key\` varchar(255) ${EXACT} not null,
+       request_hash varchar(128) ${ASCII},
+       status varchar(24) ${ASCII} not null,
+       owner_id varchar(64) ${ASCII},
+       lease_until datetime(6),
+       response longtext,
+       error json,
+       attempts integer not null default 1,
+       created_at datetime(6) not null default ${NOW},
+       updated_at datetime(6) not null default ${NOW},
+       expires_at datetime(6),
+       primary key (scope, operation, \`key\`),
+       key ${name('idempotency_expires_at_idx')} (expires_at),
+       key ${name('idempotency_in_progress_idx')} (status, operation, lease_until),
+       key ${name('idempotency_succeeded_created_idx')} (status, created_at, operation),
+       constraint ${name('idempotency_status_check')}
+         check (status in ('IN_PROGRESS', 'SUCCEEDED', 'FAILED_RETRIABLE', 'FAILED_FINAL'))
+     ) engine=InnoDB`,
+    `create table if not exists ${table('dead_letters')} (
+       id bigint not null auto_increment primary key,
+       scope ${SCOPE} not null,
+       consumer ${CONSUMER} not null,
+       message_id ${MESSAGE_ID},
+       dedupe boolean not null,
+       fingerprint varchar(128) ${ASCII} not null,
+       dedupe_fingerprint varchar(128) ${ASCII}
+         as (case when dedupe then fingerprint end) stored,
+       reason varchar(64) ${ASCII} not null,
+       error_code text,
+       error_message text,
+       attempts integer not null,
+       partition_key text,
+       headers json not null,
+       body longblob not null,
+       body_is_text boolean not null,
+       delivery json not null,
+       first_attempt_at datetime(6),
+       dead_at datetime(6) not null default ${NOW},
+       requeued_at datetime(6),
+       raw longtext,
+       unique key ${name('dead_letters_message_uq')}
+         (scope, consumer, message_id, dedupe_fingerprint),
+       key ${name('dead_letters_consumer_idx')} (consumer, id),
+       key ${name('dead_letters_dead_at_idx')} (dead_at),
+       key ${name('dead_letters_waiting_idx')} (consumer, reason, requeued_at, dead_at)
+     ) engine=InnoDB`,
+    `create table if not exists ${table('outbox')} (
+       id bigint not null auto_increment primary key,
+       destination varchar(255) ${EXACT} not null,
+       partition_key varchar(255) ${EXACT},
+       message_id ${MESSAGE_ID} not null,
+       headers json not null,
+       payload longblob not null,
+       created_at datetime(6) not null default ${NOW},
+       available_at datetime(6) not null default ${NOW},
+       attempts integer not null default 0,
+       last_error text,
+       status varchar(16) ${ASCII} not null default 'pending',
+       published_at datetime(6),
+       unique key ${name('outbox_message_id_key')} (message_id),
+       key ${name('outbox_pending_idx')} (status, id),
+       key ${name('outbox_pending_key_idx')} (status, partition_key, id),
+       key ${name('outbox_published_idx')} (status, published_at),
+       constraint ${name('outbox_status_check')}
+         check (status in ('pending', 'published', 'dead'))
+     ) engine=InnoDB`,
+  ],
+};
+
+/** Every MySQL migration, in order; append only, as PostgreSQL's. */
+export const mysqlMigrations: readonly Migration[] = [mysqlSchema];
