@@ -1,6 +1,7 @@
 import { SQSClient, ListQueuesCommand } from '@aws-sdk/client-sqs';
 import { connect as amqpConnect } from 'amqplib';
 import { Kafka, logLevel } from 'kafkajs';
+import { createConnection } from 'mysql2/promise';
 import { Client } from 'pg';
 
 /** The outcome of one readiness check: `ok`, or why not. */
@@ -27,6 +28,30 @@ export async function checkPostgres(url: string): Promise<CheckResult> {
     return failed(error);
   } finally {
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Connects to MySQL or MariaDB and runs `select 1`. The database the URL names is created when
+ * it is missing (each test then makes databases of its own beside it).
+ */
+export async function checkMysql(url: string): Promise<CheckResult> {
+  const target = new URL(url);
+  const database = decodeURIComponent(target.pathname.slice(1));
+  target.pathname = '/';
+  try {
+    const connection = await createConnection({ uri: target.toString(), connectTimeout: 2000 });
+    try {
+      if (database !== '') {
+        await connection.query(`create database if not exists \`${database.replace(/`/g, '``')}\``);
+      }
+      await connection.query('select 1');
+      return { ok: true };
+    } finally {
+      await connection.end().catch(() => undefined);
+    }
+  } catch (error) {
+    return failed(error);
   }
 }
 

@@ -15,6 +15,7 @@ export function containerImages(): Record<ServiceName, string> {
     kafka: `apache/kafka:${kafkaVersion()}`,
     sqs: `softwaremill/elasticmq-native:${elasticmqVersion()}`,
     rabbitmq: 'rabbitmq:4.1-alpine',
+    mysql: 'mariadb:11.4',
   };
 }
 
@@ -144,6 +145,16 @@ export async function startContainer(name: ServiceName): Promise<ServiceContaine
         .start();
       const port = container.getMappedPort(5672);
       return { address: `amqp://guest:guest@${host}:${port}`, container };
+    }
+    case 'mysql': {
+      const container = await new GenericContainer(images.mysql)
+        .withEnvironment({ MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: '1', MARIADB_DATABASE: 'test' })
+        .withExposedPorts(3306)
+        .withTmpFs({ '/var/lib/mysql': 'rw' })
+        .withWaitStrategy(Wait.forLogMessage(/ready for connections/, 2))
+        .start();
+      const port = container.getMappedPort(3306);
+      return { address: `mysql://root@${host}:${port}/test`, container };
     }
   }
 }

@@ -40,3 +40,8 @@ export function sqsClientConfig(): ReturnType<typeof sqsClientSettings> {
 export function amqpUrl(): string {
   return required('AMQP_URL');
 }
+
+/** The MySQL or MariaDB URL the global setup resolved (`MYSQL_URL`). */
+export function mysqlUrl(): string {
+  return required('MYSQL_URL');
+}

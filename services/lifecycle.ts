@@ -7,6 +7,7 @@ import { shown } from './paths';
 import { stopLocalPostgres } from './postgres';
 import { clearPid, ownProcesses, stopProcess } from './processes';
 import { stopLocalRabbitmq } from './rabbitmq';
+import { stopLocalMysql } from './mysql';
 import { SERVICES } from './registry';
 import { SERVICE_NAMES, type ServiceName } from './types';
 
@@ -92,5 +93,6 @@ export async function stopServices(): Promise<string[]> {
   );
   if (await withLock('postgres', stopLocalPostgres)) done.push('stopped the local PostgreSQL');
   if (await withLock('rabbitmq', stopLocalRabbitmq)) done.push('stopped the local RabbitMQ');
+  if (await withLock('mysql', stopLocalMysql)) done.push('stopped the local MySQL/MariaDB');
   return done;
 }

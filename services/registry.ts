@@ -1,4 +1,11 @@
-import { checkKafka, checkPostgres, checkRabbitmq, checkSqs, type CheckResult } from './checks';
+import {
+  checkKafka,
+  checkMysql,
+  checkPostgres,
+  checkRabbitmq,
+  checkSqs,
+  type CheckResult,
+} from './checks';
 import {
   ELASTICMQ_LOCAL_ENDPOINT,
   ELASTICMQ_LOG,
@@ -15,6 +22,7 @@ import {
 } from './kafka';
 import { withLock } from './lock';
 import { POSTGRES_LOCAL_URL, POSTGRES_LOG, ensureLocalPostgres } from './postgres';
+import { MYSQL_LOCAL_URL, MYSQL_LOG, ensureLocalMysql } from './mysql';
 import { RABBITMQ_LOCAL_URL, RABBITMQ_LOG, ensureLocalRabbitmq } from './rabbitmq';
 import { shown } from './paths';
 import type { ServiceName } from './types';
@@ -49,7 +57,7 @@ const compose = (service: string) =>
   `with Docker: \`docker compose -f docker/compose.yml up -d ${service}\` ` +
   '(or start a Docker engine: the tests then use Testcontainers)';
 
-/** The four services. */
+/** The services. */
 export const SERVICES: Record<ServiceName, ServiceDefinition> = {
   postgres: {
     label: 'PostgreSQL',
@@ -107,6 +115,20 @@ export const SERVICES: Record<ServiceName, ServiceDefinition> = {
       'start the local server: `rabbitmq-server -detached` (or `brew services start rabbitmq`), ' +
         `allowing ${RABBITMQ_LOCAL_URL}`,
       compose('rabbitmq'),
+    ],
+  },
+  mysql: {
+    label: 'MySQL/MariaDB',
+    envVar: 'MYSQL_URL',
+    localAddress: MYSQL_LOCAL_URL,
+    logFile: MYSQL_LOG,
+    check: checkMysql,
+    ensureLocal: (timeoutMs) => withLock('mysql', () => ensureLocalMysql(timeoutMs)),
+    howTo: () => [
+      'point the tests at a server: MYSQL_URL=mysql://user:pass@host:3306/test pnpm test',
+      'start the local server, e.g. `start-stop-daemon --start --background --exec /usr/sbin/mariadbd` ' +
+        `(Debian's MariaDB) or \`brew services start mariadb\`, allowing ${MYSQL_LOCAL_URL}`,
+      compose('mariadb'),
     ],
   },
 };

@@ -156,7 +156,7 @@ async function resolveOne(
 
 /**
  * Finds or starts each named service, in this order: its environment variable
- * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`); a service already answering
+ * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`, `MYSQL_URL`); a service already answering
  * at the local address; Testcontainers when a Docker engine answers; the native launchers;
  * else a {@link ServiceUnavailableError} saying how to start it. Services resolve in parallel.
  */
@@ -204,6 +204,7 @@ const ADDRESS_KEY: AddressKeyOf = {
   kafka: 'kafkaBrokers',
   sqs: 'sqsEndpoint',
   rabbitmq: 'amqpUrl',
+  mysql: 'mysqlUrl',
 };
 
 /**

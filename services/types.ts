@@ -1,5 +1,5 @@
-/** The four services the tests, benchmarks and examples of justonce need. */
-export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq'] as const;
+/** The services the tests, benchmarks and examples of justonce need. */
+export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq', 'mysql'] as const;
 
 /** One of {@link SERVICE_NAMES}. `sqs` is served by ElasticMQ when nothing else is configured. */
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -14,6 +14,8 @@ export interface ServiceAddresses {
   sqsEndpoint: string;
   /** An AMQP 0-9-1 URL of a RabbitMQ broker (`AMQP_URL`). */
   amqpUrl: string;
+  /** A MySQL or MariaDB connection string (`MYSQL_URL`). */
+  mysqlUrl: string;
 }
 
 /** Which field of {@link ServiceAddresses} each service fills. */
@@ -22,6 +24,7 @@ export interface AddressKeyOf {
   kafka: 'kafkaBrokers';
   sqs: 'sqsEndpoint';
   rabbitmq: 'amqpUrl';
+  mysql: 'mysqlUrl';
 }
 
 /** The addresses of the services `N`, and only those. */

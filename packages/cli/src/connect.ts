@@ -5,7 +5,7 @@ import { UsageError } from './usage-error';
 
 /** The global options every command receives. */
 export interface GlobalOptions {
-  /** PostgreSQL connection string; defaults to `DATABASE_URL`. */
+  /** PostgreSQL, MySQL or MariaDB connection string; defaults to `DATABASE_URL`. */
   readonly databaseUrl?: string;
   /** A PGlite data directory, instead of a PostgreSQL database. */
   readonly pglite?: string;
@@ -26,7 +26,7 @@ interface TargetCommon {
 
 /** Where the store is, once the global options were checked. */
 export type StoreTarget =
-  | (TargetCommon & { readonly kind: 'postgres'; readonly url: string })
+  | (TargetCommon & { readonly kind: 'postgres' | 'mysql'; readonly url: string })
   | (TargetCommon & { readonly kind: 'pglite'; readonly dataDir: string });
 
 /** Checks `--knex-migrations-table`: knex's `tableName`, or `schemaName.tableName`. */
@@ -93,8 +93,16 @@ export function checkGlobalOptions(options: GlobalOptions, open: OpenOptions = {
   if (url === undefined || url === '') {
     throw new UsageError('no database: pass --database-url or --pglite, or set DATABASE_URL');
   }
+  if (/^(mysql|mariadb):\/\//.test(url)) {
+    if (options.knexMigrationsTable !== undefined) {
+      throw new UsageError('--knex-migrations-table applies to PostgreSQL only');
+    }
+    return { ...common, kind: 'mysql', url };
+  }
   if (!/^postgres(ql)?:\/\//.test(url)) {
-    throw new UsageError('--database-url must be a postgres:// or postgresql:// URL');
+    throw new UsageError(
+      '--database-url must be a postgres://, postgresql://, mysql:// or mariadb:// URL',
+    );
   }
   return { ...common, kind: 'postgres', url };
 }

@@ -23,7 +23,10 @@ export function buildProgram(): Command {
     .description(
       'operate a justonce store: migrations, status, dead letters, outbox, operations, cleanup and the dashboard',
     )
-    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option(
+      '--database-url <url>',
+      'PostgreSQL, MySQL or MariaDB connection string (default: $DATABASE_URL)',
+    )
     .option(
       '--pglite <dir>',
       'a PGlite data directory instead of PostgreSQL (stop the app using it first)',

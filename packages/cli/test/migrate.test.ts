@@ -60,8 +60,12 @@ describe('bad command lines: clear message, exit 2, nothing created', () => {
   it.each([
     [['--schema', 'Bad-Name', 'status'], /--schema must match/],
     [
-      ['--database-url', 'mysql://x/y', 'migrate'],
-      /--database-url must be a postgres:\/\/ or postgresql:\/\/ URL/,
+      ['--database-url', 'mongodb://x/y', 'migrate'],
+      /--database-url must be a postgres:\/\/, postgresql:\/\/, mysql:\/\/ or mariadb:\/\/ URL/,
+    ],
+    [
+      ['--database-url', 'mysql://x/y', '--knex-migrations-table', 'k', 'migrate'],
+      /--knex-migrations-table applies to PostgreSQL only/,
     ],
     [['frobnicate'], /unknown command/],
     [['status', '--bogus'], /unknown option/],

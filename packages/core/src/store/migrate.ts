@@ -10,6 +10,7 @@ import {
 } from './migration-knex-table';
 import { migrations as allMigrations } from './migrations';
 import { rowsOf } from './rows';
+import { mysqlMigrations } from './mysql/schema';
 
 export { rowsOf } from './rows';
 
@@ -104,6 +105,13 @@ export async function migrate(
   return { applied, version };
 }
 
+/** Knex's migrator runs justonce's migrations on PostgreSQL only. @internal */
+export function knexTableOnMysql(): ConfigurationError {
+  return new ConfigurationError(
+    'knexMigrationsTable applies to PostgreSQL: on MySQL and MariaDB justonce migrates its own tables with store.migrate()',
+  );
+}
+
 /** What {@link migrationStatus} found. */
 export interface MigrationStatus {
   /** The highest version applied; 0 when the schema has none. */
@@ -143,6 +151,10 @@ export async function migrationStatus(
   options: MigrationStatusOptions = {},
 ): Promise<MigrationStatus> {
   rejectUnknownOptions(options, STATUS_KEYS, 'migrationStatus');
+  if (store.names.dialect === 'mysql') {
+    if (options.knexMigrationsTable !== undefined) throw knexTableOnMysql();
+    return readStatus(store.knex, store.names, mysqlMigrations, []);
+  }
   const table = resolveKnexMigrationsTable(
     options.knexMigrationsTable ?? store.knexMigrationsTable,
   );
@@ -164,9 +176,17 @@ async function readStatus(
   inKnex: readonly number[],
 ): Promise<MigrationStatus> {
   const table = names.table('migrations');
-  const exists = await knex.raw(`select to_regclass(?) is not null as present`, [table]);
+  const exists =
+    names.dialect === 'mysql'
+      ? await knex.raw(
+          `select count(*) > 0 as present from information_schema.tables
+            where table_schema = ? and table_name = ?`,
+          [names.schema.slice(1, -1), names.raw('migrations')],
+        )
+      : await knex.raw(`select to_regclass(?) is not null as present`, [table]);
   const have = new Set(inKnex);
-  if (rowsOf<{ present: boolean }>(exists)[0]?.present === true) {
+  const present: unknown = rowsOf<{ present: unknown }>(exists)[0]?.present;
+  if (present === true || Number(present) === 1) {
     const result = await knex.raw(`select version from ${table}`);
     for (const r of rowsOf<{ version: number | string }>(result)) have.add(Number(r.version));
   }

@@ -19,7 +19,7 @@ import {
   type StoreTimeouts,
 } from './limits';
 import { validateIdentifier, quoteIdentifier } from './identifiers';
-import { migrate, type MigrationResult } from './migrate';
+import { knexTableOnMysql, migrate, type MigrationResult } from './migrate';
 import type { MigrationNames } from './migration';
 import { resolveKnexMigrationsTable, type KnexMigrationsTable } from './migration-knex-table';
 import {
@@ -345,8 +345,9 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     knex = pgliteKnex(embedded);
   }
   const dialect = detectDialect(knex);
-  if (dialect === 'mysql' && layout === 'partitioned') {
+  if (dialect === 'mysql' && (layout === 'partitioned' || knexMigrationsTable !== undefined)) {
     if (owned) await knex.destroy();
+    if (knexMigrationsTable !== undefined) throw knexTableOnMysql();
     throw new ConfigurationError(
       `layout 'partitioned' is PostgreSQL's; MySQL and MariaDB keep the plain layout`,
     );
