@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { Connection as MysqlConnection } from 'mysql2';
 import { Client } from 'pg';
 import {
   createMemoryPublisher,
@@ -453,7 +454,9 @@ const BROKER_COMMANDS = new Set(['java', 'beam.smp']);
 /** Which group a process counts in, by its command name; undefined for the rest. */
 function groupOf(pid: number, command: string): keyof ProcessCpu | undefined {
   if (pid === process.pid) return 'client';
-  if (command.startsWith('postgres')) return 'database';
+  if (command.startsWith('postgres') || command === 'mariadbd' || command === 'mysqld') {
+    return 'database';
+  }
   if (BROKER_COMMANDS.has(command)) return 'broker';
   return undefined;
 }
@@ -521,13 +524,19 @@ let statementsSent = 0;
 const statementListeners = new Set<(text: string) => void>();
 
 /**
- * Counts every statement that reaches node-postgres in this process, by wrapping
+ * Counts every statement that reaches node-postgres (or mysql2) in this process, by wrapping
  * `Client.prototype.query` once: knex, `pg`'s pool, Kysely, drizzle and TypeORM all send
  * through it, `begin` and `commit` included. No benchmark runs on PGlite, which this would
  * not see.
  */
 function watchStatements(): void {
-  const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  watchQuery(Client.prototype as unknown as { query: (...args: unknown[]) => unknown });
+  // knex's mysql2 client sends every statement through the connection's `query`.
+  watchQuery(MysqlConnection.prototype as unknown as { query: (...args: unknown[]) => unknown });
+}
+
+/** Counts (and reports to the listeners) each call of `proto.query`. */
+function watchQuery(proto: { query: (...args: unknown[]) => unknown }): void {
   const original = proto.query;
   proto.query = function query(this: unknown, ...args: unknown[]) {
     statementsSent += 1;

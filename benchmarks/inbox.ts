@@ -33,7 +33,8 @@
  * batch case takes five times as many), BENCH_PGBENCH_SECONDS each pgbench run's length
  * (default 5), BENCH_INBOX_CASES a comma-separated subset of per-message, batch and
  * duplicates (default all; batch vs per-message needs both). The last line printed is the
- * JSON result.
+ * JSON result. With a `mysql://` or `mariadb://` DATABASE_URL it runs the MySQL benchmark of
+ * `_inbox-mysql.ts` instead.
  */
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -50,6 +51,7 @@ import {
   type Store,
 } from '@justonce/core';
 import { pgTransactions as pgAdapter } from '@justonce/core/pg';
+import { mysqlInboxMain } from './_inbox-mysql';
 import {
   medianPgbenchCost,
   pgbenchCommand,
@@ -479,6 +481,7 @@ async function measure(
 /** Runs the benchmark and prints its JSON line last. */
 export async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  if (/^(mysql|mariadb):\/\//.test(url)) return mysqlInboxMain(url);
   const schema = `bench_inbox_${randomBytes(4).toString('hex')}`;
   const store = await createStore({ connectionString: url, schema, pool: { max: POOL_MAX } });
   const pool = new Pool({ connectionString: url, max: WORKERS });
