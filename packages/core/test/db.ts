@@ -5,6 +5,19 @@ import { createStore, type Store, type StoreOptions } from '../src';
 export const STORE_KINDS = ['postgres', 'pglite'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
 
+/**
+ * The two stores, plus PostgreSQL with the distributable schema (docs/scaling.md): for the
+ * suites of what that schema changes (the outbox's keys, its inserts). Each entry is the
+ * label, the kind and the store's extra options.
+ */
+export const STORE_VARIANTS = [
+  ['postgres', 'postgres', {}],
+  ['pglite', 'pglite', {}],
+  ['postgres, distributable', 'postgres', { distribution: 'distributable' }],
+] as const satisfies ReadonlyArray<
+  readonly [string, StoreKind, Omit<StoreOptions, 'knex' | 'connectionString' | 'pglite'>]
+>;
+
 /** The PostgreSQL URL the global setup resolved. */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
