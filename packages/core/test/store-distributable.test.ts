@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import {
   ConfigurationError,
+  FinalError,
   createAdmin,
+  createInbox,
   createMemoryPublisher,
   createOutbox,
   createRelay,
@@ -10,6 +12,7 @@ import {
   type Store,
 } from '../src';
 import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
+import { envelope } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -211,7 +214,7 @@ describe.each(STORE_KINDS)('the distributable schema on %s', (kind) => {
     }
   });
 
-  it('requeues a dead event under its own distribution key', async () => {
+  it('requeues and redelivers from a store opened without the option (the CLI, the dashboard)', async () => {
     const outbox = createOutbox({ store });
     await store.knex.transaction((trx) =>
       outbox.add(trx, [
@@ -220,15 +223,36 @@ describe.each(STORE_KINDS)('the distributable schema on %s', (kind) => {
       ]),
     );
     await store.knex.raw(`update ${store.names.table('outbox')} set status = 'dead'`);
-    const admin = createAdmin(store);
-    const relay = createRelay({ store, publisher: createMemoryPublisher(), notify: false });
-    const dead = await relay.listDead();
-    expect(await relay.requeue(dead[0]!.id)).not.toBeNull();
-    expect(await admin.outbox.requeue(dead[1]!.id)).not.toBeNull();
-    expect(await outboxRows(store)).toEqual([
-      { message_id: 'keyed', partition_key: 'k', distribution_key: 'k' },
-      { message_id: 'keyless', partition_key: null, distribution_key: 'keyless' },
-    ]);
+    const operator = await createStore(
+      kind === 'postgres'
+        ? { connectionString: databaseUrl(), schema: store.schema }
+        : { pglite: { instance: store.pglite! }, schema: store.schema },
+    );
+    try {
+      const admin = createAdmin(operator);
+      const relay = createRelay({ store: operator, publisher: createMemoryPublisher() });
+      const dead = await relay.listDead();
+      expect(await relay.requeue(dead[0]!.id)).not.toBeNull();
+      expect(await admin.outbox.requeue(dead[1]!.id)).not.toBeNull();
+      expect(await outboxRows(store)).toEqual([
+        { message_id: 'keyed', partition_key: 'k', distribution_key: 'k' },
+        { message_id: 'keyless', partition_key: null, distribution_key: 'keyless' },
+      ]);
+
+      const inbox = createInbox({ store, consumer: 'billing' });
+      await inbox.process(envelope('letter-1'), () => {
+        throw new FinalError('not yet');
+      });
+      const [letter] = await admin.deadLetters.list({ consumer: 'billing' });
+      await admin.redeliverDeadLetter(letter!.id, { destination: 'orders' });
+      expect((await outboxRows(store)).at(-1)).toEqual({
+        message_id: 'letter-1',
+        partition_key: null,
+        distribution_key: 'letter-1',
+      });
+    } finally {
+      await operator.close();
+    }
   });
 });
 

@@ -133,7 +133,7 @@ export function adminOutbox(store: Store): Omit<AdminOutbox, 'select'> {
 
     async requeue(id: string): Promise<string | null> {
       // The relay's own requeue, with its notification so that a running relay wakes.
-      return requeueDead(knex, names, rowId(id), channel, store.distribution);
+      return requeueDead(knex, names, rowId(id), channel);
     },
 
     async delete(id: string): Promise<boolean> {

@@ -6,7 +6,7 @@ import type { DeadLetter } from '../dead-letters/types';
 import { ConfigurationError } from '../errors/configuration-error';
 import { outboxChannel } from '../outbox/channel';
 import { rowsOf } from '../store/migrate';
-import { distributionKeyOf, outboxInsertShape } from '../store/distribution';
+import { distributionKeyOf, outboxInsertShape, schemaIsDistributable } from '../store/distribution';
 import { unstorableText, unwritableText } from '../common/text';
 import type { Store } from '../store/store';
 import { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
@@ -48,8 +48,9 @@ async function insertIntoOutbox(
   const outbox = store.names.table('outbox');
   await trx.raw(`delete from ${outbox} where message_id = ?`, [messageId]);
   const body = letter.body;
-  const distributable = store.distribution === 'distributable';
-  const shape = outboxInsertShape(store.distribution);
+  // From the catalog, so that the CLI's and the dashboard's plain stores redeliver too.
+  const distributable = await schemaIsDistributable(trx, store.names);
+  const shape = outboxInsertShape(distributable ? 'distributable' : 'none');
   const inserted = rowsOf<{ id: string | number }>(
     await trx.raw(
       `insert into ${outbox} (${shape.columns})

@@ -48,13 +48,7 @@ export async function requeue(rt: RelayRuntime, id: string): Promise<string | nu
     throw new ConfigurationError('requeue needs a row id from listDead()', { id });
   }
   const { store, notify, logger } = rt.options;
-  const next = await requeueDead(
-    store.knex,
-    store.names,
-    id,
-    notify ? rt.channel : null,
-    store.distribution,
-  );
+  const next = await requeueDead(store.knex, store.names, id, notify ? rt.channel : null);
   if (next !== null) logger.info('relay: dead event requeued', { id, newId: next });
   return next;
 }

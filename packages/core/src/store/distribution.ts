@@ -56,8 +56,13 @@ export function outboxInsertShape(distribution: StoreDistribution): {
 /** Lifts the store's client-side bound of one statement, as a migration does (`migrate.ts`). */
 const UNBOUNDED = { query_timeout: 0 } as const;
 
-/** Whether the schema's outbox has the distribution column already. */
-async function hasDistributionColumn(db: Knex, names: MigrationNames): Promise<boolean> {
+/**
+ * Whether the schema's outbox has the distribution column: the schema is distributable, as
+ * the catalog says, whatever the store's option. For the operator's rare inserts (a requeue,
+ * a redelivery), which then work from a store opened either way (the CLI's, the dashboard's).
+ * @internal
+ */
+export async function schemaIsDistributable(db: Knex, names: MigrationNames): Promise<boolean> {
   const result = await db.raw(
     `select exists (
        select 1 from pg_attribute
@@ -103,7 +108,7 @@ function distributableStatements({ table, name }: MigrationNames): string[] {
  * schema. @internal
  */
 export async function makeDistributable(knex: Knex, names: MigrationNames): Promise<boolean> {
-  if (await hasDistributionColumn(knex, names)) return false;
+  if (await schemaIsDistributable(knex, names)) return false;
   return knex.transaction(async (trx) => {
     await trx.raw(`select set_config('statement_timeout', '0', true)`).options(UNBOUNDED);
     await trx
@@ -111,7 +116,7 @@ export async function makeDistributable(knex: Knex, names: MigrationNames): Prom
         `justonce:distribution:${names.table('outbox')}`,
       ])
       .options(UNBOUNDED);
-    if (await hasDistributionColumn(trx, names)) return false;
+    if (await schemaIsDistributable(trx, names)) return false;
     for (const statement of distributableStatements(names)) {
       await trx.raw(statement).options(UNBOUNDED);
     }

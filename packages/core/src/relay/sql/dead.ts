@@ -4,7 +4,7 @@ import type { MigrationNames } from '../../store/migration';
 import {
   DISTRIBUTION_COLUMN,
   outboxInsertShape,
-  type StoreDistribution,
+  schemaIsDistributable,
 } from '../../store/distribution';
 import type { ClaimedRow } from './claim';
 
@@ -40,20 +40,19 @@ export async function selectDead(
 /**
  * Puts a dead event back at the end of its key's queue: the dead row is deleted and
  * re-inserted with a new id (same message id, attempts reset), so it cannot overtake events
- * of its key that are in flight, and on a distributable schema the same distribution key.
- * Returns the new id, or `null` when `id` is not a dead event.
+ * of its key that are in flight, and on a distributable schema (as the catalog says) the same
+ * distribution key. Returns the new id, or `null` when `id` is not a dead event.
  */
 export async function requeueDead(
   knex: Knex,
   names: MigrationNames,
   id: string,
   channel: string | null,
-  distribution: StoreDistribution = 'none',
 ): Promise<string | null> {
-  const shape = outboxInsertShape(distribution);
-  const distributable = distribution === 'distributable';
   const t = names.table('outbox');
   return knex.transaction(async (trx) => {
+    const distributable = await schemaIsDistributable(trx, names);
+    const shape = outboxInsertShape(distributable ? 'distributable' : 'none');
     const removed = rowsOf<DeadRow>(
       await trx.raw(
         `delete from ${t} where id = ?::bigint and status = 'dead'
