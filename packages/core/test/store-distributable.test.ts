@@ -300,4 +300,21 @@ describe.each(STORE_KINDS)('migrate() with distribution on a plain schema on %s'
       await plain.dispose();
     }
   });
+
+  it('refuses a schema whose inbox records a partitioned store converted, changing nothing', async () => {
+    const schema = uniqueSchema('distpart');
+    const partitioned = await openTestStore(kind, { schema, layout: 'partitioned' });
+    const distributable = await createStore(
+      kind === 'postgres'
+        ? { connectionString: databaseUrl(), schema, distribution: 'distributable' }
+        : { pglite: { instance: partitioned.pglite! }, schema, distribution: 'distributable' },
+    );
+    try {
+      await expect(distributable.migrate()).rejects.toThrow(/needs the plain layout/);
+      expect(await keysWithoutDistributionColumn(partitioned)).toContain('outbox.outbox_pkey (id)');
+    } finally {
+      await distributable.close();
+      await partitioned.dispose();
+    }
+  });
 });

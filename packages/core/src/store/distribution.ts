@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ConfigurationError } from '../errors';
 import type { MigrationNames } from './migration';
 import { rowsOf } from './rows';
+import { tableKind } from './partitions/catalog';
 
 /**
  * Which keys `store.migrate()` gives the tables whose unique keys would not let a distributed
@@ -104,11 +105,19 @@ function distributableStatements({ table, name }: MigrationNames): string[] {
  * (so concurrent migrators convert once), unless it has them; never converts back. The
  * transaction locks the outbox and the dead letters `access exclusive` while it fills the
  * outbox's new column (one rewrite of its rows) and builds the new keys; it runs without the
- * store's statement limits, as a migration does. Resolves to whether this call converted the
- * schema. @internal
+ * store's statement limits, as a migration does. Refuses a schema whose inbox records are
+ * partitioned. Resolves to whether this call converted the schema. @internal
  */
 export async function makeDistributable(knex: Knex, names: MigrationNames): Promise<boolean> {
   if (await schemaIsDistributable(knex, names)) return false;
+  if ((await tableKind(knex, names.table('inbox_records'))) === 'p') {
+    // Converted by a store with layout 'partitioned': its dedup trigger and advisory locks are
+    // what the distributable schema leaves out (docs/scaling.md).
+    throw new ConfigurationError(
+      `the inbox's records are partitioned: distribution 'distributable' needs the plain layout; nothing was changed`,
+      { distribution: 'distributable', layout: 'partitioned' },
+    );
+  }
   return knex.transaction(async (trx) => {
     await trx.raw(`select set_config('statement_timeout', '0', true)`).options(UNBOUNDED);
     await trx
