@@ -19,6 +19,7 @@ export { createStore, createNames } from './store/store';
 export type { Store, StoreOptions, StoreDialect } from './store/store';
 export type { StoreTimeouts, StoreKeepAlive, ResolvedStoreTimeouts } from './store/limits';
 export type { StoreLayout, StorePartitions, ResolvedStorePartitions } from './store/layout';
+export type { StoreDistribution } from './store/distribution';
 export { StoreTimeoutError, isStoreTimeoutError } from './store/errors';
 export type { StoreTimeoutLimit } from './store/errors';
 export { migrate, migrationStatus, rowsOf } from './store/migrate';

@@ -14,14 +14,14 @@ import {
 import { createMemoryBroker, type MemoryBroker, type MemoryConsumer } from '../src/testing';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 import { waitFor } from '../../../test-support/wait-for';
-import { STORE_KINDS, openTestStore } from './db';
+import { STORE_VARIANTS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 const SOON = { timeoutMs: 15_000, intervalMs: 20 };
 
-describe.each(STORE_KINDS)('redeliverDeadLetter on %s', (kind) => {
+describe.each(STORE_VARIANTS)('redeliverDeadLetter on %s', (_label, kind, options) => {
   let store: TestStore;
   let admin: Admin;
   let broker: MemoryBroker;
@@ -32,7 +32,7 @@ describe.each(STORE_KINDS)('redeliverDeadLetter on %s', (kind) => {
   const inbox = () => createInbox({ store, consumer: 'billing' });
 
   beforeAll(async () => {
-    store = await openTestStore(kind);
+    store = await openTestStore(kind, options);
     await createEffectsTable(store);
     admin = createAdmin(store);
     broker = createMemoryBroker({ crashRedeliveryDelayMs: 1, maxRetryDelayMs: 10 });

@@ -14,6 +14,19 @@ export function mysqlUrl(): string {
   return url;
 }
 
+/**
+ * The two stores, plus PostgreSQL with the distributable schema (docs/scaling.md): for the
+ * suites of what that schema changes (the outbox's keys, its inserts). Each entry is the
+ * label, the kind and the store's extra options.
+ */
+export const STORE_VARIANTS = [
+  ['postgres', 'postgres', {}],
+  ['pglite', 'pglite', {}],
+  ['postgres, distributable', 'postgres', { distribution: 'distributable' }],
+] as const satisfies ReadonlyArray<
+  readonly [string, StoreKind, Omit<StoreOptions, 'knex' | 'connectionString' | 'pglite'>]
+>;
+
 /** The PostgreSQL URL the global setup resolved. */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;

@@ -15,7 +15,7 @@ import {
 } from '../src';
 import type { EncodedEvent } from '../src/outbox/encode';
 import { statements } from '../src/outbox/insert-all';
-import { STORE_KINDS, databaseUrl, openTestStore } from './db';
+import { STORE_VARIANTS, databaseUrl, openTestStore } from './db';
 
 interface Row {
   id: string;
@@ -33,10 +33,10 @@ async function rows(store: Store): Promise<Row[]> {
   );
 }
 
-describe.each(STORE_KINDS)('outbox on %s', (kind) => {
+describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
   let store: Store & { dispose(): Promise<void> };
   beforeAll(async () => {
-    store = await openTestStore(kind);
+    store = await openTestStore(kind, options);
   });
   afterAll(async () => {
     await store.dispose();

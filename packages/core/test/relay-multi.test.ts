@@ -14,11 +14,16 @@ const PER_KEY = 40;
 const TOTAL = KEYS * PER_KEY;
 const WORKERS = 4;
 
-describe('several relay processes over one outbox (postgres)', () => {
+// On the plain schema and on the distributable one (docs/scaling.md), whose outbox rows carry
+// their distribution key: the claim and per-key order are the same on both.
+describe.each([
+  ['plain', {}],
+  ['distributable', { distribution: 'distributable' }],
+] as const)('several relay processes over one outbox (postgres, %s)', (label, options) => {
   let store: Store & { dispose(): Promise<void> };
   let workers: WorkerProcess[] = [];
   beforeAll(async () => {
-    store = await openTestStore('postgres');
+    store = await openTestStore('postgres', options);
   });
   afterAll(async () => {
     for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
@@ -35,6 +40,7 @@ describe('several relay processes over one outbox (postgres)', () => {
       RELAY_SINK: sink,
       RELAY_BATCH: '100',
       RELAY_CONCURRENCY: '2',
+      RELAY_DISTRIBUTION: 'distribution' in options ? options.distribution : 'none',
     };
     workers = Array.from({ length: WORKERS }, (_, i) => spawnRelayWorker(`w${i + 1}`, env));
     await Promise.all(workers.map((w) => w.waitForLine(/^ready$/)));
@@ -76,7 +82,7 @@ describe('several relay processes over one outbox (postgres)', () => {
     );
     process.stdout.write(
       `${JSON.stringify({
-        test: 'relay-multi',
+        test: `relay-multi (${label})`,
         events: TOTAL,
         relays: WORKERS,
         rows: report.rows,

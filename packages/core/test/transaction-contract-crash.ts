@@ -24,10 +24,11 @@ export function crashClause<Tx>(lib: () => ContractLibrary<Tx>) {
   });
 
   it('(i) SIGKILL inside the inbox transaction after the business row and the event: nothing half-written; the redelivery processes it once', async () => {
-    const { kind, schema } = lib();
+    const { kind, schema, store } = lib();
     const child = spawnContractCrashChild({
       kind,
       schema,
+      distribution: store.distribution,
       consumer: CONSUMER,
       messageId: 'i/1',
       rowId: 'i/1',

@@ -6,6 +6,7 @@ import type { DeadLetter } from '../dead-letters/types';
 import { ConfigurationError } from '../errors/configuration-error';
 import { outboxChannel } from '../outbox/channel';
 import { rowsOf } from '../store/migrate';
+import { distributionKeyOf, outboxInsertShape, schemaIsDistributable } from '../store/distribution';
 import { unstorableText, unwritableText } from '../common/text';
 import type { Store } from '../store/store';
 import { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
@@ -47,10 +48,13 @@ async function insertIntoOutbox(
   const outbox = store.names.table('outbox');
   await trx.raw(`delete from ${outbox} where message_id = ?`, [messageId]);
   const body = letter.body;
+  // From the catalog, so that the CLI's and the dashboard's plain stores redeliver too.
+  const distributable = await schemaIsDistributable(trx, store.names);
+  const shape = outboxInsertShape(distributable ? 'distributable' : 'none');
   const inserted = rowsOf<{ id: string | number }>(
     await trx.raw(
-      `insert into ${outbox} (destination, partition_key, message_id, headers, payload)
-       values (?, ?, ?, ?::jsonb, ?)
+      `insert into ${outbox} (${shape.columns})
+       values ${shape.row}
        returning id`,
       [
         destination,
@@ -58,6 +62,7 @@ async function insertIntoOutbox(
         messageId,
         JSON.stringify(letter.headers),
         typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body),
+        ...(distributable ? [distributionKeyOf(letter.key, messageId)] : []),
       ],
     ),
   )[0];

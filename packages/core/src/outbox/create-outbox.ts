@@ -105,6 +105,7 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
     maxPayloadBytes: positiveIntegerOption(options.maxPayloadBytes, 'maxPayloadBytes', 1024 * 1024),
   };
   const channel = options.notify === false ? null : outboxChannel(store.names);
+  const distribution = store.distribution;
   const transactions = transactionsOption(options.transactions, store.knex, 'createOutbox');
 
   async function addIn(
@@ -115,14 +116,14 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
   ): Promise<string[] | string> {
     if (isMessageType(target)) {
       const event = await encodeMessage(target, third, fourth, limits);
-      await insertAll(tx, store.names, [event], channel);
+      await insertAll(tx, store.names, [event], channel, distribution);
       return event.messageId;
     }
     // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
     const list: readonly unknown[] = Array.isArray(target) ? target : [target];
     const encoded = encodeEvents(list, third, limits);
     if (encoded.length === 0) return [];
-    await insertAll(tx, store.names, encoded, channel);
+    await insertAll(tx, store.names, encoded, channel, distribution);
     return encoded.map((e) => e.messageId);
   }
 

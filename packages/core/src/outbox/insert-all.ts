@@ -1,6 +1,7 @@
 import { runSql, type SqlRunner } from '../transactions/sql';
 import type { MigrationNames } from '../store/migration';
 import { DuplicateMessageIdError } from './errors/duplicate-message-id-error';
+import type { StoreDistribution } from '../store/distribution';
 import type { EncodedEvent } from './encode';
 import { deleteInserted, insertEvents } from './sql/insert';
 
@@ -58,12 +59,13 @@ export async function insertAll(
   names: MigrationNames,
   events: readonly EncodedEvent[],
   channel: string | null,
+  distribution: StoreDistribution = 'none',
 ): Promise<void> {
   const chunks = statements(events);
   const missing = (inserted: ReadonlyMap<string, string>): string[] =>
     events.map((e) => e.messageId).filter((id) => !inserted.has(id));
   if (chunks.length === 1) {
-    const inserted = await insertEvents(tx, names, events, channel);
+    const inserted = await insertEvents(tx, names, events, channel, distribution);
     if (inserted.size === events.length) return;
     await deleteInserted(tx, names, [...inserted.values()]);
     throw new DuplicateMessageIdError(missing(inserted));
@@ -72,7 +74,7 @@ export async function insertAll(
   await runSql(tx, `savepoint ${SAVEPOINT}`, []);
   try {
     for (const [i, chunk] of chunks.entries()) {
-      const rows = await insertEvents(tx, names, chunk, i === 0 ? channel : null);
+      const rows = await insertEvents(tx, names, chunk, i === 0 ? channel : null, distribution);
       for (const [id, rowId] of rows) inserted.set(id, rowId);
     }
   } catch (error) {

@@ -29,6 +29,7 @@ import {
   type StoreLayout,
   type StorePartitions,
 } from './layout';
+import { makeDistributable, resolveDistribution, type StoreDistribution } from './distribution';
 import { convertToPartitioned } from './partitions/convert';
 import { maintainPartitions } from './partitions/maintain';
 import { isMysqlKnex, isMysqlUrl, mysqlKnexConfig } from './mysql/connection';
@@ -104,6 +105,14 @@ export interface StoreOptions {
   layout?: StoreLayout;
   /** The partitions of the `'partitioned'` layout: interval, how many ahead, lock wait. */
   partitions?: StorePartitions;
+  /**
+   * `'distributable'`: `migrate()` gives every table a primary and unique key that includes
+   * the column a distributed PostgreSQL (Citus) would shard it by, converting a plain schema
+   * in one transaction; the outbox's message ids are then unique per shard key. `'none'`
+   * (default): the schema as it is. Not with `layout: 'partitioned'`. Every process that
+   * writes to the outbox must then run with it. See docs/scaling.md.
+   */
+  distribution?: StoreDistribution;
 }
 
 /**
@@ -135,6 +144,8 @@ export interface Store {
   readonly layout: StoreLayout;
   /** The partition settings, defaults applied ({@link StoreOptions.partitions}). */
   readonly partitions: ResolvedStorePartitions;
+  /** Whether the schema's keys carry their distribution column ({@link StoreOptions.distribution}). */
+  readonly distribution: StoreDistribution;
   /**
    * Creates or upgrades justonce's tables; safe to call from several processes at once. A
    * schema that knex's migrator records is left to it: nothing to do, or a
@@ -216,6 +227,7 @@ const STORE_KEYS = optionKeys<StoreOptions>()([
   'knexMigrationsTable',
   'layout',
   'partitions',
+  'distribution',
 ]);
 const PGLITE_KEYS = optionKeys<NonNullable<StoreOptions['pglite']>>()(['dataDir', 'instance']);
 const POOL_KEYS = optionKeys<NonNullable<StoreOptions['pool']>>()(['min', 'max']);
@@ -293,6 +305,15 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   resolveKnexMigrationsTable(knexMigrationsTable);
   const layout = resolveLayout(options.layout);
   const partitions = resolvePartitions(options.partitions);
+  const distribution = resolveDistribution(options.distribution);
+  if (distribution === 'distributable' && layout === 'partitioned') {
+    // The partitioned layout keeps the inbox's records unique with a trigger and advisory
+    // locks, neither of which a distributed table can rely on (docs/scaling.md).
+    throw new ConfigurationError(
+      `distribution 'distributable' cannot be combined with layout 'partitioned'`,
+      { distribution, layout },
+    );
+  }
   // The layout's longest name, so that a prefix too long for it is refused here, not by a
   // conversion half-way.
   if (layout === 'partitioned') checked.raw('inbox_records_plain_succeeded_created_idx');
@@ -357,6 +378,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
   const migrateStore = async (): Promise<MigrationResult> => {
     if (dialect === 'mysql') return migrateMysql(knex, names);
     const result = await migrate(knex, names, undefined, { knexMigrationsTable });
+    if (distribution === 'distributable') await makeDistributable(knex, names);
     if (layout === 'partitioned') {
       await convertToPartitioned({ knex, names, dialect, partitions });
       await maintainPartitions(knex, names, partitions);
@@ -376,6 +398,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     knexMigrationsTable,
     layout,
     partitions,
+    distribution,
     migrate: migrateStore,
     close: async () => {
       if (!owned) return;

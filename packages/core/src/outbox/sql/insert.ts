@@ -1,30 +1,40 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { ConfigurationError } from '../../errors';
+import {
+  DISTRIBUTION_COLUMN,
+  distributionKeyOf,
+  outboxInsertShape,
+  type StoreDistribution,
+} from '../../store/distribution';
 import type { EncodedEvent } from '../encode';
 
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
  * notification on it in the same statement (PostgreSQL delivers it at commit, never on
- * rollback). An id already present is skipped. Resolves to the rows actually inserted: their
- * message id mapped to their row id, so the caller can undo exactly these rows.
+ * rollback). An id already present is skipped: anywhere in the table, or on a distributable
+ * schema under the same distribution key. Resolves to the rows actually inserted:
+ * their message id mapped to their row id, so the caller can undo exactly these rows.
  */
 export async function insertEvents(
   tx: SqlRunner,
   names: MigrationNames,
   events: readonly EncodedEvent[],
   channel: string | null,
+  distribution: StoreDistribution = 'none',
 ): Promise<Map<string, string>> {
+  const shape = outboxInsertShape(distribution);
   const values: string[] = [];
   const bindings: unknown[] = [];
   for (const e of events) {
-    values.push('(?, ?, ?, ?::jsonb, ?)');
+    values.push(shape.row);
     bindings.push(e.destination, e.key, e.messageId, e.headersJson, e.payload);
+    if (distribution === 'distributable') bindings.push(distributionKeyOf(e.key, e.messageId));
   }
-  const insert = `insert into ${names.table('outbox')}
-      (destination, partition_key, message_id, headers, payload)
+  const insert = `insert into ${names.table('outbox')} (${shape.columns})
     values ${values.join(', ')}
-    on conflict (message_id) do nothing
+    on conflict ${shape.conflict} do nothing
     returning id, message_id`;
   const sql =
     channel === null
@@ -32,12 +42,31 @@ export async function insertEvents(
       : `with ins as (${insert}), note as (select pg_notify(?, '') as sent)
          select ins.id, ins.message_id from note left join ins on true`;
   if (channel !== null) bindings.push(channel);
-  const result = await runSql(tx, sql, bindings);
+  const result = await runSql(tx, sql, bindings).catch((error: unknown) => {
+    throw keysMismatch(error, distribution);
+  });
   const inserted = new Map<string, string>();
   for (const row of rowsOf<{ id: unknown; message_id: string | null }>(result)) {
     if (row.message_id !== null) inserted.set(row.message_id, String(row.id));
   }
   return inserted;
+}
+
+/**
+ * The store's `distribution` and the outbox's keys disagree when PostgreSQL finds no unique
+ * key for the conflict target (42P10: a store without the option on a distributable schema)
+ * or no distribution column (42703: a store with it on a schema its `migrate()` has not
+ * converted): a {@link ConfigurationError} that names the fix instead of the server's words.
+ */
+function keysMismatch(error: unknown, distribution: StoreDistribution): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== '42P10' && code !== '42703') return error;
+  return new ConfigurationError(
+    distribution === 'distributable'
+      ? `the outbox has no ${DISTRIBUTION_COLUMN} column: run store.migrate() on a store with distribution 'distributable' first (docs/scaling.md)`
+      : `the outbox's schema is distributable: open the store with distribution 'distributable' (docs/scaling.md)`,
+    { distribution, code },
+  );
 }
 
 /**

@@ -1,6 +1,11 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import {
+  DISTRIBUTION_COLUMN,
+  outboxInsertShape,
+  schemaIsDistributable,
+} from '../../store/distribution';
 import type { ClaimedRow } from './claim';
 
 /** A dead outbox row as stored. @internal */
@@ -9,6 +14,8 @@ export interface DeadRow extends Omit<ClaimedRow, 'id'> {
   readonly last_error: string | null;
   readonly created_at: Date | string;
   readonly available_at: Date | string;
+  /** Read only on a distributable schema, by the requeue. */
+  readonly distribution_key?: string;
 }
 
 /** Dead events in id order, after `afterId`, at most `limit`. */
@@ -33,7 +40,8 @@ export async function selectDead(
 /**
  * Puts a dead event back at the end of its key's queue: the dead row is deleted and
  * re-inserted with a new id (same message id, attempts reset), so it cannot overtake events
- * of its key that are in flight. Returns the new id, or `null` when `id` is not a dead event.
+ * of its key that are in flight, and on a distributable schema (as the catalog says) the same
+ * distribution key. Returns the new id, or `null` when `id` is not a dead event.
  */
 export async function requeueDead(
   knex: Knex,
@@ -43,18 +51,22 @@ export async function requeueDead(
 ): Promise<string | null> {
   const t = names.table('outbox');
   return knex.transaction(async (trx) => {
+    const distributable = await schemaIsDistributable(trx, names);
+    const shape = outboxInsertShape(distributable ? 'distributable' : 'none');
     const removed = rowsOf<DeadRow>(
       await trx.raw(
         `delete from ${t} where id = ?::bigint and status = 'dead'
-         returning destination, partition_key, message_id, headers, payload, created_at`,
+         returning destination, partition_key, message_id, headers, payload, created_at${
+           distributable ? `, ${DISTRIBUTION_COLUMN}` : ''
+         }`,
         [id],
       ),
     )[0];
     if (removed === undefined) return null;
     const inserted = rowsOf<{ id: string | number }>(
       await trx.raw(
-        `insert into ${t} (destination, partition_key, message_id, headers, payload, created_at)
-         values (?, ?, ?, ?::jsonb, ?, ?)
+        `insert into ${t} (${shape.columns}, created_at)
+         values (?, ?, ?, ?::jsonb, ?${distributable ? ', ?' : ''}, ?)
          returning id`,
         [
           removed.destination,
@@ -62,6 +74,7 @@ export async function requeueDead(
           removed.message_id,
           typeof removed.headers === 'string' ? removed.headers : JSON.stringify(removed.headers),
           Buffer.from(removed.payload),
+          ...(distributable ? [removed.distribution_key ?? null] : []),
           removed.created_at instanceof Date ? removed.created_at : new Date(removed.created_at),
         ],
       ),
