@@ -85,10 +85,13 @@ describe('a MySQL or MariaDB store', () => {
     }
   });
 
-  it('refuses what only PostgreSQL has: the partitioned layout and knex migrations table', async () => {
+  it('refuses what only PostgreSQL has: the partitioned layout, the distributable schema, the knex migrations table', async () => {
     await expect(
       createStore({ connectionString: mysqlUrl(), layout: 'partitioned' }),
     ).rejects.toThrow(ConfigurationError);
+    await expect(
+      createStore({ connectionString: mysqlUrl(), distribution: 'distributable' }),
+    ).rejects.toThrow(/PostgreSQL's; MySQL and MariaDB keep the plain schema/);
     await expect(
       createStore({ connectionString: mysqlUrl(), knexMigrationsTable: 'knex_migrations' }),
     ).rejects.toThrow(/knexMigrationsTable applies to PostgreSQL/);

@@ -366,12 +366,20 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     knex = pgliteKnex(embedded);
   }
   const dialect = detectDialect(knex);
-  if (dialect === 'mysql' && (layout === 'partitioned' || knexMigrationsTable !== undefined)) {
-    if (owned) await knex.destroy();
-    if (knexMigrationsTable !== undefined) throw knexTableOnMysql();
-    throw new ConfigurationError(
-      `layout 'partitioned' is PostgreSQL's; MySQL and MariaDB keep the plain layout`,
-    );
+  if (dialect === 'mysql') {
+    const refused =
+      knexMigrationsTable !== undefined
+        ? knexTableOnMysql()
+        : layout === 'partitioned' || distribution !== 'none'
+          ? new ConfigurationError(
+              `layout 'partitioned' and distribution 'distributable' are PostgreSQL's; MySQL and MariaDB keep the plain schema`,
+              { layout, distribution },
+            )
+          : undefined;
+    if (refused !== undefined) {
+      if (owned) await knex.destroy();
+      throw refused;
+    }
   }
   const names = dialect === 'mysql' ? createNames(schema, tablePrefix, 'mysql') : checked;
 
