@@ -90,8 +90,13 @@ export interface PartitionCleanup {
 
 /** What {@link Retention.runOnce} did. */
 export interface RetentionRunResult {
-  /** Per table. */
-  readonly tables: Readonly<Record<RetentionTable, TableCleanup>>;
+  /**
+   * Per table; `outbox` only when the outbox is partitioned (`layout: 'partitioned'`), where
+   * the pass drops its partitions (docs/retention.md, "The partitioned layout").
+   */
+  readonly tables: Readonly<Record<RetentionTable, TableCleanup>> & {
+    readonly outbox?: TableCleanup;
+  };
   /** Rows deleted across all tables. */
   readonly deleted: number;
   /** Every table was cleaned to the end. */

@@ -6,8 +6,10 @@ import type { EncodedEvent } from '../encode';
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
  * notification on it in the same statement (PostgreSQL delivers it at commit, never on
- * rollback). An id already present is skipped. Resolves to the rows actually inserted: their
- * message id mapped to their row id, so the caller can undo exactly these rows.
+ * rollback). An id already present is skipped: by the unique `message_id` on the plain
+ * layout, by the dedup trigger across partitions on the partitioned one (which has no unique
+ * key on `message_id` alone to name as the conflict target). Resolves to the rows actually
+ * inserted: their message id mapped to their row id, so the caller can undo exactly these rows.
  */
 export async function insertEvents(
   tx: SqlRunner,
@@ -24,7 +26,7 @@ export async function insertEvents(
   const insert = `insert into ${names.table('outbox')}
       (destination, partition_key, message_id, headers, payload)
     values ${values.join(', ')}
-    on conflict (message_id) do nothing
+    on conflict do nothing
     returning id, message_id`;
   const sql =
     channel === null
