@@ -215,10 +215,10 @@ describe('retention on a plain outbox', () => {
   });
 });
 
-describe('converting a plain outbox with events (postgres)', () => {
+describe.each(STORE_KINDS)('converting a plain outbox with events on %s', (kind) => {
   it('keeps the old rows and their indexes in one partition, ids increasing, order and dedup kept', async () => {
     const schema = uniqueSchema('pobox');
-    const plain = await openTestStore('postgres', { schema });
+    const plain = await openTestStore(kind, { schema });
     const outbox = createOutbox({ store: plain });
     await plain.knex.transaction((trx) =>
       outbox.add(
@@ -248,8 +248,9 @@ describe('converting a plain outbox with events (postgres)', () => {
     );
     const before = await indexOids('outbox');
     const statusBefore = await createAdmin(plain).status();
+    // On PGlite, a second store on the same instance.
     const partitioned = await createStore({
-      connectionString: databaseUrl(),
+      ...(kind === 'postgres' ? { connectionString: databaseUrl() } : { knex: plain.knex }),
       schema,
       layout: 'partitioned',
     });
