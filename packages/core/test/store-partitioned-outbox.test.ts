@@ -187,6 +187,28 @@ describe.each(STORE_KINDS)('the partitioned outbox on %s', (kind) => {
     await store.knex.raw(`drop table ${store.names.table(inWindow)}`);
   });
 
+  it('a requeued dead event goes back into its partition, pending, with a new id', async () => {
+    const old = await pastPartition(store, 'p_requeue', 3 * DAY, 2 * DAY);
+    await seedEvent(store, 'r-dead', 2.5 * DAY, 'dead');
+    const where = async (): Promise<{ id: string; status: string; part: string }[]> =>
+      rowsOf<{ id: string; status: string; part: string }>(
+        await store.knex.raw(
+          `select id::text as id, status, tableoid::regclass::text as part
+             from ${store.names.table('outbox')} where message_id = 'r-dead'`,
+        ),
+      );
+    const [before] = await where();
+    const relay = createRelay({ store, publisher: createMemoryPublisher() });
+    const id = await relay.requeue(before!.id);
+    await relay.stop();
+    const [after] = await where();
+    expect(after).toMatchObject({ id, status: 'pending' });
+    expect(BigInt(after!.id)).toBeGreaterThan(BigInt(before!.id));
+    expect(after!.part).toContain(old);
+    await store.knex.raw(`delete from ${store.names.table('outbox')}`);
+    await store.knex.raw(`drop table ${store.names.table(old)}`);
+  });
+
   it("admin status() counts the partitioned outbox's events as on the plain layout", async () => {
     const old = await pastPartition(store, 'p_status', 3 * DAY, 2 * DAY);
     await seedEvent(store, 's-pending-old', 2.5 * DAY, 'pending');
@@ -298,6 +320,42 @@ describe.each(STORE_KINDS)('converting a plain outbox with events on %s', (kind)
       }
       for (const [, ns] of byKey) expect(ns).toEqual([...ns].sort((a, b) => a - b));
       expect(publisher.published).toHaveLength(33);
+    } finally {
+      await partitioned.close();
+      await plain.dispose();
+    }
+  });
+  it('drops the old table whole once its bound is past the window and its last pending event is out', async () => {
+    const schema = uniqueSchema('poboxold');
+    const plain = await openTestStore(kind, { schema });
+    await seedEvent(plain, 'old-published', 10 * DAY, 'published');
+    await seedEvent(plain, 'old-pending', 10 * DAY, 'pending', { key: 'k' });
+    const partitioned = await createStore({
+      ...(kind === 'postgres' ? { connectionString: databaseUrl() } : { knex: plain.knex }),
+      schema,
+      layout: 'partitioned',
+    });
+    try {
+      await partitioned.migrate();
+      // As if the conversion had happened long ago: its bound eight days back.
+      const outbox = partitioned.names.table('outbox');
+      const legacy = partitioned.names.table('outbox_plain');
+      const bound = rowsOf<{ t: string }>(
+        await partitioned.knex.raw(`select (now() - interval '8 days')::text as t`),
+      )[0]!.t;
+      await partitioned.knex.raw(`alter table ${outbox} detach partition ${legacy}`);
+      await partitioned.knex.raw(
+        `alter table ${outbox} attach partition ${legacy}
+           for values from (MINVALUE) to ('${bound}')`,
+      );
+      const retention = createRetention({ store: partitioned });
+      expect((await retention.runOnce()).tables.outbox?.partitions?.dropped).toBe(0);
+      expect(await relkind(partitioned, 'outbox_plain')).toBe('r');
+      const publisher = createMemoryPublisher();
+      await drain(createRelay({ store: partitioned, publisher }));
+      expect(publisher.published.map((m) => m.messageId)).toEqual(['old-pending']);
+      expect((await retention.runOnce()).tables.outbox?.partitions?.dropped).toBe(1);
+      expect(await relkind(partitioned, 'outbox_plain')).toBeUndefined();
     } finally {
       await partitioned.close();
       await plain.dispose();

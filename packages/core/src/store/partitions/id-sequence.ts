@@ -12,10 +12,10 @@ export interface SequenceSwap {
 }
 
 /**
- * Row ids on the partitioned table. PostgreSQL before 17 has no identity column on a
- * partitioned table that its partitions share (and from 17 refuses to attach a table that
- * has one of its own), so the old table's identity becomes a plain sequence, `<table>_id_seq`,
- * the partitioned table's default for `id`: every partition draws from it, so ids keep
+ * Row ids on the partitioned table. PostgreSQL 17 and later refuse to attach a table with an
+ * identity column as a partition (before 17 it would keep a sequence of its own), so the old
+ * table's identity becomes a plain sequence, `<table>_id_seq`, the partitioned table's
+ * default for `id`: every partition draws from it, so ids keep
  * increasing across the conversion and across partitions, which the relay's per-key order
  * relies on. It starts after the identity's last value and the largest id present (read
  * under the swap's lock, so no insert draws in between). Nothing for a table without one.
