@@ -10,6 +10,7 @@ import {
   type Relay,
   type Store,
 } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
 import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
 
 const HOUR = 60 * 60_000;
@@ -361,4 +362,73 @@ describe.each(STORE_KINDS)('converting a plain outbox with events on %s', (kind)
       await plain.dispose();
     }
   });
+});
+
+describe('partition upkeep and drops while outbox writers and a relay run (postgres)', () => {
+  // Every lock on the outbox's partitions is taken after the table's (writers insert through
+  // it, the trigger reads every partition, a relay's claim locks rows of several): each round
+  // leaves published events of an older day in the default partition, so the upkeep has a
+  // partition to create behind the others and rows to move, and retention a partition to drop,
+  // while four writers add events and a relay publishes them.
+  it('neither deadlocks nor fails a write or a relay cycle', async () => {
+    const store = await openTestStore('postgres', { layout: 'partitioned' });
+    const outbox = createOutbox({ store });
+    const publisher = createMemoryPublisher();
+    const relayErrors: string[] = [];
+    const quiet = (): void => undefined;
+    const relay = createRelay({
+      store,
+      publisher,
+      pollIntervalMs: 20,
+      logger: { debug: quiet, info: quiet, warn: quiet, error: (m) => relayErrors.push(m) },
+    });
+    await relay.start();
+    const errors: unknown[] = [];
+    let writing = true;
+    let added = 0;
+    const writer = async (w: number): Promise<void> => {
+      for (let n = 0; writing; n += 1) {
+        try {
+          await store.knex.transaction((trx) =>
+            outbox.add(trx, { destination: 'upkeep', key: `w${w}`, payload: { n } }),
+          );
+          added += 1;
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+    };
+    try {
+      const writers = [0, 1, 2, 3].map(writer);
+      let dropped = 0;
+      for (let round = 0; round < 6; round += 1) {
+        for (let n = 0; n < 50; n += 1) {
+          await seedEvent(
+            store,
+            `stray-${round}-${n}`,
+            (10 + round) * DAY + n * 60_000,
+            'published',
+          );
+        }
+        await store.migrate();
+        const result = await createRetention({ store }).runOnce();
+        dropped += result.tables.outbox?.partitions?.dropped ?? 0;
+      }
+      writing = false;
+      await Promise.all(writers);
+      await waitFor(
+        'every event to be published',
+        () => new Set(publisher.published.map((m) => m.messageId)).size >= added,
+        { timeoutMs: 30_000 },
+      );
+      expect(errors).toEqual([]);
+      expect(relayErrors).toEqual([]);
+      expect(dropped).toBeGreaterThan(0);
+      expect(await messageIds(store, 'outbox_default')).toEqual([]);
+    } finally {
+      writing = false;
+      await relay.stop();
+      await store.dispose();
+    }
+  }, 120_000);
 });
