@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import {
   createAdmin,
   createMemoryPublisher,
@@ -223,6 +224,79 @@ describe.each(STORE_KINDS)('the partitioned outbox on %s', (kind) => {
     expect(status.retention.publishedOutboxRows).toBe(1);
     await store.knex.raw(`delete from ${store.names.table('outbox')}`);
     await store.knex.raw(`drop table ${store.names.table(old)}`);
+  });
+});
+
+describe('message ids across partitions, property-based (postgres)', () => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await openTestStore('postgres', { layout: 'partitioned' });
+    await pastPartition(store, 'p_prop2', 3 * DAY, 2 * DAY);
+    await pastPartition(store, 'p_prop1', 2 * DAY, DAY);
+  });
+  afterAll(async () => {
+    await store.dispose();
+  });
+
+  // Whatever the ids and whichever partitions their events land in (today's through
+  // outbox.add, older ones by an insert dated back, as a requeue or a backfill writes), an id
+  // is stored once: the first event of it goes in, every later one is refused or skipped.
+  it('stores each message id once, whichever partition its events go to', async () => {
+    const outbox = createOutbox({ store, notify: false });
+    const t = store.names.table('outbox');
+    const id = fc.oneof(
+      fc.constantFrom('a', 'b', 'ü', '😀', 'a b'),
+      fc
+        .string({ unit: 'grapheme', minLength: 1, maxLength: 6 })
+        .filter((s) => /^[^\p{C}]+$/u.test(s)),
+    );
+    const events = fc.array(fc.record({ id, day: fc.integer({ min: 0, max: 2 }) }), {
+      maxLength: 12,
+    });
+    await fc.assert(
+      fc.asyncProperty(events, async (list) => {
+        await store.knex.raw(`delete from ${t}`);
+        const seen = new Set<string>();
+        for (const { id: messageId, day } of list) {
+          let stored: boolean;
+          if (day === 0) {
+            stored = await store.knex
+              .transaction((trx) =>
+                outbox.add(trx, { destination: 'prop', messageId, payload: {} }),
+              )
+              .then(
+                () => true,
+                (error: unknown) => {
+                  if (error instanceof DuplicateMessageIdError) return false;
+                  throw error;
+                },
+              );
+          } else {
+            const result = await store.knex.raw(
+              `insert into ${t} (destination, message_id, payload, created_at)
+               values ('prop', ?, '\\x7b7d'::bytea, now() - (? + 0.5) * interval '1 day')
+               on conflict do nothing returning id`,
+              [messageId, day],
+            );
+            stored = rowsOf(result).length === 1;
+          }
+          expect(stored).toBe(!seen.has(messageId));
+          seen.add(messageId);
+        }
+        const [count] = rowsOf<{ n: number; stray: number }>(
+          await store.knex.raw(
+            `select count(*)::int as n,
+                    count(*) filter (where tableoid = to_regclass(?))::int as stray
+               from ${t}`,
+            [store.names.table('outbox_default')],
+          ),
+        );
+        expect(count!.n).toBe(seen.size);
+        // Each event went to its day's partition (today's or one of the two past ones).
+        expect(count!.stray).toBe(0);
+      }),
+      { numRuns: 30 },
+    );
   });
 });
 
