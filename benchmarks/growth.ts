@@ -66,9 +66,9 @@ import {
 
 /**
  * The store options of each table layout the benchmark can fill and measure; BENCH_GROWTH_LAYOUT
- * picks one. On `partitioned` the fill creates the partitions of its 29 days first
- * (test-support/growth-fill.ts), so its rows land in daily partitions as a month of traffic's
- * would.
+ * picks one. On `partitioned` the fill creates the partitions of its 29 days first, in
+ * `inbox_records` and `outbox` (test-support/growth-fill.ts), so their rows land in daily
+ * partitions as a month of traffic's would.
  */
 const LAYOUTS: Readonly<
   Record<string, Omit<StoreOptions, 'connectionString' | 'schema' | 'knex' | 'pglite' | 'pool'>>

@@ -190,24 +190,45 @@ async function isPartitioned(client: Client, table: string): Promise<boolean> {
 }
 
 /**
- * On the partitioned layout, creates the partitions of the fill's 29 days before it writes:
- * `migrate()` creates them from now on, and for the rows its default partition holds from
- * before (moving them in). One row dated at the start of the fill's range goes there first,
- * and is deleted once the partitions exist, so the fill writes straight into them.
+ * A row of each table the partitioned layout partitions, dated just before the fill's 29
+ * days: the anchor {@link partitionsForTheFill} writes.
  */
-async function partitionsForTheFill(url: string, store: Store): Promise<void> {
-  const table = store.names.table('inbox_records');
+const ANCHORS = {
+  inbox_records: `(consumer, scope, message_id, status, fingerprint, attempts, created_at,
+                   expires_at)
+    values ('fill-anchor', 'default', 'fill-anchor', 'SUCCEEDED', md5('anchor'), 1,
+            now() - interval '29 days 1 hour', now())`,
+  outbox: `(destination, partition_key, message_id, payload, status, published_at, created_at)
+    values ('fill-anchor', null, 'fill-anchor', '\\x00'::bytea, 'published', now(),
+            now() - interval '29 days 1 hour')`,
+} as const;
+
+/**
+ * On the partitioned layout, creates the partitions of the fill's 29 days in `tables` (those
+ * of `inbox_records` and `outbox` it fills) before it writes: `migrate()` creates them from
+ * now on, and for the rows its default partition holds from before (moving them in). One row
+ * dated at the start of the fill's range goes into each table first, and is deleted once the
+ * partitions exist, so the fill writes straight into them.
+ */
+async function partitionsForTheFill(
+  url: string,
+  store: Store,
+  tables: ReadonlyArray<keyof typeof ANCHORS>,
+): Promise<void> {
   const client = await fillSession(url);
   try {
-    if (!(await isPartitioned(client, table))) return;
-    await client.query(
-      `insert into ${table} (consumer, scope, message_id, status, fingerprint, attempts,
-                             created_at, expires_at)
-       values ('fill-anchor', 'default', 'fill-anchor', 'SUCCEEDED', md5('anchor'), 1,
-               now() - interval '29 days 1 hour', now())`,
-    );
+    const anchored: string[] = [];
+    for (const name of tables) {
+      const table = store.names.table(name);
+      if (!(await isPartitioned(client, table))) continue;
+      await client.query(`insert into ${table} ${ANCHORS[name]}`);
+      anchored.push(table);
+    }
+    if (anchored.length === 0) return;
     await store.migrate();
-    await client.query(`delete from ${table} where consumer = 'fill-anchor'`);
+    for (const table of anchored) {
+      await client.query(`delete from ${table} where message_id = 'fill-anchor'`);
+    }
   } finally {
     await client.end();
   }
@@ -279,7 +300,10 @@ export async function fillTo(
     return timing;
   };
   const specs = TABLES.filter((t) => wanted(t.table));
-  if (from === 0 && wanted('inbox_records')) await partitionsForTheFill(url, store);
+  if (from === 0) {
+    const partitioned = (['inbox_records', 'outbox'] as const).filter(wanted);
+    await partitionsForTheFill(url, store, partitioned);
+  }
   const timings: FillTiming[] = [];
   if (options.concurrent === true) timings.push(...(await Promise.all(specs.map(fill))));
   else for (const spec of specs) timings.push(await fill(spec));

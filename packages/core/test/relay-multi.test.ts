@@ -14,10 +14,12 @@ const PER_KEY = 40;
 const TOTAL = KEYS * PER_KEY;
 const WORKERS = 4;
 
-// On the plain schema and on the distributable one (docs/scaling.md), whose outbox rows carry
-// their distribution key: the claim and per-key order are the same on both.
+// On the plain schema, the partitioned layout (the claim's row locks, marks and deletes go
+// through the outbox's partitions) and the distributable schema (docs/scaling.md, whose
+// outbox rows carry their distribution key): the claim and per-key order are the same on all.
 describe.each([
   ['plain', {}],
+  ['partitioned', { layout: 'partitioned' }],
   ['distributable', { distribution: 'distributable' }],
 ] as const)('several relay processes over one outbox (postgres, %s)', (label, options) => {
   let store: Store & { dispose(): Promise<void> };

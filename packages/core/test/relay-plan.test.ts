@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf, type Store } from '../src';
 import { claimBindings, claimSql } from '../src/relay/sql/claim';
+import { deletePublishedSql } from '../src/relay/sql/cleanup';
 import { followersSql } from '../src/relay/sql/followers';
 import { scanKeysSql } from '../src/relay/sql/scan-keys';
 import { openTestStore } from './db';
@@ -155,15 +156,7 @@ describe('outbox poll query plan with a million rows (postgres)', () => {
   });
 
   it('cleans up through the published index', async () => {
-    const t = store.names.table('outbox');
-    const steps = await plan(
-      store,
-      `delete from ${t} where id in (
-         select id from ${t} where status = 'published'
-           and published_at < statement_timestamp() - ? * interval '1 millisecond'
-         order by published_at limit ? for update skip locked)`,
-      [0, 1000],
-    );
+    const steps = await plan(store, deletePublishedSql(store.names), [0, 1000]);
     const indexes = steps.map((n) => n['Index Name']).filter(Boolean);
     expect(indexes).toContain(store.names.raw('outbox_published_idx'));
   });

@@ -5,7 +5,7 @@ import { dropExpiredPartitions } from './drop-partitions';
 import type { RetentionRuntime } from './runtime';
 import { deleteBatch, type BatchCursor } from './sql/delete-batch';
 import type { CleanupTarget } from './targets';
-import type { TableCleanup } from './types';
+import type { RetentionTable, TableCleanup } from './types';
 
 /** Row deletes so far in one table's pass. */
 interface Progress {
@@ -21,7 +21,7 @@ interface Progress {
  */
 async function deleteInBatches(
   rt: RetentionRuntime,
-  target: CleanupTarget,
+  target: CleanupTarget & { readonly table: RetentionTable },
   table: string,
   condition: { sql: string; bindings: Knex.Value[] },
   signal: AbortSignal | undefined,
@@ -59,32 +59,39 @@ async function deleteInBatches(
  * partitioned layout, whole partitions go first ({@link dropExpiredPartitions}) and row
  * deletes run only on what they leave, partition by partition (a row's `ctid` names it only
  * within its partition). A table that does not exist (its migration was not run) is skipped
- * rather than failing the whole pass. @internal
+ * rather than failing the whole pass. Resolves to `undefined` for a table cleaned on the
+ * partitioned layout only (the outbox) that is plain: it is not reported. @internal
  */
 export async function cleanTable(
   rt: RetentionRuntime,
   target: CleanupTarget,
   signal: AbortSignal | undefined,
-): Promise<TableCleanup> {
+): Promise<TableCleanup | undefined> {
   const { store, windows } = rt.options;
+  const table = store.names.table(target.table);
+  if (target.partitioned?.only === true || target.table === 'outbox') {
+    if ((await tableKind(store.knex, table)) !== 'p') return undefined;
+    const { dropped, created, busy } = await dropExpiredPartitions(rt, target, table);
+    return { deleted: 0, batches: 0, complete: true, partitions: { dropped, created, busy } };
+  }
+  const rows = { ...target, table: target.table }; // narrowed: the outbox returned above
   const condition = target.condition(windows);
   if (condition === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'disabled' };
   }
-  const table = store.names.table(target.table);
   const kind = await tableKind(store.knex, table);
   if (kind === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'missing' };
   }
   const progress: Progress = { deleted: 0, batches: 0 };
   if (kind === 'r') {
-    const complete = await deleteInBatches(rt, target, table, condition, signal, progress);
+    const complete = await deleteInBatches(rt, rows, table, condition, signal, progress);
     return { ...progress, complete };
   }
   const pass = await dropExpiredPartitions(rt, target, table);
   let complete = true;
   for (const leaf of pass.rowTables) {
-    complete = await deleteInBatches(rt, target, leaf, condition, signal, progress);
+    complete = await deleteInBatches(rt, rows, leaf, condition, signal, progress);
     if (!complete) break;
   }
   const { dropped, created, busy } = pass;

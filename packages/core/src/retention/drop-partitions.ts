@@ -15,17 +15,20 @@ export interface PartitionPass extends PartitionCleanup {
 
 async function allExpired(
   db: Knex | Knex.Transaction,
+  rt: RetentionRuntime,
   target: CleanupTarget,
   partition: string,
 ): Promise<boolean> {
-  if (target.allExpired === undefined) return false;
-  const result = await db.raw(target.allExpired(partition));
+  if (target.partitioned === undefined) return false;
+  const { sql, bindings } = target.partitioned.allExpired(partition, rt.options.windows);
+  const result = await db.raw(sql, bindings);
   return rowsOf<{ expired: boolean }>(result)[0]?.expired === true;
 }
 
 /**
- * Detaches and drops `partition` of `parent` in one short transaction, when every row of it is
- * still past its expiry once the parent is locked (no insert can reach it then). The lock is
+ * Detaches and drops `partition` of `parent` in one short transaction, when every row of it
+ * may still go once the parent is locked (no insert, and no writer's update, can reach it
+ * then: a pending outbox event found now keeps it). The lock is
  * waited for at most `lockTimeoutMs`. Resolves to `dropped`, `kept` (a row not yet expired)
  * or `busy` (the lock was not granted: the next pass tries again).
  */
@@ -36,12 +39,16 @@ async function dropPartition(
   partition: string,
 ): Promise<'dropped' | 'kept' | 'busy'> {
   const { store } = rt.options;
+  const spec = target.partitioned?.spec;
+  if (spec === undefined) return 'kept';
   try {
     return await store.knex.transaction(async (trx) => {
-      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [maintenanceLockKey(store.names)]);
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [
+        maintenanceLockKey(store.names, spec),
+      ]);
       await boundLockWait(trx, store.partitions.lockTimeoutMs);
       await trx.raw(`lock table ${parent} in access exclusive mode`);
-      if (!(await allExpired(trx, target, partition))) return 'kept';
+      if (!(await allExpired(trx, rt, target, partition))) return 'kept';
       await trx.raw(`alter table ${parent} detach partition ${partition}`);
       await trx.raw(`drop table ${partition}`);
       return 'dropped';
@@ -55,10 +62,12 @@ async function dropPartition(
 /**
  * Retention on a partitioned table: first the partitions ahead are created (as `migrate()`
  * does), then every range partition that ends before the retention window (all its rows were
- * written before it) and whose rows are all past their own expiry is dropped whole, with no
- * row deleted and nothing left for vacuum. What cannot go whole is left to row deletes: the
- * default partition, partitions before the window that still hold an unexpired record, and
- * the partition a live conversion kept the old table as (it starts at `MINVALUE`).
+ * written before it) and whose rows may all go (the inbox's: past their own expiry; the
+ * outbox's: no pending event, no dead one still kept) is dropped whole, with no row deleted
+ * and nothing left for vacuum. What cannot go whole is left to row deletes (none on the
+ * outbox): the default partition, partitions before the window that still hold a row to
+ * keep, and the partition a live conversion kept the old table as (it starts at `MINVALUE`),
+ * which goes whole too once its bound is past the window and it holds nothing to keep.
  * @internal
  */
 export async function dropExpiredPartitions(
@@ -67,7 +76,11 @@ export async function dropExpiredPartitions(
   parent: string,
 ): Promise<PartitionPass> {
   const { store, windows } = rt.options;
-  const upkeep = await maintainPartitions(store.knex, store.names, store.partitions);
+  const spec = target.partitioned?.spec;
+  const upkeep =
+    spec === undefined
+      ? { created: 0, busy: false }
+      : await maintainPartitions(store.knex, store.names, spec, store.partitions);
   const parts = await listPartitions(store.knex, parent);
   const cutoffMs = (await serverNowMs(store.knex)) - windows.retentionMs;
   const qualified = (name: string): string => `${store.names.schema}."${name}"`;
@@ -87,7 +100,7 @@ export async function dropExpiredPartitions(
       if (legacy) rowTables.push(table);
       continue;
     }
-    const outcome = (await allExpired(store.knex, target, table))
+    const outcome = (await allExpired(store.knex, rt, target, table))
       ? await dropPartition(rt, target, parent, table)
       : 'kept';
     if (outcome === 'dropped') dropped += 1;

@@ -11,13 +11,16 @@ export async function runOnce(
   rt: RetentionRuntime,
   runOptions: { readonly signal?: AbortSignal } = {},
 ): Promise<RetentionRunResult> {
-  const tables = {} as Record<RetentionTable, TableCleanup>;
+  const tables = {} as Record<RetentionTable, TableCleanup> & { outbox?: TableCleanup };
   let deleted = 0;
   let complete = true;
   for (const target of CLEANUP_TARGETS) {
+    // A table cleaned on the partitioned layout only is not reported unread.
+    if (runOptions.signal?.aborted && target.partitioned?.only === true) continue;
     const result = runOptions.signal?.aborted
       ? { deleted: 0, batches: 0, complete: false }
       : await cleanTable(rt, target, runOptions.signal);
+    if (result === undefined) continue;
     tables[target.table] = result;
     deleted += result.deleted;
     complete &&= result.complete;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { INBOX_RECORDS, OUTBOX, type PartitionedTable } from '../store/partitions/tables';
 import type { RetentionTable } from './types';
 
 /** A millisecond count as an SQL interval; the binding is the count. */
@@ -11,7 +12,7 @@ const MILLISECONDS = `(?::double precision * interval '1 millisecond')`;
  * for large tables, an index on the column its condition filters by).
  */
 export interface CleanupTarget {
-  readonly table: RetentionTable;
+  readonly table: RetentionTable | 'outbox';
   /** SQL condition on the table's own columns; `undefined` when the table is not cleaned. */
   condition(windows: CleanupWindows): { sql: string; bindings: Knex.Value[] } | undefined;
   /**
@@ -20,11 +21,22 @@ export interface CleanupTarget {
    */
   readonly walk: string;
   /**
-   * For a table the partitioned layout partitions by time (`created_at`): a query on one
-   * partition (quoted, qualified) answering `expired`, true when every row of it is past its
-   * own expiry. Read through an index, so it costs the same however big the partition is.
+   * For a table the partitioned layout partitions by time (`created_at`): the table, and a
+   * query on one partition (quoted, qualified) answering `expired`, true when every row of it
+   * may go. Read through an index, so it costs the same however big the partition is.
    */
-  readonly allExpired?: (partition: string) => string;
+  readonly partitioned?: {
+    readonly spec: PartitionedTable;
+    readonly allExpired: (
+      partition: string,
+      windows: CleanupWindows,
+    ) => { sql: string; bindings: Knex.Value[] };
+    /**
+     * Cleaned on the partitioned layout only, by dropping partitions and never by row
+     * deletes; a plain table of that name is left alone and not reported.
+     */
+    readonly only?: boolean;
+  };
 }
 
 /** @internal The windows a run uses, in milliseconds. */
@@ -57,9 +69,14 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
       sql: `expires_at < now() and created_at < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
     }),
-    // Backward scan of inbox_records_expires_at_idx: the latest expiry, or none when empty.
-    allExpired: (partition) =>
-      `select coalesce(max(expires_at) < now(), true) as expired from ${partition}`,
+    partitioned: {
+      spec: INBOX_RECORDS,
+      // Backward scan of inbox_records_expires_at_idx: the latest expiry, or none when empty.
+      allExpired: (partition) => ({
+        sql: `select coalesce(max(expires_at) < now(), true) as expired from ${partition}`,
+        bindings: [],
+      }),
+    },
   },
   {
     // Attempt counters of messages that stopped failing without finishing here (the
@@ -89,5 +106,28 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
       sql: `minute < now() - ${MILLISECONDS}`,
       bindings: [retentionMs],
     }),
+  },
+  {
+    // The outbox, on the partitioned layout only (a plain outbox's published events are
+    // the relay's `cleanup`): a partition past the window goes whole once it holds no
+    // pending event, whatever its age (it must still be published), and no dead one, unless
+    // `deadLetterRetentionMs` is set and it died (`available_at`, set when it was marked
+    // dead) longer ago than that. Through the partial indexes of pending and dead events.
+    table: 'outbox',
+    walk: 'created_at',
+    condition: () => undefined,
+    partitioned: {
+      spec: OUTBOX,
+      only: true,
+      allExpired: (partition, { deadLetterRetentionMs }) => ({
+        sql: `select not exists (select 1 from ${partition} where status = 'pending')
+                 and not exists (select 1 from ${partition} where status = 'dead'${
+                   deadLetterRetentionMs === undefined
+                     ? ''
+                     : ` and available_at >= now() - ${MILLISECONDS}`
+                 }) as expired`,
+        bindings: deadLetterRetentionMs === undefined ? [] : [deadLetterRetentionMs],
+      }),
+    },
   },
 ];

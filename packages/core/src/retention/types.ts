@@ -2,7 +2,11 @@ import type { Meter } from '@opentelemetry/api';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 
-/** The tables the retention job cleans. */
+/**
+ * The tables the retention job cleans by row deletes (and, on the partitioned layout, by
+ * dropping partitions). A partitioned outbox is cleaned too, by dropping partitions only:
+ * {@link RetentionRunResult.tables} reports it as `outbox`.
+ */
 export type RetentionTable =
   'idempotency' | 'inbox_records' | 'inbox_attempts' | 'dead_letters' | 'consumer_activity';
 
@@ -24,8 +28,9 @@ export interface RetentionOptions {
    */
   readonly redeliveryHorizonMs?: number;
   /**
-   * Opt-in: delete dead letters older than this, in milliseconds (by `dead_at`). Default:
-   * dead letters are kept until someone deletes them.
+   * Opt-in: delete dead letters older than this, in milliseconds (by `dead_at`); on a
+   * partitioned outbox, also let dead events that died longer ago than this go with their
+   * partition. Default: dead letters and dead events are kept until someone deletes them.
    */
   readonly deadLetterRetentionMs?: number;
   /** Rows deleted per statement. Default 1000; at most 100 000. */
@@ -90,8 +95,13 @@ export interface PartitionCleanup {
 
 /** What {@link Retention.runOnce} did. */
 export interface RetentionRunResult {
-  /** Per table. */
-  readonly tables: Readonly<Record<RetentionTable, TableCleanup>>;
+  /**
+   * Per table; `outbox` only when the outbox is partitioned (`layout: 'partitioned'`), where
+   * the pass drops its partitions (docs/retention.md, "The partitioned layout").
+   */
+  readonly tables: Readonly<Record<RetentionTable, TableCleanup>> & {
+    readonly outbox?: TableCleanup;
+  };
   /** Rows deleted across all tables. */
   readonly deleted: number;
   /** Every table was cleaned to the end. */

@@ -42,7 +42,6 @@ export function distributionKeyOf(key: string | null, messageId: string): string
 export function outboxInsertShape(distribution: StoreDistribution): {
   readonly columns: string;
   readonly row: string;
-  readonly conflict: string;
 } {
   const distributable = distribution === 'distributable';
   return {
@@ -50,7 +49,6 @@ export function outboxInsertShape(distribution: StoreDistribution): {
       distributable ? `, ${DISTRIBUTION_COLUMN}` : ''
     }`,
     row: distributable ? '(?, ?, ?, ?::jsonb, ?, ?)' : '(?, ?, ?, ?::jsonb, ?)',
-    conflict: distributable ? `(message_id, ${DISTRIBUTION_COLUMN})` : '(message_id)',
   };
 }
 

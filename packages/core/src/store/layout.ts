@@ -2,9 +2,10 @@ import { durationOption, integerOption, optionKeys, rejectUnknownOptions } from 
 import { ConfigurationError } from '../errors';
 
 /**
- * How `store.migrate()` lays out the inbox's dedup records (`inbox_records`): one plain
- * table (`'plain'`, the default), or a table range-partitioned by `created_at`, whose
- * retention drops whole partitions instead of deleting rows (`'partitioned'`). See
+ * How `store.migrate()` lays out the inbox's dedup records (`inbox_records`) and the outbox
+ * (`outbox`): plain tables (`'plain'`, the default), or tables range-partitioned by
+ * `created_at`, whose retention drops whole partitions instead of deleting rows
+ * (`'partitioned'`). See
  * docs/store.md, "Partitioned layout".
  */
 export type StoreLayout = 'plain' | 'partitioned';

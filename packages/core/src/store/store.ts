@@ -32,6 +32,7 @@ import {
 import { makeDistributable, resolveDistribution, type StoreDistribution } from './distribution';
 import { convertToPartitioned } from './partitions/convert';
 import { maintainPartitions } from './partitions/maintain';
+import { PARTITIONED_TABLES } from './partitions/tables';
 import { isMysqlKnex, isMysqlUrl, mysqlKnexConfig } from './mysql/connection';
 import { migrateMysql } from './mysql/migrate';
 
@@ -96,8 +97,8 @@ export interface StoreOptions {
    */
   knexMigrationsTable?: KnexMigrationsTable;
   /**
-   * How `migrate()` lays out the inbox's dedup records: `'plain'` (default), one table whose
-   * retention deletes rows, or `'partitioned'`, range-partitioned by `created_at` (partitions
+   * How `migrate()` lays out the inbox's dedup records and the outbox: `'plain'` (default),
+   * one table each, or `'partitioned'`, each range-partitioned by `created_at` (partitions
    * created ahead by `migrate()` and the retention job, retention by dropping whole
    * partitions). `migrate()` converts a plain table, live, into the partitioned layout; it
    * never converts back. See docs/store.md, "Partitioned layout".
@@ -140,7 +141,7 @@ export interface Store {
    * only `listenCheckMs` is used otherwise (see {@link StoreOptions.timeouts}).
    */
   readonly timeouts?: ResolvedStoreTimeouts;
-  /** The layout `migrate()` gives the inbox's dedup records ({@link StoreOptions.layout}). */
+  /** The layout `migrate()` gives `inbox_records` and `outbox` ({@link StoreOptions.layout}). */
   readonly layout: StoreLayout;
   /** The partition settings, defaults applied ({@link StoreOptions.partitions}). */
   readonly partitions: ResolvedStorePartitions;
@@ -150,8 +151,8 @@ export interface Store {
    * Creates or upgrades justonce's tables; safe to call from several processes at once. A
    * schema that knex's migrator records is left to it: nothing to do, or a
    * {@link ConfigurationError} when migrations are pending (see docs/store.md). With
-   * `layout: 'partitioned'` it then converts a plain `inbox_records` while writers run, and
-   * creates the partitions ahead.
+   * `layout: 'partitioned'` it then converts a plain `inbox_records` and `outbox` while
+   * writers run, and creates the partitions ahead.
    */
   migrate(): Promise<MigrationResult>;
   /** Releases connections the store opened itself; a knex you passed in is left alone. */
@@ -388,8 +389,10 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     const result = await migrate(knex, names, undefined, { knexMigrationsTable });
     if (distribution === 'distributable') await makeDistributable(knex, names);
     if (layout === 'partitioned') {
-      await convertToPartitioned({ knex, names, dialect, partitions });
-      await maintainPartitions(knex, names, partitions);
+      for (const spec of PARTITIONED_TABLES) {
+        await convertToPartitioned({ knex, names, dialect, partitions }, spec);
+        await maintainPartitions(knex, names, spec, partitions);
+      }
     }
     return result;
   };

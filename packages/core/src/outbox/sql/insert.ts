@@ -13,9 +13,11 @@ import type { EncodedEvent } from '../encode';
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
  * notification on it in the same statement (PostgreSQL delivers it at commit, never on
- * rollback). An id already present is skipped: anywhere in the table, or on a distributable
- * schema under the same distribution key. Resolves to the rows actually inserted:
- * their message id mapped to their row id, so the caller can undo exactly these rows.
+ * rollback). An id already present is skipped: by the unique `message_id` on the plain
+ * layout, under the same distribution key on a distributable schema, by the dedup trigger
+ * across partitions on the partitioned layout (which has no unique key on `message_id` alone
+ * to name as the conflict target, hence none is named). Resolves to the rows actually
+ * inserted: their message id mapped to their row id, so the caller can undo exactly these rows.
  */
 export async function insertEvents(
   tx: SqlRunner,
@@ -34,7 +36,7 @@ export async function insertEvents(
   }
   const insert = `insert into ${names.table('outbox')} (${shape.columns})
     values ${values.join(', ')}
-    on conflict ${shape.conflict} do nothing
+    on conflict do nothing
     returning id, message_id`;
   const sql =
     channel === null
@@ -53,14 +55,16 @@ export async function insertEvents(
 }
 
 /**
- * The store's `distribution` and the outbox's keys disagree when PostgreSQL finds no unique
- * key for the conflict target (42P10: a store without the option on a distributable schema)
- * or no distribution column (42703: a store with it on a schema its `migrate()` has not
- * converted): a {@link ConfigurationError} that names the fix instead of the server's words.
+ * The store's `distribution` and the outbox's keys disagree when the insert leaves the
+ * distribution column null (23502 on that column: a store without the option on a
+ * distributable schema) or finds no such column (42703: a store with it on a schema its
+ * `migrate()` has not converted): a {@link ConfigurationError} that names the fix instead of
+ * the server's words.
  */
 function keysMismatch(error: unknown, distribution: StoreDistribution): unknown {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code !== '42P10' && code !== '42703') return error;
+  const { code, column } = (error ?? {}) as { code?: unknown; column?: unknown };
+  const unset = code === '23502' && column === DISTRIBUTION_COLUMN;
+  if (!unset && code !== '42703') return error;
   return new ConfigurationError(
     distribution === 'distributable'
       ? `the outbox has no ${DISTRIBUTION_COLUMN} column: run store.migrate() on a store with distribution 'distributable' first (docs/scaling.md)`

@@ -10,9 +10,7 @@ import {
   type PartitionInfo,
   type RawRunner,
 } from './catalog';
-
-/** The partitioned table and the column it is partitioned by. @internal */
-export const PARTITIONED = { table: 'inbox_records', column: 'created_at' } as const;
+import { PARTITION_COLUMN, type PartitionedTable } from './tables';
 
 /** The server's clock, in epoch milliseconds. @internal */
 export async function serverNowMs(db: RawRunner): Promise<number> {
@@ -32,8 +30,12 @@ export async function boundLockWait(trx: Knex.Transaction, lockTimeoutMs: number
  * deadlocked with inserts that held the table and read the default partition. Within one
  * transaction a second request for the lock it holds is granted at once.
  */
-async function lockParent(trx: Knex.Transaction, names: MigrationNames): Promise<string> {
-  const parent = names.table(PARTITIONED.table);
+async function lockParent(
+  trx: Knex.Transaction,
+  names: MigrationNames,
+  spec: PartitionedTable,
+): Promise<string> {
+  const parent = names.table(spec.table);
   await trx.raw(`lock table ${parent} in access exclusive mode`);
   return parent;
 }
@@ -47,14 +49,15 @@ async function lockParent(trx: Knex.Transaction, names: MigrationNames): Promise
 async function createPartition(
   trx: Knex.Transaction,
   names: MigrationNames,
+  spec: PartitionedTable,
   defaultName: string | undefined,
   fromMs: number | null,
   toMs: number,
 ): Promise<void> {
-  const parent = await lockParent(trx, names);
-  const part = names.table(`${PARTITIONED.table}_${partitionSuffix(fromMs ?? toMs)}`);
+  const parent = await lockParent(trx, names, spec);
+  const part = names.table(`${spec.table}_${partitionSuffix(fromMs ?? toMs)}`);
   const bounds = `for values from (${boundLiteral(fromMs, 'MINVALUE')}) to (${boundLiteral(toMs, 'MAXVALUE')})`;
-  const col = PARTITIONED.column;
+  const col = PARTITION_COLUMN;
   const range = `${col} < ${boundLiteral(toMs, 'MAXVALUE')}${
     fromMs === null ? '' : ` and ${col} >= ${boundLiteral(fromMs, 'MINVALUE')}`
   }`;
@@ -89,6 +92,7 @@ async function createPartition(
 async function createPartitionsBehind(
   trx: Knex.Transaction,
   names: MigrationNames,
+  spec: PartitionedTable,
   intervalMs: number,
   ranges: readonly PartitionInfo[],
   defaultName: string | undefined,
@@ -100,7 +104,7 @@ async function createPartitionsBehind(
   );
   if (first === null) return 0;
   const result = await trx.raw(
-    `select extract(epoch from min(${PARTITIONED.column})) * 1000 as oldest
+    `select extract(epoch from min(${PARTITION_COLUMN})) * 1000 as oldest
        from ${names.schema}."${defaultName}"`,
   );
   const oldest = rowsOf<{ oldest: string | number | null }>(result)[0]?.oldest ?? null;
@@ -108,7 +112,7 @@ async function createPartitionsBehind(
   let created = 0;
   for (let from = Math.floor(Number(oldest) / intervalMs) * intervalMs; from < first;) {
     const to = Math.min(nextBoundary(from, intervalMs), first);
-    await createPartition(trx, names, defaultName, from, to);
+    await createPartition(trx, names, spec, defaultName, from, to);
     from = to;
     created += 1;
   }
@@ -125,9 +129,10 @@ async function createPartitionsBehind(
 export async function createPartitionsAhead(
   trx: Knex.Transaction,
   names: MigrationNames,
+  spec: PartitionedTable,
   settings: ResolvedStorePartitions,
 ): Promise<number> {
-  const parent = names.table(PARTITIONED.table);
+  const parent = names.table(spec.table);
   const parts = await listPartitions(trx, parent);
   const ranges = parts.filter((p) => !p.isDefault);
   const defaultPart = parts.find((p) => p.isDefault);
@@ -144,14 +149,14 @@ export async function createPartitionsAhead(
   const until = nowMs + ahead * intervalMs;
   while (from !== null && from < until) {
     const to = nextBoundary(from, intervalMs);
-    await createPartition(trx, names, defaultPart?.name, from, to);
+    await createPartition(trx, names, spec, defaultPart?.name, from, to);
     from = to;
     created += 1;
   }
-  created += await createPartitionsBehind(trx, names, intervalMs, ranges, defaultPart?.name);
+  created += await createPartitionsBehind(trx, names, spec, intervalMs, ranges, defaultPart?.name);
   if (defaultPart === undefined) {
-    await lockParent(trx, names);
-    const name = names.table(`${PARTITIONED.table}_default`);
+    await lockParent(trx, names, spec);
+    const name = names.table(`${spec.table}_default`);
     await trx.raw(`create table ${name} partition of ${parent} default`);
     created += 1;
   }
@@ -159,6 +164,6 @@ export async function createPartitionsAhead(
 }
 
 /** The advisory lock key under which one process at a time changes the table's partitions. @internal */
-export function maintenanceLockKey(names: MigrationNames): string {
-  return `justonce:partitions:${names.table(PARTITIONED.table)}`;
+export function maintenanceLockKey(names: MigrationNames, spec: PartitionedTable): string {
+  return `justonce:partitions:${names.table(spec.table)}`;
 }

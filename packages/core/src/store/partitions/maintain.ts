@@ -2,12 +2,8 @@ import type { Knex } from 'knex';
 import type { ResolvedStorePartitions } from '../layout';
 import type { MigrationNames } from '../migration';
 import { tableKind } from './catalog';
-import {
-  boundLockWait,
-  createPartitionsAhead,
-  maintenanceLockKey,
-  PARTITIONED,
-} from './create-ahead';
+import { boundLockWait, createPartitionsAhead, maintenanceLockKey } from './create-ahead';
+import type { PartitionedTable } from './tables';
 
 /** What {@link maintainPartitions} did. @internal */
 export interface PartitionUpkeep {
@@ -23,24 +19,25 @@ export function isLockTimeout(error: unknown): boolean {
 }
 
 /**
- * Keeps `ahead` intervals of partitions created past now on a partitioned `inbox_records`;
- * does nothing on a plain one. One short transaction under the table's maintenance lock, its
+ * Keeps `ahead` intervals of partitions created past now on the table `spec` names, when it
+ * is partitioned; does nothing on a plain one. One short transaction under the table's maintenance lock, its
  * DDL bounded by `lockTimeoutMs` so that it never holds writers queued behind a long
  * transaction: when the lock is not granted it reports `busy` and changes nothing. @internal
  */
 export async function maintainPartitions(
   knex: Knex,
   names: MigrationNames,
+  spec: PartitionedTable,
   settings: ResolvedStorePartitions,
 ): Promise<PartitionUpkeep> {
-  if ((await tableKind(knex, names.table(PARTITIONED.table))) !== 'p') {
+  if ((await tableKind(knex, names.table(spec.table))) !== 'p') {
     return { created: 0, busy: false };
   }
   try {
     const created = await knex.transaction(async (trx) => {
-      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [maintenanceLockKey(names)]);
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [maintenanceLockKey(names, spec)]);
       await boundLockWait(trx, settings.lockTimeoutMs);
-      return createPartitionsAhead(trx, names, settings);
+      return createPartitionsAhead(trx, names, spec, settings);
     });
     return { created, busy: false };
   } catch (error) {
