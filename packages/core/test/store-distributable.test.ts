@@ -301,7 +301,7 @@ describe.each(STORE_KINDS)('migrate() with distribution on a plain schema on %s'
     }
   });
 
-  it('refuses a schema whose inbox records a partitioned store converted, changing nothing', async () => {
+  it('refuses a schema a partitioned store converted, changing nothing', async () => {
     const schema = uniqueSchema('distpart');
     const partitioned = await openTestStore(kind, { schema, layout: 'partitioned' });
     const distributable = await createStore(
@@ -310,8 +310,9 @@ describe.each(STORE_KINDS)('migrate() with distribution on a plain schema on %s'
         : { pglite: { instance: partitioned.pglite! }, schema, distribution: 'distributable' },
     );
     try {
+      const before = await keysWithoutDistributionColumn(partitioned);
       await expect(distributable.migrate()).rejects.toThrow(/needs the plain layout/);
-      expect(await keysWithoutDistributionColumn(partitioned)).toContain('outbox.outbox_pkey (id)');
+      expect(await keysWithoutDistributionColumn(partitioned)).toEqual(before);
     } finally {
       await distributable.close();
       await partitioned.dispose();
