@@ -1,0 +1,158 @@
+/**
+ * What is MySQL's and MariaDB's own in idempotent operations: the lease is measured on the
+ * database's clock (`current_timestamp(6)`), to the microsecond, whatever the processes'
+ * clocks say; a reservation is an `insert … on duplicate key update` whose race for one key
+ * has one winner; names are compared byte for byte.
+ */
+import { createOperations, rowsOf, type Operations, type Reservation } from '../src';
+import { waitFor } from '../../../test-support/wait-for';
+import { openTestStore } from './db';
+
+type TestStore = Awaited<ReturnType<typeof openTestStore>>;
+
+/** Runs `call` as a process whose clock is `skewMs` off: `Date.now` and `new Date()`. */
+async function withClockSkew<T>(skewMs: number, call: () => Promise<T>): Promise<T> {
+  const realNow = Date.now.bind(Date);
+  const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+  try {
+    return await call();
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+function acquired(reservation: Reservation): Extract<Reservation, { kind: 'acquired' }> {
+  if (reservation.kind !== 'acquired')
+    throw new Error(`expected acquired, got ${reservation.kind}`);
+  return reservation;
+}
+
+describe('idempotent operations on MySQL and MariaDB', () => {
+  /** Two stores, as two processes have: each its own pool and its own grouped statements. */
+  let one: TestStore;
+  let two: TestStore;
+  let sequence = 0;
+  const name = (): string => `mysql-${(sequence += 1)}`;
+
+  beforeAll(async () => {
+    one = await openTestStore('mysql');
+    two = await openTestStore('mysql', { schema: one.names.schema.replace(/`/g, '') });
+  });
+  afterAll(async () => {
+    await two.close();
+    await one.dispose();
+  });
+
+  /** The stored lease and what the database says of it, to the microsecond. */
+  async function stored(operation: string, key: string) {
+    const rows = rowsOf<{ owner_id: string; lease_us: number | string; updated_at: Date }>(
+      await one.knex.raw(
+        `select owner_id, updated_at,
+                timestampdiff(microsecond, updated_at, lease_until) as lease_us
+           from ${one.names.table('idempotency')} where operation = ? and \`key\` = ?`,
+        [operation, key],
+      ),
+    );
+    const row = rows[0];
+    if (row === undefined) throw new Error(`no record ${operation}/${key}`);
+    return { ownerId: row.owner_id, leaseUs: Number(row.lease_us), updatedAt: row.updated_at };
+  }
+
+  it('measures the lease on the database clock: processes with skewed clocks agree', async () => {
+    const operation = name();
+    const leaseMs = 400;
+    const early = createOperations({ store: one, operation, leaseMs });
+    const late = createOperations({ store: two, operation, leaseMs });
+    // The first process's clock is an hour fast: a lease on its own clock would be over.
+    const first = acquired(await withClockSkew(3_600_000, () => early.reserve('k', 1)));
+    expect(first.leaseRemainingMs).toBe(leaseMs);
+    expect((await stored(operation, 'k')).leaseUs).toBe(leaseMs * 1000);
+    // The second, an hour slow and an hour fast: both see the same live lease and its owner.
+    for (const skew of [-3_600_000, 3_600_000]) {
+      const busy = await withClockSkew(skew, () => late.reserve('k', 1));
+      expect(busy).toMatchObject({
+        kind: 'in-progress',
+        ownerId: first.ref.ownerId,
+        leaseUntil: first.leaseUntil,
+      });
+    }
+    // Once the database's clock passes the lease, exactly then, another owner takes over.
+    const next = await waitFor('the lease to run out on the database clock', async () => {
+      const r = await withClockSkew(-3_600_000, () => late.reserve('k', 1));
+      return r.kind === 'acquired' ? r : undefined;
+    });
+    expect(next.ref.attempt).toBe(2);
+    const taken = await stored(operation, 'k');
+    expect(taken.ownerId).toBe(next.ref.ownerId);
+    expect(taken.updatedAt.getTime()).toBeGreaterThanOrEqual(first.leaseUntil.getTime());
+    // The first owner is fenced off whatever its clock says.
+    await expect(
+      withClockSkew(-3_600_000, () => early.complete(first.ref, 'stale')),
+    ).rejects.toMatchObject({ code: 'LEASE_LOST', currentOwnerId: next.ref.ownerId });
+  });
+
+  it('keeps lease_until to the microsecond', async () => {
+    const operation = name();
+    const ops = createOperations({ store: one, operation, leaseMs: 1_500.25 });
+    const reservation = acquired(await ops.reserve('k', 1));
+    expect((await stored(operation, 'k')).leaseUs).toBe(1_500_250);
+    await ops.extendLease(reservation.ref, 2_000.125);
+    expect((await stored(operation, 'k')).leaseUs).toBe(2_000_125);
+    // JavaScript's dates hold milliseconds: the record's lease is the stored one, truncated.
+    const rows = rowsOf<{ micros: number | string }>(
+      await one.knex.raw(
+        `select microsecond(lease_until) as micros from ${one.names.table('idempotency')}
+          where operation = ? and \`key\` = ?`,
+        [operation, 'k'],
+      ),
+    );
+    const leaseUntil = (await ops.get('k'))?.leaseUntil;
+    expect(leaseUntil?.getUTCMilliseconds()).toBe(Math.floor(Number(rows[0]?.micros) / 1000));
+  });
+
+  it('gives a key one owner when callers of several processes reserve it at once', async () => {
+    const operation = name();
+    const callers: Operations[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      callers.push(createOperations({ store: i % 2 === 0 ? one : two, operation, leaseMs: 300 }));
+    }
+    const race = async (): Promise<Reservation[]> =>
+      Promise.all(
+        callers.flatMap((ops) => Array.from({ length: 5 }, () => ops.reserve('hot', { q: 1 }))),
+      );
+    const first = await race();
+    const winners = first.filter((r) => r.kind === 'acquired');
+    expect(winners).toHaveLength(1);
+    const owner = acquired(winners[0]!).ref.ownerId;
+    expect(first.filter((r) => r.kind === 'in-progress').every((r) => r.ownerId === owner)).toBe(
+      true,
+    );
+    expect((await stored(operation, 'hot')).ownerId).toBe(owner);
+    // When its lease has run out, the race to take it over has one winner too.
+    await waitFor('the lease to run out', async () => {
+      const rows = rowsOf(
+        await one.knex.raw(
+          `select 1 from ${one.names.table('idempotency')}
+            where operation = ? and lease_until <= current_timestamp(6)`,
+          [operation],
+        ),
+      );
+      return rows.length === 1;
+    });
+    const second = await race();
+    const taken = second.filter((r) => r.kind === 'acquired');
+    expect(taken).toHaveLength(1);
+    const next = acquired(taken[0]!);
+    expect(next.ref.attempt).toBe(2);
+    expect((await stored(operation, 'hot')).ownerId).toBe(next.ref.ownerId);
+  });
+
+  it('keeps keys apart that differ in case or trailing spaces', async () => {
+    const ops = createOperations({ store: one, operation: name() });
+    const keys = ['k', 'k ', 'K', 'k\t', '\u00e9', 'e\u0301'];
+    for (const key of keys) await ops.run(key, 1, async () => `ran ${JSON.stringify(key)}`);
+    for (const key of keys) {
+      expect(await ops.get(key)).toMatchObject({ key, response: `ran ${JSON.stringify(key)}` });
+    }
+  });
+});
