@@ -7,6 +7,9 @@
 import { createOperations, rowsOf, type Operations, type Reservation } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
 import { openTestStore } from './db';
+import { rejection } from './fixtures/gate';
+import { TransientError } from './fixtures/operations-support';
+import { createOrdersTable, insertOrder, ordersOf } from './fixtures/orders-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -37,6 +40,7 @@ describe('idempotent operations on MySQL and MariaDB', () => {
   beforeAll(async () => {
     one = await openTestStore('mysql');
     two = await openTestStore('mysql', { schema: one.names.schema.replace(/`/g, '') });
+    await createOrdersTable(one);
   });
   afterAll(async () => {
     await two.close();
@@ -154,5 +158,55 @@ describe('idempotent operations on MySQL and MariaDB', () => {
     for (const key of keys) {
       expect(await ops.get(key)).toMatchObject({ key, response: `ran ${JSON.stringify(key)}` });
     }
+  });
+
+  it('commits the business row with SUCCEEDED, or rolls both back and records the failure', async () => {
+    const ops = createOperations({ store: one, operation: name() });
+    let runs = 0;
+    const order = await ops.runInTransaction('ok', 1, (trx, ctx) => {
+      runs += 1;
+      return insertOrder(trx, one, ctx, 1);
+    });
+    await expect(ops.runInTransaction('ok', 1, async () => 'never')).resolves.toEqual(order);
+    expect(runs).toBe(1);
+    expect(await ordersOf(one, 'ok')).toEqual([order.orderId]);
+    const failure = new TransientError('stock service timed out');
+    const failed = await rejection(
+      ops.runInTransaction('retry', 1, async (trx, ctx) => {
+        await insertOrder(trx, one, ctx, 2);
+        throw failure;
+      }),
+    );
+    expect(failed).toBe(failure);
+    expect(await ordersOf(one, 'retry')).toEqual([]);
+    expect(await ops.get('retry')).toMatchObject({ status: 'FAILED_RETRIABLE' });
+    const second = await ops.runInTransaction('retry', 1, (trx, ctx) =>
+      insertOrder(trx, one, ctx, 2),
+    );
+    expect(second.attempt).toBe(2);
+    expect(await ordersOf(one, 'retry')).toEqual([second.orderId]);
+  });
+
+  it('rolls the business row back when the lease was lost before the commit', async () => {
+    const operation = name();
+    const ops = createOperations({ store: one, operation, leaseMs: 200 });
+    const other = createOperations({ store: two, operation, leaseMs: 60_000 });
+    let thief: Reservation | undefined;
+    const error = await rejection(
+      ops.runInTransaction('k', 1, async (trx, ctx) => {
+        const placed = await insertOrder(trx, one, ctx, 1);
+        thief = await waitFor('another process to take the lapsed lease', async () => {
+          const r = await other.reserve('k', 1);
+          return r.kind === 'acquired' ? r : undefined;
+        });
+        return placed;
+      }),
+    );
+    expect(error).toMatchObject({
+      code: 'LEASE_LOST',
+      currentOwnerId: acquired(thief!).ref.ownerId,
+    });
+    expect(await ordersOf(one, 'k')).toEqual([]);
+    expect(await ops.get('k')).toMatchObject({ status: 'IN_PROGRESS', attempts: 2 });
   });
 });
