@@ -4,7 +4,9 @@ import { tableKind } from '../store/partitions/catalog';
 import { dropExpiredPartitions } from './drop-partitions';
 import type { RetentionRuntime } from './runtime';
 import { deleteBatch, type BatchCursor } from './sql/delete-batch';
-import type { CleanupTarget } from './targets';
+import { cleanupCondition, type CleanupTarget } from './targets';
+import { isMysql } from '../store/dialect';
+import { mysqlTableKind } from './sql/mysql/table-kind';
 import type { TableCleanup } from './types';
 
 /** Row deletes so far in one table's pass. */
@@ -67,12 +69,15 @@ export async function cleanTable(
   signal: AbortSignal | undefined,
 ): Promise<TableCleanup> {
   const { store, windows } = rt.options;
-  const condition = target.condition(windows);
+  const condition = cleanupCondition(target, windows, store.names);
   if (condition === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'disabled' };
   }
   const table = store.names.table(target.table);
-  const kind = await tableKind(store.knex, table);
+  // MySQL keeps the plain layout: never a partitioned parent, so never a partition to drop.
+  const kind = isMysql(store)
+    ? await mysqlTableKind(store.knex, table)
+    : await tableKind(store.knex, table);
   if (kind === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'missing' };
   }

@@ -1,5 +1,8 @@
 import type { Knex } from 'knex';
 import type { RetentionTable } from './types';
+import type { MigrationNames } from '../store/migration';
+import { isMysql } from '../store/dialect';
+import { MYSQL_CONDITIONS } from './sql/mysql/targets';
 
 /** A millisecond count as an SQL interval; the binding is the count. */
 const MILLISECONDS = `(?::double precision * interval '1 millisecond')`;
@@ -91,3 +94,16 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     }),
   },
 ];
+
+/**
+ * @internal
+ * The condition of `target` for the store's dialect: MySQL's twin, or PostgreSQL's own;
+ * `undefined` when the table is not cleaned.
+ */
+export function cleanupCondition(
+  target: CleanupTarget,
+  windows: CleanupWindows,
+  names: MigrationNames,
+): { sql: string; bindings: Knex.Value[] } | undefined {
+  return isMysql(names) ? MYSQL_CONDITIONS[target.table](windows) : target.condition(windows);
+}
