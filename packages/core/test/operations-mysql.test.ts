@@ -10,6 +10,7 @@ import { openTestStore } from './db';
 import { rejection } from './fixtures/gate';
 import { TransientError } from './fixtures/operations-support';
 import { createOrdersTable, insertOrder, ordersOf } from './fixtures/orders-support';
+import { watchStatements } from './fixtures/statements';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -145,6 +146,44 @@ describe('idempotent operations on MySQL and MariaDB', () => {
     const next = acquired(taken[0]!);
     expect(next.ref.attempt).toBe(2);
     expect((await stored(operation, 'hot')).ownerId).toBe(next.ref.ownerId);
+  });
+
+  it('finalizes grouped calls by owner: the fenced-off ones match nothing', async () => {
+    const operation = name();
+    const ops = createOperations({ store: one, operation });
+    const keys = Array.from({ length: 12 }, (_, i) => `g-${i}`);
+    const refs = await Promise.all(
+      keys.map(async (key) => acquired(await ops.reserve(key, 1)).ref),
+    );
+    // Every other lease ends and another process takes the record over.
+    const stale = keys.filter((_, i) => i % 2 === 1);
+    await one.knex.raw(
+      `update ${one.names.table('idempotency')}
+          set lease_until = current_timestamp(6) - interval 1 second
+        where operation = ? and \`key\` in (${stale.map(() => '?').join(', ')})`,
+      [operation, ...stale],
+    );
+    const other = createOperations({ store: two, operation });
+    const takers = await Promise.all(
+      stale.map(async (key) => acquired(await other.reserve(key, 1))),
+    );
+    let grouped = 0;
+    const stop = watchStatements(one.knex, (sql) => {
+      if (/set status = case owner_id/.test(sql)) grouped += 1;
+    });
+    const settled = await Promise.allSettled(refs.map((ref) => ops.complete(ref, ref.key)));
+    stop();
+    expect(grouped).toBeGreaterThan(0);
+    settled.forEach((result, i) => {
+      if (i % 2 === 0) expect(result).toEqual({ status: 'fulfilled', value: keys[i] });
+      else expect(result).toMatchObject({ status: 'rejected', reason: { code: 'LEASE_LOST' } });
+    });
+    for (const taker of takers) {
+      expect(await ops.get(taker.ref.key)).toMatchObject({
+        status: 'IN_PROGRESS',
+        ownerId: taker.ref.ownerId,
+      });
+    }
   });
 
   it('holds keys of maxKeyLength in 3-byte characters, and refuses a longer maxKeyLength', async () => {
