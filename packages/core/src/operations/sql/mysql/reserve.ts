@@ -43,7 +43,7 @@ const TAKE_OVER = `on duplicate key update
        status = if(${TAKEN}, 'IN_PROGRESS', status),
        expires_at = if(${TAKEN}, values(expires_at), expires_at)`;
 
-/** One reservation's row of the insert; six bindings (see {@link rowValues}). */
+/** One reservation's row of the insert; seven bindings (see {@link rowValues}). */
 const ROW = `(?, ?, ?, ?, 'IN_PROGRESS', ?, ${NOW_PLUS}, null, null, 1, ${NOW}, ${NOW}, ${NOW_PLUS})`;
 
 function rowValues(item: Reserve): unknown[] {
