@@ -7,7 +7,7 @@ import {
   type RunOptions,
 } from '../src';
 import { unwritableText } from '../src/common/text';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { watchStatements } from './fixtures/statements';
 
 /**
@@ -119,7 +119,7 @@ function mustBeJustonce(error: unknown): asserts error is Error {
   }
 }
 
-describe.each(STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('operations with arbitrary input on %s', (kind) => {
   let store: TestStore;
   let round = 0;
   let queries = 0;

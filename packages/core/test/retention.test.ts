@@ -8,7 +8,7 @@ import {
   type RetentionOptions,
 } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 
 /** How long the checks below wait for a retention run, and how often they look. */
 const SOON = { timeoutMs: 5_000, intervalMs: 10 };
@@ -28,6 +28,7 @@ async function seedRecords(
   count: number,
   at: { expiresInMs: number; updatedAgoMs: number; status?: string; leaseInMs?: number },
 ): Promise<void> {
+  if (store.dialect === 'mysql') return seedMysqlRecords(store, prefix, count, at);
   await store.knex.raw(
     `insert into ${store.names.table('idempotency')}
        (scope, operation, key, status, owner_id, lease_until, created_at, updated_at, expires_at)
@@ -51,9 +52,38 @@ async function seedRecords(
   );
 }
 
+/** {@link seedRecords} on MySQL: one multi-row insert, offsets in microseconds. */
+async function seedMysqlRecords(
+  store: TestStore,
+  prefix: string,
+  count: number,
+  at: { expiresInMs: number; updatedAgoMs: number; status?: string; leaseInMs?: number },
+): Promise<void> {
+  const plus = 'date_add(current_timestamp(6), interval ? microsecond)';
+  const lease = at.leaseInMs === undefined ? 'null' : plus;
+  const rows = Array.from({ length: count }, (_, i) => [
+    `${prefix}-${i + 1}`,
+    at.status ?? 'SUCCEEDED',
+    ...(at.leaseInMs === undefined ? [] : [at.leaseInMs * 1000]),
+    -at.updatedAgoMs * 1000,
+    -at.updatedAgoMs * 1000,
+    at.expiresInMs * 1000,
+  ]);
+  await store.knex.raw(
+    `insert into ${store.names.table('idempotency')}
+       (scope, operation, \`key\`, status, owner_id, lease_until, created_at, updated_at, expires_at)
+     values ${rows.map(() => `('default', 'seeded', ?, ?, 'seed-owner', ${lease}, ${plus}, ${plus}, ${plus})`).join(', ')}`,
+    rows.flat(),
+  );
+}
+
 async function keysLeft(store: TestStore): Promise<string[]> {
   const rows = rowsOf<{ key: string }>(
-    await store.knex.raw(`select key from ${store.names.table('idempotency')} order by key`),
+    await store.knex.raw(
+      store.dialect === 'mysql'
+        ? `select convert(\`key\` using utf8mb4) as \`key\` from ${store.names.table('idempotency')} order by \`key\``
+        : `select key from ${store.names.table('idempotency')} order by key`,
+    ),
   );
   return rows.map((r) => r.key);
 }
@@ -68,7 +98,7 @@ async function countRows(store: TestStore, table: string): Promise<number> {
 /** Old expired rows: past `expires_at` and written two hours ago. */
 const STALE = { expiresInMs: -HOUR, updatedAgoMs: 2 * HOUR };
 
-describe.each(STORE_KINDS)('retention on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('retention on %s', (kind) => {
   let store: TestStore;
 
   beforeAll(async () => {
@@ -177,7 +207,15 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     // Expired two hours ago and written three hours ago; expired but written inside the
     // window; written long ago but not expired.
     await store.knex.raw(
-      `insert into ${records} (consumer, scope, message_id, status, fingerprint, created_at, expires_at)
+      kind === 'mysql'
+        ? `insert into ${records} (consumer, scope, message_id, status, fingerprint, created_at, expires_at)
+           values ('c', 'default', 'stale', 'SUCCEEDED', 'h', now(6) - interval 3 hour,
+                   now(6) - interval 2 hour),
+                  ('c', 'default', 'recent', 'FAILED_FINAL', 'h', now(6) - interval 1 minute,
+                   now(6) - interval 1 second),
+                  ('c', 'default', 'live', 'SUCCEEDED', 'h', now(6) - interval 3 hour,
+                   now(6) + interval 1 hour)`
+        : `insert into ${records} (consumer, scope, message_id, status, fingerprint, created_at, expires_at)
        values ('c', 'default', 'stale', 'SUCCEEDED', 'h', now() - interval '3 hours',
                now() - interval '2 hours'),
               ('c', 'default', 'recent', 'FAILED_FINAL', 'h', now() - interval '1 minute',
@@ -198,13 +236,24 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
   it('cleans stale inbox attempts, and old dead letters only when opted in', async () => {
     const attempts = store.names.table('inbox_attempts');
     await store.knex.raw(
-      `insert into ${attempts} (scope, consumer, message_id, attempts, first_attempt_at, last_attempt_at)
+      kind === 'mysql'
+        ? `insert into ${attempts} (scope, consumer, message_id, attempts, first_attempt_at, last_attempt_at)
+           values ('default', 'c', 'old', 3, now(6) - interval 3 hour, now(6) - interval 2 hour),
+                  ('default', 'c', 'new', 1, now(6) - interval 3 hour, now(6) - interval 1 minute)`
+        : `insert into ${attempts} (scope, consumer, message_id, attempts, first_attempt_at, last_attempt_at)
        values ('default', 'c', 'old', 3, now() - interval '3 hours', now() - interval '2 hours'),
               ('default', 'c', 'new', 1, now() - interval '3 hours', now() - interval '1 minute')`,
     );
     const letters = store.names.table('dead_letters');
     await store.knex.raw(
-      `insert into ${letters} (scope, consumer, message_id, dedupe, fingerprint, reason, attempts,
+      kind === 'mysql'
+        ? `insert into ${letters} (scope, consumer, message_id, dedupe, fingerprint, reason, attempts,
+                                   headers, body, body_is_text, delivery, dead_at)
+           values ('default', 'c', 'm1', true, 'f', 'MAX_ATTEMPTS', 5, '{}', x'00', false, '{}',
+                   now(6) - interval 40 day),
+                  ('default', 'c', 'm2', true, 'f', 'MAX_ATTEMPTS', 5, '{}', x'00', false, '{}',
+                   now(6) - interval 1 day)`
+        : `insert into ${letters} (scope, consumer, message_id, dedupe, fingerprint, reason, attempts,
                                headers, body, body_is_text, delivery, dead_at)
        values ('default', 'c', 'm1', true, 'f', 'MAX_ATTEMPTS', 5, '{}', '\\x00', false, '{}',
                now() - interval '40 days'),
@@ -235,6 +284,8 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
   });
 
   it('cleans consumer activity older than the retention window, by minute', async () => {
+    // The inbox's MySQL statements are ported on their own: there its minutes are written here.
+    if (kind === 'mysql') return seedMysqlActivity(store);
     const inbox = createInbox({ store, consumer: 'activity' });
     for (const id of ['a1', 'a2']) {
       await inbox.process({ id, headers: {}, delivery: {}, body: '{}' }, async () => 'ok');
@@ -336,10 +387,27 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
   });
 });
 
-describe('retention on postgres, concurrency', () => {
+/** Two minutes of consumer activity, one two hours old, as the inbox writes them; cleaned. */
+async function seedMysqlActivity(store: TestStore): Promise<void> {
+  const activity = store.names.table('consumer_activity');
+  const minute = "date_format(current_timestamp(6), '%Y-%m-%d %H:%i:00')";
+  await store.knex.raw(
+    `insert into ${activity} (consumer, minute, handled)
+     values ('activity', ${minute} - interval 2 hour, 2), ('activity', ${minute}, 1)`,
+  );
+  const result = await createRetention({ store, retentionMs: HOUR }).runOnce();
+  expect(result.tables.consumer_activity).toEqual({ deleted: 1, batches: 1, complete: true });
+  const left = rowsOf<{ handled: string | number }>(
+    await store.knex.raw(`select handled from ${activity}`),
+  );
+  expect(left.map((r) => Number(r.handled))).toEqual([1]);
+}
+
+// PGlite has one connection: a writer holding a lock would hold the cleanup's only way in.
+describe.each(['postgres', 'mysql'] as const)('retention on %s, concurrency', (kind) => {
   let store: TestStore;
   beforeAll(async () => {
-    store = await openTestStore('postgres');
+    store = await openTestStore(kind);
   });
   afterAll(async () => {
     await store.dispose();
@@ -350,7 +418,13 @@ describe('retention on postgres, concurrency', () => {
     const table = store.names.table('idempotency');
     const writer = await store.knex.transaction();
     try {
-      await writer.raw(`select key from ${table} where key = ? for update`, ['stale-7']);
+      await writer.raw(
+        kind === 'mysql'
+          ? `select \`key\` from ${table}
+              where scope = 'default' and operation = 'seeded' and \`key\` = ? for update`
+          : `select key from ${table} where key = ? for update`,
+        ['stale-7'],
+      );
       const timeout = new Promise<never>((_, reject) => {
         const timer = setTimeout(() => reject(new Error('cleanup waited for the writer')), 3_000);
         timer.unref();
@@ -369,7 +443,7 @@ describe('retention on postgres, concurrency', () => {
   });
 
   it('reports a table the schema does not have', async () => {
-    const old = await openTestStore('postgres');
+    const old = await openTestStore(kind);
     try {
       await old.knex.raw(`drop table ${old.names.table('dead_letters')}`);
       const result = await createRetention({

@@ -1,8 +1,15 @@
 import { ConfigurationError } from '../errors/configuration-error';
 import type { Store } from '../store/store';
 
-/** PostgreSQL's `undefined_table`: the schema or one of justonce's tables is not there. */
-const UNDEFINED_TABLE = '42P01';
+/**
+ * The schema or one of justonce's tables is not there: PostgreSQL's `undefined_table`, and
+ * MySQL's missing table or missing database (the store's `schema` is a database there).
+ */
+const UNDEFINED_TABLE: ReadonlySet<unknown> = new Set([
+  '42P01',
+  'ER_NO_SUCH_TABLE',
+  'ER_BAD_DB_ERROR',
+]);
 
 /**
  * Runs `call`, turning "relation does not exist" into a {@link ConfigurationError} that says
@@ -14,7 +21,7 @@ export async function inMigratedSchema<T>(store: Store, call: () => Promise<T>):
     return await call();
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
-    if (code !== UNDEFINED_TABLE) throw error;
+    if (!UNDEFINED_TABLE.has(code)) throw error;
     throw new ConfigurationError(
       `schema ${store.schema} has no justonce tables${store.tablePrefix === '' ? '' : ` with prefix ${store.tablePrefix}`}: run the migrations (store.migrate() or justonce migrate), or check the schema and prefix`,
       { schema: store.schema, tablePrefix: store.tablePrefix },

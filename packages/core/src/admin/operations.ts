@@ -11,6 +11,13 @@ import type {
   OperationRef,
 } from './types';
 import { choiceOption, limitOption, stringOption, textOption } from '../config/arguments';
+import { isMysql } from '../store/dialect';
+import {
+  MYSQL_PAST_LEASE,
+  mysqlGetOperation,
+  mysqlListOperations,
+  mysqlReleaseOperation,
+} from './sql/mysql/operations';
 
 const LIST_KEYS = optionKeys<ListOperationsOptions>()(['state', 'operation', 'scope', 'limit']);
 const REF_KEYS = optionKeys<OperationRef>()(['operation', 'key', 'scope']);
@@ -76,11 +83,73 @@ const SELECT_INBOX = `select scope, consumer as operation, message_id as key,
   null::text as response, error, attempts, created_at, created_at as updated_at,
   nullif(expires_at, 'infinity'::timestamptz) as expires_at, false as past_lease`;
 
-/** Operations and inbox records, for operators ({@link AdminOperations}). @internal */
-export function adminOperations(store: Store): AdminOperations {
-  const { knex } = store;
+/** `operations.list`'s statement over the conditions built from its options. */
+async function listRows(
+  store: Store,
+  where: readonly string[],
+  bindings: readonly Knex.RawBinding[],
+  limit: number,
+): Promise<Row[]> {
+  const table = store.names.table('idempotency');
+  if (isMysql(store)) return mysqlListOperations(store.knex, table, where, bindings, limit);
+  const result = await store.knex.raw(
+    `${SELECT} from ${table} where ${where.join(' and ')}
+          order by lease_until, operation, scope, key limit ?`,
+    [...bindings, limit],
+  );
+  return rowsOf<Row>(result);
+}
+
+/** `operations.get`'s statement: the operation's record, else the inbox consumer's. */
+async function getRow(
+  store: Store,
+  [scope, operation, key]: [string, string, string],
+): Promise<Row | undefined> {
   const table = store.names.table('idempotency');
   const inboxTable = store.names.table('inbox_records');
+  if (isMysql(store)) {
+    return mysqlGetOperation(store.knex, table, inboxTable, [scope, operation, key]);
+  }
+  // The operation's record first, then the inbox consumer's of that name: one statement,
+  // each branch a primary-key lookup.
+  const result = await store.knex.raw(
+    `(${SELECT} from ${table} where scope = ? and operation = ? and key = ?)
+         union all
+         (${SELECT_INBOX} from ${inboxTable}
+           where consumer = ? and scope = ? and message_id = ?)
+         limit 1`,
+    [scope, operation, key, operation, scope, key],
+  );
+  return rowsOf<Row>(result)[0];
+}
+
+/**
+ * `operations.release`'s statement. Clearing owner_id fences the old owner off: its
+ * completion is a compare-and-set on it and now fails with LeaseLostError. The request hash
+ * stays, so the reserve that takes a FAILED_RETRIABLE record over still refuses a different
+ * request.
+ */
+async function releaseRow(
+  store: Store,
+  key: [string, string, string],
+  force: boolean,
+): Promise<boolean> {
+  const table = store.names.table('idempotency');
+  if (isMysql(store)) return mysqlReleaseOperation(store.knex, table, RELEASED_ERROR, key, force);
+  const result = await store.knex.raw(
+    `update ${table}
+            set status = 'FAILED_RETRIABLE', owner_id = null, lease_until = null,
+                error = ?::jsonb, updated_at = now()
+          where scope = ? and operation = ? and key = ? and status = 'IN_PROGRESS'
+            ${force ? '' : 'and lease_until <= now()'}
+          returning key`,
+    [RELEASED_ERROR, ...key],
+  );
+  return rowsOf(result).length > 0;
+}
+
+/** Operations and inbox records, for operators ({@link AdminOperations}). @internal */
+export function adminOperations(store: Store): AdminOperations {
   return {
     async list(options: ListOperationsOptions = {}): Promise<OperationRecord[]> {
       rejectUnknownOptions(options, LIST_KEYS, 'operations.list');
@@ -94,7 +163,9 @@ export function adminOperations(store: Store): AdminOperations {
       // `status = 'IN_PROGRESS'` matches idempotency_in_progress_idx (migration 010).
       const where = [`status = 'IN_PROGRESS'`];
       const bindings: Knex.RawBinding[] = [];
-      if (state === 'past-lease') where.push('lease_until <= now()');
+      if (state === 'past-lease') {
+        where.push(isMysql(store) ? MYSQL_PAST_LEASE : 'lease_until <= now()');
+      }
       const operation = stringOption(options.operation, 'operation');
       if (operation !== undefined) {
         where.push('operation = ?');
@@ -105,27 +176,11 @@ export function adminOperations(store: Store): AdminOperations {
         where.push('scope = ?');
         bindings.push(scope);
       }
-      const result = await knex.raw(
-        `${SELECT} from ${table} where ${where.join(' and ')}
-          order by lease_until, operation, scope, key limit ?`,
-        [...bindings, limit],
-      );
-      return rowsOf<Row>(result).map(toRecord);
+      return (await listRows(store, where, bindings, limit)).map(toRecord);
     },
 
     async get(ref: OperationRef): Promise<OperationRecord | undefined> {
-      const [scope, operation, key] = refOf(ref);
-      // The operation's record first, then the inbox consumer's of that name: one statement,
-      // each branch a primary-key lookup.
-      const result = await knex.raw(
-        `(${SELECT} from ${table} where scope = ? and operation = ? and key = ?)
-         union all
-         (${SELECT_INBOX} from ${inboxTable}
-           where consumer = ? and scope = ? and message_id = ?)
-         limit 1`,
-        [scope, operation, key, operation, scope, key],
-      );
-      const row = rowsOf<Row>(result)[0];
+      const row = await getRow(store, refOf(ref));
       return row === undefined ? undefined : toRecord(row);
     },
 
@@ -133,19 +188,7 @@ export function adminOperations(store: Store): AdminOperations {
       const key = refOf(ref);
       rejectUnknownOptions(options, RELEASE_KEYS, 'operations.release');
       const force = optionalBoolean(options.force, 'force', false);
-      // Clearing owner_id fences the old owner off: its completion is a compare-and-set on
-      // it and now fails with LeaseLostError. The request hash stays, so the reserve that
-      // takes a FAILED_RETRIABLE record over still refuses a different request.
-      const result = await knex.raw(
-        `update ${table}
-            set status = 'FAILED_RETRIABLE', owner_id = null, lease_until = null,
-                error = ?::jsonb, updated_at = now()
-          where scope = ? and operation = ? and key = ? and status = 'IN_PROGRESS'
-            ${force ? '' : 'and lease_until <= now()'}
-          returning key`,
-        [RELEASED_ERROR, ...key],
-      );
-      return rowsOf(result).length > 0;
+      return releaseRow(store, key, force);
     },
   };
 }

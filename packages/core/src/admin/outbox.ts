@@ -8,6 +8,8 @@ import type { Store } from '../store/store';
 import type { AdminOutbox, ListOutboxOptions, OutboxEntry } from './types';
 import { choiceOption, dateOption, limitOption, rowId, stringOption } from '../config/arguments';
 import { storedHeaders } from '../outbox/sql/headers';
+import { isMysql } from '../store/dialect';
+import { MYSQL_OUTBOX_FILTERS, mysqlDeleteOutboxRow, mysqlGetOutboxRow } from './sql/mysql/outbox';
 
 /** The option names of {@link AdminOutbox.list} (and of `select`). @internal */
 export const LIST_KEYS = optionKeys<ListOutboxOptions>()([
@@ -56,8 +58,37 @@ function toEntry(row: OutboxRow): OutboxEntry {
   };
 }
 
+/** A condition of a list call and its bindings. */
+interface Condition {
+  readonly sql: string;
+  readonly bindings: readonly Knex.RawBinding[];
+}
+
+/** The conditions of a list call that differ between dialects. @internal */
+export interface OutboxFilters {
+  /** Pending rows tried before, or older than `stuckAfterMs`. */
+  stuck(stuckAfterMs: number): Condition;
+  /** Rows with one of these ids (validated row ids). */
+  ids(ids: readonly string[]): Condition;
+  /** Rows after this id (a validated row id), for the next page. */
+  after(id: string): Condition;
+}
+
+/** PostgreSQL's {@link OutboxFilters}. */
+const FILTERS: OutboxFilters = {
+  stuck: (stuckAfterMs) => ({
+    sql: `(attempts > 0 or created_at < now() - ? * interval '1 millisecond')`,
+    bindings: [stuckAfterMs],
+  }),
+  ids: (ids) => ({ sql: 'id = any(?::bigint[])', bindings: [`{${ids.join(',')}}`] }),
+  after: (id) => ({ sql: 'id > ?::bigint', bindings: [id] }),
+};
+
 /** The `where` clause of a list call; every value is bound, never spliced. */
-function listFilter(options: ListOutboxOptions): { where: string[]; bindings: Knex.RawBinding[] } {
+function listFilter(
+  options: ListOutboxOptions,
+  filters: OutboxFilters,
+): { where: string[]; bindings: Knex.RawBinding[] } {
   const status = choiceOption(options.status, 'status', ['dead', 'pending', 'stuck'], 'dead');
   const stuckAfterMs = options.stuckAfterMs ?? 60_000;
   if (typeof stuckAfterMs !== 'number' || !Number.isFinite(stuckAfterMs) || stuckAfterMs < 0) {
@@ -70,10 +101,11 @@ function listFilter(options: ListOutboxOptions): { where: string[]; bindings: Kn
   }
   const where: string[] = [status === 'dead' ? `status = 'dead'` : `status = 'pending'`];
   const bindings: Knex.RawBinding[] = [];
-  if (status === 'stuck') {
-    where.push(`(attempts > 0 or created_at < now() - ? * interval '1 millisecond')`);
-    bindings.push(stuckAfterMs);
-  }
+  const add = (condition: Condition): void => {
+    where.push(condition.sql);
+    bindings.push(...condition.bindings);
+  };
+  if (status === 'stuck') add(filters.stuck(stuckAfterMs));
   const destination = stringOption(options.destination, 'destination');
   if (destination !== undefined) {
     where.push('destination = ?');
@@ -95,14 +127,9 @@ function listFilter(options: ListOutboxOptions): { where: string[]; bindings: Kn
         ids: Array.isArray(options.ids) ? options.ids.length : typeof options.ids,
       });
     }
-    const ids = options.ids.map((id) => rowId(id, 'ids[]'));
-    where.push('id = any(?::bigint[])');
-    bindings.push(`{${ids.join(',')}}`);
+    add(filters.ids(options.ids.map((id) => rowId(id, 'ids[]'))));
   }
-  if (options.after !== undefined) {
-    where.push('id > ?::bigint');
-    bindings.push(rowId(options.after, 'after'));
-  }
+  if (options.after !== undefined) add(filters.after(rowId(options.after, 'after')));
   return { where, bindings };
 }
 
@@ -111,11 +138,12 @@ export function adminOutbox(store: Store): Omit<AdminOutbox, 'select'> {
   const { knex, names } = store;
   const table = names.table('outbox');
   const channel = outboxChannel(names);
+  const mysql = isMysql(store);
   return {
     async list(options: ListOutboxOptions = {}): Promise<OutboxEntry[]> {
       rejectUnknownOptions(options, LIST_KEYS, 'outbox.list');
       const limit = limitOption(options.limit);
-      const { where, bindings } = listFilter(options);
+      const { where, bindings } = listFilter(options, mysql ? MYSQL_OUTBOX_FILTERS : FILTERS);
       const result = await knex.raw(
         `select ${COLUMNS} from ${table} where ${where.join(' and ')} order by id limit ?`,
         [...bindings, limit],
@@ -124,6 +152,10 @@ export function adminOutbox(store: Store): Omit<AdminOutbox, 'select'> {
     },
 
     async get(id: string): Promise<OutboxEntry | undefined> {
+      if (mysql) {
+        const row = await mysqlGetOutboxRow<OutboxRow>(knex, table, COLUMNS, rowId(id));
+        return row === undefined ? undefined : toEntry(row);
+      }
       const result = await knex.raw(`select ${COLUMNS} from ${table} where id = ?::bigint`, [
         rowId(id),
       ]);
@@ -137,6 +169,7 @@ export function adminOutbox(store: Store): Omit<AdminOutbox, 'select'> {
     },
 
     async delete(id: string): Promise<boolean> {
+      if (mysql) return mysqlDeleteOutboxRow(knex, table, rowId(id));
       const result = await knex.raw(
         `delete from ${table} where id = ?::bigint and status in ('dead', 'pending') returning id`,
         [rowId(id)],

@@ -12,6 +12,8 @@ import type { Store } from '../store/store';
 import { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
 import type { RedeliverOptions } from './types';
 import { isRowId, stringOption } from '../config/arguments';
+import { isMysql } from '../store/dialect';
+import { mysqlInsertIntoOutbox } from './sql/mysql/redeliver';
 
 const REDELIVER_KEYS = optionKeys<RedeliverOptions>()(['destination']);
 
@@ -46,8 +48,17 @@ async function insertIntoOutbox(
   destination: string,
 ): Promise<string> {
   const outbox = store.names.table('outbox');
-  await trx.raw(`delete from ${outbox} where message_id = ?`, [messageId]);
   const body = letter.body;
+  if (isMysql(store)) {
+    return mysqlInsertIntoOutbox(trx, outbox, {
+      destination,
+      key: letter.key,
+      messageId,
+      headersJson: JSON.stringify(letter.headers),
+      payload: typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body),
+    });
+  }
+  await trx.raw(`delete from ${outbox} where message_id = ?`, [messageId]);
   // From the catalog, so that the CLI's and the dashboard's plain stores redeliver too.
   const distributable = await schemaIsDistributable(trx, store.names);
   const shape = outboxInsertShape(distributable ? 'distributable' : 'none');

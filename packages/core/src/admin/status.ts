@@ -2,6 +2,8 @@ import type { DeadLetterReason } from '../dead-letters/types';
 import { rowsOf } from '../store/migrate';
 import type { MigrationNames } from '../store/migration';
 import type { Store } from '../store/store';
+import { isMysql } from '../store/dialect';
+import { mysqlStatusQueries } from './sql/mysql/status';
 import type {
   ConsumerActivity,
   DeadLetterCount,
@@ -48,6 +50,7 @@ export type StatusQueryName =
  *   rows; it also reads the database clock for `StoreStatus.at`.
  */
 export function statusQueries(names: MigrationNames): Readonly<Record<StatusQueryName, string>> {
+  if (isMysql(names)) return mysqlStatusQueries(names, STATUS_COUNT_LIMIT);
   const outbox = names.table('outbox');
   const idempotency = names.table('idempotency');
   const records = names.table('inbox_records');

@@ -14,6 +14,8 @@ const DEFAULT_POLL_INTERVAL_MS = 50;
 const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 const DEFAULT_MAX_KEY_LENGTH = 255;
+/** The longest `maxKeyLength` on MySQL and MariaDB (see the `idempotency` table there). */
+const MYSQL_MAX_KEY_LENGTH = 340;
 
 /** {@link OperationsOptions} validated, with every default applied. @internal */
 export interface ResolvedOperationsOptions {
@@ -77,6 +79,14 @@ export function resolveOperationsOptions(
     'maxKeyLength',
     DEFAULT_MAX_KEY_LENGTH,
   );
+  // MySQL's key column is 1 020 bytes (its primary key must fit InnoDB's 3 072): the longest
+  // key it surely holds is 340 UTF-16 units, 3 bytes each in UTF-8. Refused now, not per call.
+  if (store.dialect === 'mysql' && maxKeyLength > MYSQL_MAX_KEY_LENGTH) {
+    throw new ConfigurationError(
+      `maxKeyLength is at most ${MYSQL_MAX_KEY_LENGTH} on MySQL and MariaDB`,
+      { maxKeyLength },
+    );
+  }
   const isRetriable =
     optionalFunction<NonNullable<typeof options.isRetriable>>(options.isRetriable, 'isRetriable') ??
     defaultIsRetriable;

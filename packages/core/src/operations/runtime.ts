@@ -56,7 +56,7 @@ export function createOperationsRuntime(options: ResolvedOperationsOptions): Ope
     }),
     finalize: createCoalescer<Finalize, boolean>({
       one: (item) => finalizeRow(pool, store, item, item.ownerId, item.final, item.retentionMs),
-      many: (items) => finalizeRows(pool, store, items),
+      many: (items) => finalizeRows(store.knex, store, items),
       key: recordKey,
     }),
     count: (operation, outcome) => outcomes.add(1, { operation, outcome }),

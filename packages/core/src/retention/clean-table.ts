@@ -4,7 +4,9 @@ import { tableKind } from '../store/partitions/catalog';
 import { dropExpiredPartitions } from './drop-partitions';
 import type { RetentionRuntime } from './runtime';
 import { deleteBatch, type BatchCursor } from './sql/delete-batch';
-import type { CleanupTarget } from './targets';
+import { cleanupCondition, type CleanupTarget } from './targets';
+import { isMysql } from '../store/dialect';
+import { mysqlTableKind } from './sql/mysql/table-kind';
 import type { RetentionTable, TableCleanup } from './types';
 
 /** Row deletes so far in one table's pass. */
@@ -70,16 +72,20 @@ export async function cleanTable(
   const { store, windows } = rt.options;
   const table = store.names.table(target.table);
   if (target.partitioned?.only === true || target.table === 'outbox') {
-    if ((await tableKind(store.knex, table)) !== 'p') return undefined;
+    // MySQL keeps the plain layout, where such a table is not cleaned by retention.
+    if (isMysql(store) || (await tableKind(store.knex, table)) !== 'p') return undefined;
     const { dropped, created, busy } = await dropExpiredPartitions(rt, target, table);
     return { deleted: 0, batches: 0, complete: true, partitions: { dropped, created, busy } };
   }
   const rows = { ...target, table: target.table }; // narrowed: the outbox returned above
-  const condition = target.condition(windows);
+  const condition = cleanupCondition(rows, windows, store.names);
   if (condition === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'disabled' };
   }
-  const kind = await tableKind(store.knex, table);
+  // MySQL keeps the plain layout: never a partitioned parent, so never a partition to drop.
+  const kind = isMysql(store)
+    ? await mysqlTableKind(store.knex, table)
+    : await tableKind(store.knex, table);
   if (kind === undefined) {
     return { deleted: 0, batches: 0, complete: true, skipped: 'missing' };
   }

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 import { INBOX_RECORDS, OUTBOX, type PartitionedTable } from '../store/partitions/tables';
 import type { RetentionTable } from './types';
+import type { MigrationNames } from '../store/migration';
+import { isMysql } from '../store/dialect';
+import { MYSQL_CONDITIONS } from './sql/mysql/targets';
 
 /** A millisecond count as an SQL interval; the binding is the count. */
 const MILLISECONDS = `(?::double precision * interval '1 millisecond')`;
@@ -131,3 +134,18 @@ export const CLEANUP_TARGETS: readonly CleanupTarget[] = [
     },
   },
 ];
+
+/**
+ * @internal
+ * The condition of `target` for the store's dialect: MySQL's twin, or PostgreSQL's own;
+ * `undefined` when the table is not cleaned.
+ */
+export function cleanupCondition(
+  target: CleanupTarget,
+  windows: CleanupWindows,
+  names: MigrationNames,
+): { sql: string; bindings: Knex.Value[] } | undefined {
+  if (!isMysql(names)) return target.condition(windows);
+  // The outbox is cleaned on PostgreSQL's partitioned layout only, never on MySQL.
+  return target.table === 'outbox' ? undefined : MYSQL_CONDITIONS[target.table](windows);
+}

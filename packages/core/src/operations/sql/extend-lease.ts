@@ -2,6 +2,8 @@ import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, toDate, type RecordKey } from './row';
+import { isMysql } from '../../store/dialect';
+import { mysqlExtendLeaseRow } from './mysql/extend-lease';
 
 /**
  * @internal
@@ -17,6 +19,7 @@ export async function extendLeaseRow(
   ownerId: string,
   leaseMs: number,
 ): Promise<{ leaseUntil: Date; dbNow: Date } | undefined> {
+  if (isMysql(names)) return mysqlExtendLeaseRow(db, names, record, ownerId, leaseMs);
   const result = await runSql(
     db,
     `update ${names.table('idempotency')}

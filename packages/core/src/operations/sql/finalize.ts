@@ -1,7 +1,10 @@
-import { preparedOn, type StatementStore } from '../../store/prepared';
+import type { Knex } from 'knex';
+import { prepared, preparedOn, type StatementStore } from '../../store/prepared';
 import type { SqlRunner } from '../../transactions/sql';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, type RecordKey } from './row';
+import { isMysql } from '../../store/dialect';
+import { mysqlFinalizeRow, mysqlFinalizeRows } from './mysql/finalize';
 
 /** @internal The final state an owner writes. */
 export type Final =
@@ -27,6 +30,7 @@ export async function finalizeRow(
   final: Final,
   retentionMs: number,
 ): Promise<boolean> {
+  if (isMysql(store)) return mysqlFinalizeRow(db, store, record, ownerId, final, retentionMs);
   const response = final.status === 'SUCCEEDED' ? final.responseJson : null;
   const error = final.status === 'SUCCEEDED' ? null : final.errorJson;
   const result = await preparedOn(
@@ -66,17 +70,18 @@ export interface Finalize extends RecordKey {
 /**
  * @internal
  * {@link finalizeRow} for several records at once (distinct keys, sorted by the caller), on
- * the store's pool: one update over arrays. Resolves to whether each matched, in the items'
- * order.
+ * the store's pool (`knex`): one update over arrays. Resolves to whether each matched, in the
+ * items' order.
  */
 export async function finalizeRows(
-  db: SqlRunner,
+  knex: Knex,
   store: StatementStore,
   items: readonly Finalize[],
 ): Promise<boolean[]> {
-  const result = await preparedOn(
+  if (isMysql(store)) return mysqlFinalizeRows(knex, store, items);
+  const result = await prepared(
     store,
-    db,
+    knex,
     `update ${store.names.table('idempotency')} as t
         set status = f.status,
             response = f.response::json,

@@ -2,6 +2,8 @@ import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { RECORD_COLUMNS, type IdempotencyRow, type RecordKey } from './row';
+import { isMysql } from '../../store/dialect';
+import { mysqlReadRow } from './mysql/read';
 
 /** @internal A row plus what the database clock says about it. */
 export interface ReadRow {
@@ -18,6 +20,7 @@ export async function readRow(
   names: MigrationNames,
   record: RecordKey,
 ): Promise<ReadRow | undefined> {
+  if (isMysql(names)) return mysqlReadRow(db, names, record);
   const result = await runSql(
     db,
     `select ${RECORD_COLUMNS},

@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { prepared, type StatementStore } from '../../store/prepared';
 import { rowsOf } from '../../store/migrate';
 import { MILLISECONDS, toDate, type RecordKey } from './row';
+import { isMysql } from '../../store/dialect';
+import { mysqlReserveRow, mysqlReserveRows } from './mysql/reserve';
 
 /** @internal What a successful reservation wrote. */
 export interface ReservedRow {
@@ -59,6 +61,7 @@ export async function reserveRow(
   store: StatementStore,
   item: Reserve,
 ): Promise<ReservedRow | undefined> {
+  if (isMysql(store)) return mysqlReserveRow(knex, store, item);
   const result = await prepared(
     store,
     knex,
@@ -95,6 +98,7 @@ export async function reserveRows(
   store: StatementStore,
   items: readonly Reserve[],
 ): Promise<Array<ReservedRow | undefined>> {
+  if (isMysql(store)) return mysqlReserveRows(knex, store, items);
   const ms = (column: string): string => `r.${column} * interval '1 millisecond'`;
   const result = await prepared(
     store,

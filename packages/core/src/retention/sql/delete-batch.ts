@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
+import { isMysqlKnex } from '../../store/mysql/connection';
+import { mysqlDeleteBatch } from './mysql/delete-batch';
 
 /** Where a pass's batches have got to in the column its condition bounds. @internal */
 export interface BatchCursor {
@@ -30,6 +32,7 @@ export async function deleteBatch(
   limit: number,
   cursor: BatchCursor,
 ): Promise<number> {
+  if (isMysqlKnex(knex)) return mysqlDeleteBatch(knex, table, condition, bindings, limit, cursor);
   const { column, from } = cursor;
   const result = await knex.raw(
     `delete from ${table}

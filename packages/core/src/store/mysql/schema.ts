@@ -79,9 +79,10 @@ export const mysqlSchema: Migration = {
        key ${name('consumer_activity_minute_idx')} (minute)
      ) engine=InnoDB`,
     `create table if not exists ${table('idempotency')} (
-       scope varchar(200) ${EXACT} not null,
-       operation varchar(200) ${EXACT} not null,
-       \`key\` varchar(255) ${EXACT} not null,
+       -- UTF-8 bytes (utf8mb4_bin pads: \`k\` = \`k \`), 2 220 of InnoDB's 3 072 key bytes.
+       scope varbinary(600) not null,
+       operation varbinary(600) not null,
+       \`key\` varbinary(1020) not null,
        request_hash varchar(128) ${ASCII},
        status varchar(24) ${ASCII} not null,
        owner_id varchar(64) ${ASCII},
