@@ -11,6 +11,7 @@ import { handlerContext } from './context';
 import type { GoodDelivery } from './inspect-envelope';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { assertUsable } from './run-handler';
+import { isMysql } from '../store/dialect';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import type { Handler, InboxOutcome } from './types';
@@ -88,7 +89,7 @@ export async function runInPass<R>(
   if (isolate) await tx.query(`savepoint ${SAVEPOINT}`, []);
   try {
     const result = await handler(context);
-    await assertUsable(tx);
+    await assertUsable(tx, isMysql(rt.options.store));
     if (isolate) await tx.query(`release savepoint ${SAVEPOINT}`, []);
     rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
     return { kind: 'processed', result };
