@@ -1,7 +1,44 @@
 import { runSql, type SqlRunner } from '../../../transactions/sql';
 import type { MigrationNames } from '../../../store/migration';
 import { rowsOf } from '../../../store/migrate';
-import { storableOrNull, storedText, type NewDeadLetter } from '../insert-dead-letter';
+import {
+  storableOrNull,
+  storedText,
+  type NewDeadLetter,
+  type StoredText,
+} from '../insert-dead-letter';
+
+/** The characters a letter's `scope` and `message_id` columns hold (see the schema). */
+const ID_COLUMN_CHARS = 255;
+
+function fits(text: string | null): boolean {
+  return text === null || [...text].length <= ID_COLUMN_CHARS;
+}
+
+function cut(text: string | null): string | null {
+  return fits(text) ? text : [...(text as string)].slice(0, ID_COLUMN_CHARS).join('');
+}
+
+/**
+ * PostgreSQL's letter columns are `text`; MySQL's `scope` and `message_id` hold 255
+ * characters, and bad input (an over-long id or scope) may be longer. Such a letter keeps a
+ * cut form in those columns (strict mode would refuse the insert, and MariaDB would drop
+ * trailing spaces past the width without a word) and its exact values in `raw`, as a letter
+ * whose text PostgreSQL could not hold does.
+ */
+function fitted(letter: NewDeadLetter, text: StoredText): StoredText {
+  if (fits(text.messageId) && fits(text.scope)) return text;
+  const raw =
+    text.raw ??
+    JSON.stringify({
+      messageId: letter.messageId,
+      scope: letter.scope,
+      key: letter.key,
+      headers: text.headers,
+      ...(letter.exactBody === undefined ? {} : { body: letter.exactBody }),
+    });
+  return { ...text, messageId: cut(text.messageId), scope: cut(text.scope) as string, raw };
+}
 
 /**
  * MySQL's `insertDeadLetter`. PostgreSQL's partial unique index (`where dedupe`) is a unique
@@ -21,7 +58,7 @@ export async function mysqlInsertDeadLetter(
     throw new Error('a dead letter without dedupe needs a transaction on MySQL');
   }
   const table = names.table('dead_letters');
-  const text = storedText(letter);
+  const text = fitted(letter, storedText(letter));
   await runSql(
     db,
     `insert into ${table}
