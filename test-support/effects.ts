@@ -24,12 +24,15 @@ function countInt(store: Store): string {
 /** Creates the effects table in the store's schema (once; a second call changes nothing). */
 export async function createEffectsTable(store: Store): Promise<void> {
   if (store.dialect === 'mysql') {
-    // MySQL has no transaction id to default `txid` to: 0 there.
+    // MySQL has no transaction id to default `txid` to: 0 there. Ids compare byte for byte,
+    // as in PostgreSQL (the NO PAD binary collation of MariaDB, or of MySQL 8).
+    const exact =
+      'character set utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */';
     await store.knex.raw(
       `create table if not exists ${effectsTable(store)} (
          seq bigint auto_increment primary key,
-         message_id text not null,
-         scope text,
+         message_id text ${exact} not null,
+         scope text ${exact},
          consumer text,
          \`key\` text,
          body text,
