@@ -1,5 +1,5 @@
 import { rowsOf } from '../../../store/migrate';
-import { knexRunner, runSql } from '../../../transactions/sql';
+import { knexRunner, poolRunner, runSql } from '../../../transactions/sql';
 import {
   OVERLAP_MS,
   type AttemptToCount,
@@ -33,11 +33,11 @@ const update = (): string => `overlapped = coalesce(
 
 /**
  * MySQL's `countAttempts` (see `../count-attempts.ts`): no data-modifying CTE and no
- * `returning`, so three statements in one short transaction of its own, still before any
- * business transaction: the read of the committed `SUCCEEDED` records (a plain read, as
- * PostgreSQL's CTE is), the counter upsert of the other messages in the order given, and the
- * read of the counts it left. The upsert keeps the counters locked until the commit, so the
- * counts read back are this transaction's, never a concurrent count's. @internal
+ * `returning`, so three statements, still before any business transaction: the read of the
+ * committed `SUCCEEDED` records (a plain read, as PostgreSQL's CTE is), then, in one short
+ * transaction of their own, the counter upsert of the other messages in the order given and
+ * the read of the counts it left. The upsert keeps the counters locked until the commit, so
+ * the counts read back are this transaction's, never a concurrent count's. @internal
  */
 export async function mysqlCountAttempts(
   store: CountingStore,
@@ -48,26 +48,27 @@ export async function mysqlCountAttempts(
 ): Promise<Map<string, CountedAttempt>> {
   const { names } = store;
   const counts = new Map<string, CountedAttempt>();
+  const all = keyPairs(messages);
+  const handled = rowsOf<{ scope: string; message_id: string; fingerprint: string | null }>(
+    await runSql(
+      poolRunner(store.knex),
+      `select scope, message_id, fingerprint from ${names.table('inbox_records')}
+        where consumer = ? and (scope, message_id) in (${all.sql}) and status = 'SUCCEEDED'`,
+      [consumer, ...all.bindings],
+    ),
+  );
+  for (const row of handled) {
+    counts.set(keyOf({ scope: row.scope, messageId: row.message_id }), {
+      attempts: 0,
+      overlapped: false,
+      handled: { status: 'SUCCEEDED', requestHash: row.fingerprint },
+    });
+  }
+  const toCount = messages.filter((m) => !counts.has(keyOf(m)));
+  // A known duplicate costs this one read, as on PostgreSQL: no transaction, no write.
+  if (toCount.length === 0) return counts;
   await store.knex.transaction(async (trx) => {
     const db = knexRunner(trx);
-    const all = keyPairs(messages);
-    const handled = rowsOf<{ scope: string; message_id: string; fingerprint: string | null }>(
-      await runSql(
-        db,
-        `select scope, message_id, fingerprint from ${names.table('inbox_records')}
-          where consumer = ? and (scope, message_id) in (${all.sql}) and status = 'SUCCEEDED'`,
-        [consumer, ...all.bindings],
-      ),
-    );
-    for (const row of handled) {
-      counts.set(keyOf({ scope: row.scope, messageId: row.message_id }), {
-        attempts: 0,
-        overlapped: false,
-        handled: { status: 'SUCCEEDED', requestHash: row.fingerprint },
-      });
-    }
-    const toCount = messages.filter((m) => !counts.has(keyOf(m)));
-    if (toCount.length === 0) return;
     const values: unknown[] = [];
     for (const m of toCount) values.push(m.scope, consumer, m.messageId, m.initial, shared);
     await runSql(
