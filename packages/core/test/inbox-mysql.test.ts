@@ -129,6 +129,36 @@ describe('inbox on mysql', () => {
     expect(await countEffects(suite.store, id)).toBe(1);
   });
 
+  it("a deadlock in a batch's isolated pass fails the batch as a collision: nothing charged", async () => {
+    const inbox = inboxFor({ maxAttempts: 2 });
+    const [a, b] = [freshId('a'), freshId('b')];
+    let deadlocks = 2;
+    // As a deadlock does on MySQL: the server rolls the whole transaction back, and the
+    // statement fails with ER_LOCK_DEADLOCK. Once in the first pass, once in the isolated one.
+    const handler = async (ctx: HandlerContext) => {
+      await effect(ctx);
+      if (ctx.messageId === a && deadlocks > 0) {
+        deadlocks -= 1;
+        await ctx.trx.raw('rollback');
+        throw Object.assign(new Error('Deadlock found when trying to get lock'), {
+          code: 'ER_LOCK_DEADLOCK',
+          errno: 1213,
+        });
+      }
+    };
+    const error = await inbox
+      .processBatch([envelope(b), envelope(a)], handler)
+      .catch((e: unknown) => e);
+    expect(hasErrorCode(error, 'STORE_UNAVAILABLE')).toBe(true);
+    expect(await countEffects(suite.store, a)).toBe(0);
+    expect(await countEffects(suite.store, b)).toBe(0);
+    const outcomes = await inbox.processBatch([envelope(b), envelope(a)], handler);
+    expect(outcomes.map((o) => o.status)).toEqual(['processed', 'processed']);
+    expect(outcomes.map((o) => (o.status === 'processed' ? o.attempt : 0))).toEqual([1, 1]);
+    expect(await countEffects(suite.store, a)).toBe(1);
+    expect(await countEffects(suite.store, b)).toBe(1);
+  });
+
   it('a handler that swallows a failed statement commits the rest, as MySQL does', async () => {
     const inbox = inboxFor();
     const id = freshId();
