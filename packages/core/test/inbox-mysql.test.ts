@@ -5,6 +5,7 @@
  */
 import {
   ConfigurationError,
+  FinalError,
   createDeadLetters,
   createInbox,
   hasErrorCode,
@@ -88,6 +89,20 @@ describe('inbox on mysql', () => {
     if (dead.status !== 'dead-lettered') throw new Error(`expected a letter, got ${dead.status}`);
     const letter = await createDeadLetters(suite.store).get(dead.deadLetterId);
     expect(letter).toMatchObject({ messageId: deadId, scope });
+  });
+
+  it("a letter keeps an error message and a key past MySQL text's 64 KiB", async () => {
+    const inbox = inboxFor();
+    const message = 'x'.repeat(70_000);
+    const key = 'k'.repeat(70_000);
+    const outcome = await inbox.process(envelope(freshId(), 'x', { key }), async () => {
+      throw new FinalError(message);
+    });
+    if (outcome.status !== 'dead-lettered')
+      throw new Error(`expected a letter, got ${outcome.status}`);
+    const letter = await createDeadLetters(suite.store).get(outcome.deadLetterId);
+    expect(letter?.errorMessage).toBe(message);
+    expect(letter?.key).toBe(key);
   });
 
   it('refuses a maxIdLength the MySQL key cannot hold, and takes the widest that fits', () => {

@@ -120,10 +120,10 @@ export const mysqlSchema: Migration = {
        dedupe_fingerprint varchar(128) ${ASCII}
          as (case when dedupe then fingerprint end) stored,
        reason varchar(64) ${ASCII} not null,
-       error_code text,
-       error_message text,
+       error_code longtext,
+       error_message longtext,
        attempts integer not null,
-       partition_key text,
+       partition_key longtext,
        headers json not null,
        body longblob not null,
        body_is_text boolean not null,
