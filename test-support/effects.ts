@@ -11,11 +11,37 @@ import { openTestStore } from '../packages/core/test/db';
 
 /** The quoted name of the effects table in the store's schema. */
 export function effectsTable(store: Store): string {
-  return `${store.names.schema}."effects"`;
+  return store.dialect === 'mysql'
+    ? `${store.names.schema}.\`effects\``
+    : `${store.names.schema}."effects"`;
+}
+
+/** `count(*)` as a number column on either dialect (MySQL has no `::int`). */
+function countInt(store: Store): string {
+  return store.dialect === 'mysql' ? 'count(*)' : 'count(*)::int';
 }
 
 /** Creates the effects table in the store's schema (once; a second call changes nothing). */
 export async function createEffectsTable(store: Store): Promise<void> {
+  if (store.dialect === 'mysql') {
+    // MySQL has no transaction id to default `txid` to: 0 there. Ids compare byte for byte,
+    // as in PostgreSQL (the NO PAD binary collation of MariaDB, or of MySQL 8).
+    const exact =
+      'character set utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */';
+    await store.knex.raw(
+      `create table if not exists ${effectsTable(store)} (
+         seq bigint auto_increment primary key,
+         message_id text ${exact} not null,
+         scope text ${exact},
+         consumer text,
+         \`key\` text,
+         body text,
+         note text,
+         txid bigint not null default 0
+       ) engine=InnoDB`,
+    );
+    return;
+  }
   await store.knex.raw(
     `create table if not exists ${effectsTable(store)} (
        seq bigserial primary key,
@@ -49,7 +75,9 @@ export async function writeEffect(
   fields: EffectFields = {},
 ): Promise<void> {
   await trx.raw(
-    `insert into ${effectsTable(store)} (message_id, scope, consumer, key, body, note)
+    `insert into ${effectsTable(store)} (message_id, scope, consumer, ${
+      store.dialect === 'mysql' ? '`key`' : 'key'
+    }, body, note)
      values (?, ?, ?, ?, ?, ?)`,
     [
       messageId,
@@ -93,7 +121,7 @@ export async function countEffects(
 ): Promise<number> {
   const [clause, bindings] = where({ ...filter, messageId });
   const result = await store.knex.raw(
-    `select count(*)::int as n from ${effectsTable(store)} ${clause}`,
+    `select ${countInt(store)} as n from ${effectsTable(store)} ${clause}`,
     bindings,
   );
   return Number(rowsOf<{ n: number }>(result)[0]?.n ?? 0);
@@ -106,10 +134,15 @@ export async function effectCounts(
 ): Promise<Map<string, number>> {
   const [clause, bindings] = where(filter);
   const result = await store.knex.raw(
-    `select message_id, count(*)::int as n from ${effectsTable(store)} ${clause} group by message_id`,
+    `select message_id, ${countInt(store)} as n from ${effectsTable(store)} ${clause} group by message_id`,
     bindings,
   );
-  return new Map(rowsOf<{ message_id: string; n: number }>(result).map((r) => [r.message_id, r.n]));
+  return new Map(
+    rowsOf<{ message_id: string; n: number | string }>(result).map((r) => [
+      r.message_id,
+      Number(r.n),
+    ]),
+  );
 }
 
 /** One effect row, as {@link listEffects} returns it. */

@@ -13,7 +13,7 @@ import {
   type InboxOptions,
 } from '../src';
 import { createActivityRecorder, MAX_PENDING_MINUTES } from '../src/inbox/activity';
-import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
+import { ALL_STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
 import { envelope, freshId, recordingLogger } from './fixtures/inbox-support';
 import { waitFor } from '../../../test-support/wait-for';
 
@@ -26,7 +26,27 @@ interface Totals {
   rows: number;
 }
 
+/** Totals in MySQL's terms: no `::int`, no `filter`, and its counts come back as text. */
+const MYSQL_TOTALS = `select coalesce(sum(handled), 0) as handled,
+            coalesce(sum(duplicates), 0) as duplicates,
+            coalesce(sum(dead_lettered), 0) as dead_lettered, count(*) as \`rows\`,
+            coalesce(sum(second(minute) <> 0 or microsecond(minute) <> 0), 0) as not_whole`;
+
 async function totals(store: TestStore, consumer: string): Promise<Totals> {
+  if (store.dialect === 'mysql') {
+    const result = await store.knex.raw(
+      `${MYSQL_TOTALS} from ${store.names.table('consumer_activity')} where consumer = ?`,
+      [consumer],
+    );
+    const row = rowsOf<Record<string, string | number>>(result)[0]!;
+    expect(Number(row.not_whole)).toBe(0);
+    return {
+      handled: Number(row.handled),
+      duplicates: Number(row.duplicates),
+      deadLettered: Number(row.dead_lettered),
+      rows: Number(row.rows),
+    };
+  }
   const result = await store.knex.raw(
     `select coalesce(sum(handled), 0)::int as handled, coalesce(sum(duplicates), 0)::int as duplicates,
             coalesce(sum(dead_lettered), 0)::int as dead_lettered, count(*)::int as rows,
@@ -58,7 +78,7 @@ const flaky = async () => {
   throw new Error('try again');
 };
 
-describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('consumer activity on %s', (kind) => {
   let store: TestStore;
 
   beforeAll(async () => {
@@ -67,6 +87,18 @@ describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
   afterAll(async () => {
     await store.dispose();
   });
+
+  /** Renames the activity table away (so flushes fail), or back. */
+  async function setAside(away: boolean): Promise<void> {
+    const [from, to] = away
+      ? ['consumer_activity', 'consumer_activity_aside']
+      : ['consumer_activity_aside', 'consumer_activity'];
+    await store.knex.raw(
+      kind === 'mysql'
+        ? `rename table ${store.names.table(from)} to ${store.names.table(to)}`
+        : `alter table ${store.names.table(from)} rename to ${store.names.name(to)}`,
+    );
+  }
 
   const inboxFor = (consumer: string, extra: Partial<InboxOptions> = {}) =>
     createInbox({ store, consumer, activityFlushMs: 60_000, ...extra });
@@ -105,6 +137,8 @@ describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
     await inbox.flushActivity();
     expect((await totals(store, consumer)).handled).toBe(3);
 
+    // The admin's MySQL statements come with its own port.
+    if (kind === 'mysql') return;
     const status = await createAdmin(store).status();
     expect(status.consumers.find((c) => c.name === consumer)).toEqual({
       name: consumer,
@@ -140,16 +174,12 @@ describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
     await inbox.process(envelope(id), ok);
     await inbox.process(envelope(id), ok);
 
-    const table = store.names.table('consumer_activity');
-    const aside = store.names.raw('consumer_activity_aside');
-    await store.knex.raw(`alter table ${table} rename to "${aside}"`);
+    await setAside(true);
     try {
       await expect(inbox.flushActivity()).resolves.toBeUndefined();
       await inbox.process(envelope(id), ok);
     } finally {
-      await store.knex.raw(
-        `alter table ${store.names.table('consumer_activity_aside')} rename to ${store.names.name('consumer_activity')}`,
-      );
+      await setAside(false);
     }
     expect(lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual([
       'inbox: could not write activity counts; keeping them for the next flush',
@@ -170,9 +200,7 @@ describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
       now: () => now,
     });
     const table = store.names.table('consumer_activity');
-    await store.knex.raw(
-      `alter table ${table} rename to "${store.names.raw('consumer_activity_aside')}"`,
-    );
+    await setAside(true);
     try {
       for (let minute = 0; minute < MAX_PENDING_MINUTES + 10; minute += 1) {
         recorder.record({ status: 'duplicate', messageId: 'm', scope: 'default' });
@@ -181,9 +209,7 @@ describe.each(STORE_KINDS)('consumer activity on %s', (kind) => {
       await recorder.flush();
       await recorder.flush();
     } finally {
-      await store.knex.raw(
-        `alter table ${store.names.table('consumer_activity_aside')} rename to ${store.names.name('consumer_activity')}`,
-      );
+      await setAside(false);
     }
     await recorder.flush();
     expect(await totals(store, consumer)).toMatchObject({

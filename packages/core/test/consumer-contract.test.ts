@@ -9,7 +9,7 @@ import {
   type MemoryBroker,
   type MemoryMessage,
 } from '../src/testing';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -61,7 +61,7 @@ function memoryContract(
 const failed = (checks: readonly ContractCheck[]): string[] =>
   checks.filter((c) => !c.ok).map((c) => c.clause);
 
-describe.each(STORE_KINDS)('checkConsumerContract on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('checkConsumerContract on %s', (kind) => {
   let store: TestStore;
   let broker: MemoryBroker;
 

@@ -8,13 +8,13 @@ import {
   type HandlerContext,
   type InboxOptions,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
-describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('dead letters on %s', (kind) => {
   let store: TestStore;
 
   beforeAll(async () => {

@@ -15,7 +15,7 @@ import {
   winnerOf,
 } from '../../../test-support/fault-order';
 import { countEffects } from '../../../test-support/effects';
-import { STORE_KINDS } from './db';
+import { ALL_STORE_KINDS } from './db';
 import { freshId, useEffectsStore } from './fixtures/inbox-support';
 
 /** One way to fail a check, and the field it puts on the envelope. */
@@ -107,7 +107,7 @@ function envelopeOf(f: Faults, id: string): Envelope {
   } as Envelope;
 }
 
-describe.each(STORE_KINDS)('which fault wins, on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('which fault wins, on %s', (kind) => {
   const suite = useEffectsStore(kind);
 
   it('the doc lists every reason a delivery can be refused for, each once', () => {

@@ -1,11 +1,11 @@
 import { FinalError, createInbox, rowsOf, type HandlerContext, type InboxOptions } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
-describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('inbox batch mode on %s', (kind) => {
   let store: TestStore;
 
   beforeAll(async () => {
@@ -26,7 +26,12 @@ describe.each(STORE_KINDS)('inbox batch mode on %s', (kind) => {
     const handler = async (ctx: HandlerContext) => {
       ran.push(ctx.messageId);
       const row = rowsOf<{ txid: string }>(
-        await ctx.trx.raw('select txid_current()::text as txid'),
+        await ctx.trx.raw(
+          kind === 'mysql'
+            ? `select cast(trx_id as char) as txid from information_schema.innodb_trx
+                where trx_mysql_thread_id = connection_id()`
+            : 'select txid_current()::text as txid',
+        ),
       )[0];
       if (row) txids.add(row.txid);
       await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });

@@ -1,5 +1,5 @@
 import { createInbox, rowsOf, type Inbox, type InboxOutcome } from '../src';
-import { STORE_KINDS } from './db';
+import { ALL_STORE_KINDS } from './db';
 import { envelope, freshId, useEffectsStore } from './fixtures/inbox-support';
 import { countEffects } from '../../../test-support/effects';
 
@@ -34,7 +34,7 @@ function expectRefused(outcomes: readonly InboxOutcome<unknown>[]): void {
   }
 }
 
-describe.each(STORE_KINDS)('inbox copies delivered at the same time on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('inbox copies delivered at the same time on %s', (kind) => {
   const suite = useEffectsStore(kind);
   const { effect } = suite;
 

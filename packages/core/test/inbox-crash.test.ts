@@ -1,5 +1,5 @@
 import { createInbox, rowsOf, type DeliveryFacts, type InboxStep } from '../src';
-import { databaseUrl, openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore } from './db';
 import { countRows, envelope, freshId } from './fixtures/inbox-support';
 import {
   killCrashChildren,
@@ -21,15 +21,19 @@ interface ChildRun {
   readonly decodeFails?: boolean;
 }
 
-// On both layouts of the inbox's records (docs/store.md, "Partitioned layout"); the child
-// processes open a plain store on the schema, which the layout does not concern.
-describe.each(['plain', 'partitioned'] as const)(
-  'inbox crash safety on postgres, %s layout (child processes killed with SIGKILL)',
-  (layout) => {
+// On both layouts of the inbox's records (docs/store.md, "Partitioned layout"), and on MySQL;
+// the child processes open a plain store on the schema, which the layout does not concern.
+describe.each([
+  ['postgres', 'plain'],
+  ['postgres', 'partitioned'],
+  ['mysql', 'plain'],
+] as const)(
+  'inbox crash safety on %s, %s layout (child processes killed with SIGKILL)',
+  (kind, layout) => {
     let store: Awaited<ReturnType<typeof openTestStore>>;
 
     beforeAll(async () => {
-      store = await openTestStore('postgres', { layout });
+      store = await openTestStore(kind, { layout });
       await createEffectsTable(store);
     });
     afterAll(async () => {
@@ -41,7 +45,7 @@ describe.each(['plain', 'partitioned'] as const)(
     });
 
     const job = (run: ChildRun): CrashJob => ({
-      databaseUrl: databaseUrl(),
+      databaseUrl: kind === 'mysql' ? mysqlUrl() : databaseUrl(),
       schema: store.schema,
       consumer: 'crashy',
       maxAttempts: run.maxAttempts,
@@ -64,20 +68,23 @@ describe.each(['plain', 'partitioned'] as const)(
         signal: 'SIGKILL',
         stderr: '',
       });
-      // The redelivery comes once PostgreSQL has ended the dead process's session, as a
+      // The redelivery comes once the server has ended the dead process's session, as a
       // broker's would after its ack timeout: before that, the inbox rightly takes it for a
       // copy delivered while the attempt may still be running, and refuses it.
       const attempts = store.names.table('inbox_attempts');
+      const sessions =
+        kind === 'mysql'
+          ? 'information_schema.processlist s on s.id = a.open_pid'
+          : 'pg_stat_activity s on s.pid = a.open_pid';
       await waitFor('the session of the killed process to end', async () => {
-        const rows = rowsOf<{ live: boolean }>(
+        const rows = rowsOf<{ live: boolean | number | string }>(
           await store.knex.raw(
-            `select exists (select 1 from ${attempts} a
-                              join pg_stat_activity s on s.pid = a.open_pid
+            `select exists (select 1 from ${attempts} a join ${sessions}
                              where a.message_id = ?) as live`,
             [run.messageId],
           ),
         );
-        return rows[0]?.live === false;
+        return Number(rows[0]?.live) === 0;
       });
     }
 

@@ -10,14 +10,38 @@
  */
 import { Client } from 'pg';
 import { createInbox, rowsOf, type Envelope, type Store } from '../src';
-import { STORE_KINDS, openTestStore, type StoreKind } from './db';
+import { ALL_STORE_KINDS, openTestStore, type StoreKind } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 
 /** The longest activity flush interval: no flush lands inside a measured section. */
 const HOUR_MS = 3_600_000;
 
+/**
+ * MySQL has no row versions to read: a checksum of each table's rows instead, which any
+ * insert or delete changes, and any update that changes a value.
+ */
+async function mysqlChecksums(store: Store): Promise<string[]> {
+  const schema = store.names.schema.replace(/^`|`$/g, '');
+  const tables = rowsOf<{ name: string }>(
+    await store.knex.raw(
+      `select table_name as name from information_schema.tables
+        where table_schema = ? and table_type = 'BASE TABLE' order by table_name`,
+      [schema],
+    ),
+  );
+  const sums: string[] = [];
+  for (const { name } of tables) {
+    const [row] = rowsOf<{ Checksum: string | number | null }>(
+      await store.knex.raw('checksum table ??.??', [schema, name]),
+    );
+    sums.push(`${name} ${String(row?.Checksum)}`);
+  }
+  return sums;
+}
+
 /** Every row of every table of the store's schema, as `table ctid xmin`. */
 async function rowVersions(store: Store): Promise<string[]> {
+  if (store.dialect === 'mysql') return mysqlChecksums(store);
   const schema = store.names.schema.replace(/^"|"$/g, '');
   const tables = rowsOf<{ name: string }>(
     await store.knex.raw(
@@ -69,7 +93,7 @@ async function measured(store: Store, kind: StoreKind, work: () => Promise<void>
   return { statements, wrote: (await rowVersions(store)).join('\n') !== before.join('\n') };
 }
 
-describe.each(STORE_KINDS)('a known duplicate on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('a known duplicate on %s', (kind) => {
   let store: Awaited<ReturnType<typeof openTestStore>>;
   beforeAll(async () => {
     store = await openTestStore(kind);
@@ -93,7 +117,9 @@ describe.each(STORE_KINDS)('a known duplicate on %s', (kind) => {
   const statement = {
     'a redelivery (redelivered flag)': /^select scope, message_id, status, fingerprint from /,
     'a redelivery (receive count)': /^select scope, message_id, status, fingerprint from /,
-    'a delivery with no facts (counted)': /^with handled as \(/,
+    // MySQL's count reads the committed records before it opens its transaction.
+    'a delivery with no facts (counted)':
+      kind === 'mysql' ? /^select scope, message_id, fingerprint from / : /^with handled as \(/,
   } as const;
 
   describe.each(Object.entries(kinds))('per message, %s', (name, delivery) => {

@@ -15,7 +15,7 @@ import {
   type InboxOutcome,
 } from '../src';
 import { anyText, fcRuns, storable, writable } from '../../../test-support/fuzz';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 
@@ -158,7 +158,7 @@ function sameBody(stored: Uint8Array | string, given: unknown): boolean {
   return typeof stored === 'string';
 }
 
-describe.each(STORE_KINDS)('inbox input boundary on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('inbox input boundary on %s', (kind) => {
   let store: TestStore;
 
   beforeAll(async () => {

@@ -14,7 +14,7 @@ import {
   type HandlerContext,
   type Store,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { freshId, recordingLogger, recordingMeter } from './fixtures/inbox-support';
 import {
   countEffects,
@@ -23,8 +23,44 @@ import {
   writeEffect,
 } from '../../../test-support/effects';
 
+/**
+ * The MySQL error number each simulated SQLSTATE stands for: a trigger's `signal` sets it, and
+ * mysql2 names the error by it (ER_DISK_FULL, ER_OUT_OF_RESOURCES, ER_SERVER_SHUTDOWN,
+ * ER_OPTION_PREVENTS_STATEMENT for a read-only server, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT).
+ */
+const MYSQL_ERRNO: Readonly<Record<string, number>> = {
+  '53100': 1021,
+  '58030': 1041,
+  '57P01': 1053,
+  '25006': 1290,
+  '40P01': 1213,
+  '40001': 1205,
+};
+
+/** A trigger that fails every insert into `table` with `sqlstate` (MySQL: its errno). */
+async function failInserts(
+  store: Store,
+  name: string,
+  table: string,
+  sqlstate: string,
+): Promise<{ heal(): Promise<void> }> {
+  await store.knex.raw(
+    `create trigger ${store.names.schema}.${name} before insert on ${table} for each row
+     signal sqlstate 'HY000'
+       set mysql_errno = ${MYSQL_ERRNO[sqlstate]}, message_text = 'simulated fault'`,
+  );
+  return {
+    heal: async () => {
+      await store.knex.raw(`drop trigger ${store.names.schema}.${name}`);
+    },
+  };
+}
+
 /** Makes every insert into the effects table fail with `sqlstate` until `heal`. */
 async function breakEffects(store: Store, sqlstate: string): Promise<{ heal(): Promise<void> }> {
+  if (store.dialect === 'mysql') {
+    return failInserts(store, 'fail_effects', effectsTable(store), sqlstate);
+  }
   const fn = `${store.names.schema}."fail_effects"`;
   await store.knex.raw(
     `create or replace function ${fn}() returns trigger language plpgsql as $$
@@ -49,7 +85,7 @@ async function attemptsOf(store: Store, consumer: string): Promise<number[]> {
   return rowsOf<{ attempts: number }>(result).map((r) => Number(r.attempts));
 }
 
-describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('inbox during a store outage on %s', (kind) => {
   let store: Store & { dispose(): Promise<void> };
   beforeAll(async () => {
     store = await openTestStore(kind);
@@ -58,6 +94,24 @@ describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
   afterAll(async () => {
     await store.dispose();
   });
+
+  /** Makes every claim (insert of a dedup record) fail with `sqlstate` until `heal`. */
+  async function failClaims(records: string, sqlstate: string) {
+    if (kind === 'mysql') return failInserts(store, 'fail_claims', records, sqlstate);
+    const fn = `${store.names.schema}."fail_claims"`;
+    await store.knex.raw(
+      `create or replace function ${fn}() returns trigger language plpgsql as $$
+       begin raise exception 'simulated collision' using errcode = '${sqlstate}'; end $$`,
+    );
+    await store.knex.raw(
+      `create trigger fail_claims before insert on ${records} for each row execute function ${fn}()`,
+    );
+    return {
+      heal: async () => {
+        await store.knex.raw(`drop trigger fail_claims on ${records}`);
+      },
+    };
+  }
 
   const handler = async (ctx: HandlerContext) => {
     await writeEffect(ctx.trx, store, ctx.messageId, { scope: ctx.scope });
@@ -116,14 +170,7 @@ describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
       const consumer = freshId('contention');
       const inbox = createInbox({ store, consumer, maxAttempts: 2 });
       const records = store.names.table('inbox_records');
-      const fn = `${store.names.schema}."fail_claims"`;
-      await store.knex.raw(
-        `create or replace function ${fn}() returns trigger language plpgsql as $$
-       begin raise exception 'simulated collision' using errcode = '${sqlstate}'; end $$`,
-      );
-      await store.knex.raw(
-        `create trigger fail_claims before insert on ${records} for each row execute function ${fn}()`,
-      );
+      const claims = await failClaims(records, sqlstate);
       const id = freshId();
       try {
         for (let delivery = 0; delivery < 3; delivery += 1) {
@@ -132,7 +179,7 @@ describe.each(STORE_KINDS)('inbox during a store outage on %s', (kind) => {
         }
         expect(Math.max(0, ...(await attemptsOf(store, consumer)))).toBe(0);
       } finally {
-        await store.knex.raw(`drop trigger fail_claims on ${records}`);
+        await claims.heal();
       }
       const fault = await breakEffects(store, sqlstate);
       try {

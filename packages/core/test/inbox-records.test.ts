@@ -36,6 +36,8 @@ async function rowsOfName(
   return rowsOf<{ status: string; key: string }>(result).map((r) => `${r.status} ${r.key}`);
 }
 
+// PostgreSQL's only: migration 12 is PostgreSQL's, and the shared-name cases need operations'
+// MySQL port (inbox-mysql.test.ts and inbox.test.ts cover the inbox's records on MySQL).
 describe.each(STORE_KINDS)('inbox records and operation records on %s', (kind) => {
   describe('a consumer and an operation of the same name', () => {
     let store: Awaited<ReturnType<typeof openTestStore>>;

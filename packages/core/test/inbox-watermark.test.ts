@@ -20,7 +20,7 @@ import {
   writeEffect,
 } from '../../../test-support/effects';
 import { OVERLAP_MS } from '../src/inbox/sql/count-attempts';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { countRows, envelope, freshId } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
@@ -46,9 +46,11 @@ async function watermarkOf(
   topic = 'orders',
   partition = 0,
 ): Promise<string | undefined> {
+  const mysql = store.dialect === 'mysql';
   const result = await store.knex.raw(
-    `select high_offset::text as h from ${store.names.table('inbox_offsets')}
-      where consumer = ? and topic = ? and partition = ?`,
+    `select ${mysql ? 'cast(high_offset as char)' : 'high_offset::text'} as h
+       from ${store.names.table('inbox_offsets')}
+      where consumer = ? and topic = ? and ${mysql ? '`partition`' : 'partition'} = ?`,
     [consumer, topic, partition],
   );
   return rowsOf<{ h: string }>(result)[0]?.h;
@@ -56,7 +58,8 @@ async function watermarkOf(
 
 async function rowsOfConsumer(store: Store, table: string, consumer: string): Promise<number> {
   const result = await store.knex.raw(
-    `select count(*)::int as n from ${store.names.table(table)} where consumer = ?`,
+    `select ${store.dialect === 'mysql' ? 'count(*)' : 'count(*)::int'} as n
+       from ${store.names.table(table)} where consumer = ?`,
     [consumer],
   );
   return Number(rowsOf<{ n: number }>(result)[0]?.n ?? 0);
@@ -65,7 +68,7 @@ async function rowsOfConsumer(store: Store, table: string, consumer: string): Pr
 const statuses = (outcomes: readonly InboxOutcome<unknown>[]): string[] =>
   outcomes.map((o) => o.status);
 
-describe.each(STORE_KINDS)('inbox watermark modes on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('inbox watermark modes on %s', (kind) => {
   let store: TestStore;
   beforeAll(async () => {
     store = await openTestStore(kind);
@@ -361,8 +364,11 @@ describe.each(STORE_KINDS)('inbox watermark modes on %s', (kind) => {
     expect(ran).toEqual([id, 'x']);
     expect(await watermarkOf(store, consumer)).toBe('3');
     const result = await store.knex.raw(
-      `select count(*)::int as n from ${store.names.table('inbox_records')}
-        where consumer = ? and expires_at < now() + interval '2 minutes'`,
+      kind === 'mysql'
+        ? `select count(*) as n from ${store.names.table('inbox_records')}
+            where consumer = ? and expires_at < current_timestamp(6) + interval 2 minute`
+        : `select count(*)::int as n from ${store.names.table('inbox_records')}
+            where consumer = ? and expires_at < now() + interval '2 minutes'`,
       [consumer],
     );
     expect(Number(rowsOf<{ n: number }>(result)[0]?.n)).toBe(2);

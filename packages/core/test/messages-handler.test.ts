@@ -19,7 +19,7 @@ import {
   type Relay,
 } from '../src';
 import { createMemoryBroker, type MemoryBroker, type MemoryMessage } from '../src/testing';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { ORDER_SCHEMAS, orderType, zodOrder } from './fixtures/message-schemas';
 import { refusal } from '../../../test-support/refusal';
@@ -45,7 +45,7 @@ const OrderCancelled = defineMessage({
   schema: z.object({ orderId: z.string() }),
 });
 
-describe.each(STORE_KINDS)('messageHandler on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('messageHandler on %s', (kind) => {
   let store: TestStore;
   const brokers: MemoryBroker[] = [];
   const relays: Relay[] = [];
@@ -254,33 +254,37 @@ describe.each(STORE_KINDS)('messageHandler on %s', (kind) => {
   });
 
   describe.each(ORDER_SCHEMAS)('with a %s schema', (name) => {
-    it('routes from outbox.add through the relay and the broker to the typed route', async () => {
-      const queue = freshId('orders');
-      const Order = await orderType(name, queue);
-      const broker = createMemoryBroker();
-      brokers.push(broker);
-      const relay = createRelay({ store, publisher: broker.publisher() });
-      relays.push(relay);
-      const totals: unknown[] = [];
-      const handler = messageHandler({
-        routes: [on(Order, async (order) => void totals.push(order))],
-      });
-      const consumer = freshId('consumer');
-      await broker.consume(queue, { inbox: createInbox({ store, consumer }), handler }).start();
-      await store.knex.transaction((trx) => outbox().add(trx, Order, { orderId: 'a', total: 2 }));
-      // A payload only a consumer with a stricter schema would refuse, sent straight to it.
-      broker.send(queue, {
-        id: freshId('raw'),
-        body: '{"orderId":""}',
-        headers: { type: Order.type },
-      });
-      while ((await relay.runOnce()).claimed > 0);
-      await broker.whenIdle();
-      expect(totals).toEqual([{ orderId: 'a', total: 2 }]);
-      expect(broker.log.map((r) => r.result).sort()).toEqual(['dead-lettered', 'processed']);
-      const [letter] = await lettersOf(consumer);
-      expect(letter?.reason).toBe('INVALID_PAYLOAD');
-    });
+    // Not on MySQL yet: the outbox's and the relay's MySQL statements come with their port.
+    (kind === 'mysql' ? it.skip : it)(
+      'routes from outbox.add through the relay and the broker to the typed route',
+      async () => {
+        const queue = freshId('orders');
+        const Order = await orderType(name, queue);
+        const broker = createMemoryBroker();
+        brokers.push(broker);
+        const relay = createRelay({ store, publisher: broker.publisher() });
+        relays.push(relay);
+        const totals: unknown[] = [];
+        const handler = messageHandler({
+          routes: [on(Order, async (order) => void totals.push(order))],
+        });
+        const consumer = freshId('consumer');
+        await broker.consume(queue, { inbox: createInbox({ store, consumer }), handler }).start();
+        await store.knex.transaction((trx) => outbox().add(trx, Order, { orderId: 'a', total: 2 }));
+        // A payload only a consumer with a stricter schema would refuse, sent straight to it.
+        broker.send(queue, {
+          id: freshId('raw'),
+          body: '{"orderId":""}',
+          headers: { type: Order.type },
+        });
+        while ((await relay.runOnce()).claimed > 0);
+        await broker.whenIdle();
+        expect(totals).toEqual([{ orderId: 'a', total: 2 }]);
+        expect(broker.log.map((r) => r.result).sort()).toEqual(['dead-lettered', 'processed']);
+        const [letter] = await lettersOf(consumer);
+        expect(letter?.reason).toBe('INVALID_PAYLOAD');
+      },
+    );
   });
 
   const outbox = () => createOutbox({ store });

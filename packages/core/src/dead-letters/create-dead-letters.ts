@@ -7,7 +7,8 @@ import type { MigrationNames } from '../store/migration';
 import type { Store } from '../store/store';
 import type { Envelope } from '../transport/envelope';
 import { DeadLetterNotFoundError } from './errors/dead-letter-not-found-error';
-import { LETTER_COLUMNS, toDeadLetter, type LetterRow } from './sql/row';
+import { toDeadLetter, type LetterRow } from './sql/row';
+import { deleteLetter, idsFilter, letterColumns, stampRequeued } from './sql/letters';
 import type { DeadLetter, DeadLetters, ListDeadLettersOptions } from './types';
 
 /** Letter ids are positive bigints; anything else cannot name a letter. */
@@ -19,7 +20,10 @@ const MAX_IDS = 1000;
  * The `where` clauses of {@link DeadLetters.list}, every option checked first (a bad one is a
  * {@link ConfigurationError}, before any SQL).
  */
-function listFilter(options: ListDeadLettersOptions): {
+function listFilter(
+  options: ListDeadLettersOptions,
+  names: MigrationNames,
+): {
   where: string[];
   bindings: Knex.RawBinding[];
   limit: number;
@@ -43,10 +47,11 @@ function listFilter(options: ListDeadLettersOptions): {
     if (!Array.isArray(options.ids) || options.ids.length > MAX_IDS) {
       throw new ConfigurationError(`ids must be an array of at most ${MAX_IDS} letter ids`);
     }
-    add(
-      'id = any(?::bigint[])',
+    const ids = idsFilter(
+      names,
       options.ids.map((id: unknown) => rowId(id, 'ids')),
     );
+    add(ids.clause, ids.binding);
   }
   if (options.includeRequeued === false) where.push('requeued_at is null');
   return { where, bindings, limit };
@@ -84,9 +89,10 @@ export async function requeueLetter(
 ): Promise<RequeuedLetter> {
   if (typeof id !== 'string' || !LETTER_ID.test(id)) throw new DeadLetterNotFoundError(String(id));
   const letters = names.table('dead_letters');
-  const result = await trx.raw(`select ${LETTER_COLUMNS} from ${letters} where id = ? for update`, [
-    id,
-  ]);
+  const result = await trx.raw(
+    `select ${letterColumns(names)} from ${letters} where id = ? for update`,
+    [id],
+  );
   const row = rowsOf<LetterRow>(result)[0];
   if (row === undefined) throw new DeadLetterNotFoundError(id);
   if (row.dedupe && row.message_id !== null) {
@@ -102,7 +108,7 @@ export async function requeueLetter(
       [row.scope, row.consumer, row.message_id],
     );
   }
-  await trx.raw(`update ${letters} set requeued_at = now() where id = ?`, [id]);
+  await stampRequeued(trx, names, id);
   const letter = toDeadLetter(row);
   return {
     letter,
@@ -139,16 +145,18 @@ export function createDeadLetters(store: Store): DeadLetters {
 
   const get = async (id: string): Promise<DeadLetter | undefined> => {
     if (typeof id !== 'string' || !LETTER_ID.test(id)) return undefined;
-    const result = await knex.raw(`select ${LETTER_COLUMNS} from ${letters} where id = ?`, [id]);
+    const result = await knex.raw(`select ${letterColumns(names)} from ${letters} where id = ?`, [
+      id,
+    ]);
     const row = rowsOf<LetterRow>(result)[0];
     return row === undefined ? undefined : toDeadLetter(row);
   };
 
   return {
     async list(options: ListDeadLettersOptions = {}): Promise<DeadLetter[]> {
-      const { where, bindings, limit } = listFilter(options);
+      const { where, bindings, limit } = listFilter(options, names);
       const result = await knex.raw(
-        `select ${LETTER_COLUMNS} from ${letters}
+        `select ${letterColumns(names)} from ${letters}
           ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
           order by ${letters}.id limit ?`,
         [...bindings, limit],
@@ -166,8 +174,7 @@ export function createDeadLetters(store: Store): DeadLetters {
 
     async delete(id: string): Promise<boolean> {
       if (typeof id !== 'string' || !LETTER_ID.test(id)) return false;
-      const result = await knex.raw(`delete from ${letters} where id = ? returning id`, [id]);
-      return rowsOf(result).length > 0;
+      return deleteLetter(knex, names, id);
     },
   };
 }

@@ -1,14 +1,17 @@
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import { textOf } from '../common/text';
+import { isMysql } from '../store/dialect';
+import type { MigrationNames } from '../store/migration';
+import { mysqlActivityUpsert } from './sql/mysql/activity';
 import type { InboxOutcome } from './types';
 
 const MINUTE_MS = 60_000;
 /** Minutes kept in memory while flushes fail; older ones are dropped (two hours). */
 export const MAX_PENDING_MINUTES = 120;
 
-/** What one consumer did in one minute. */
-interface MinuteCounts {
+/** What one consumer did in one minute. @internal */
+export interface MinuteCounts {
   handled: number;
   duplicates: number;
   deadLettered: number;
@@ -43,10 +46,12 @@ const NOTHING: Promise<void> = Promise.resolve();
 
 /** The one upsert of a flush: rows sorted by minute so concurrent flushes lock in one order. */
 function upsertStatement(
-  table: string,
+  names: MigrationNames,
   consumer: string,
   minutes: ReadonlyArray<[number, MinuteCounts]>,
-): { sql: string; bindings: Array<string | number> } {
+): { sql: string; bindings: Array<string | number | Date> } {
+  const table = names.table('consumer_activity');
+  if (isMysql(names)) return mysqlActivityUpsert(table, consumer, minutes);
   const bindings: Array<string | number> = [];
   const values = minutes.map(([minute, c]) => {
     bindings.push(
@@ -90,7 +95,6 @@ export function createActivityRecorder(settings: ActivitySettings): ActivityReco
   const now = settings.now ?? Date.now;
   if (flushMs === 0) return { record: () => undefined, flush: () => NOTHING };
 
-  const table = store.names.table('consumer_activity');
   let pending = new Map<number, MinuteCounts>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let chain: Promise<void> = NOTHING;
@@ -124,7 +128,7 @@ export function createActivityRecorder(settings: ActivitySettings): ActivityReco
     const taken = pending;
     pending = new Map();
     const minutes = [...taken.entries()].sort((a, b) => a[0] - b[0]);
-    const { sql, bindings } = upsertStatement(table, consumer, minutes);
+    const { sql, bindings } = upsertStatement(store.names, consumer, minutes);
     try {
       await store.knex.raw(sql, bindings);
     } catch (error) {

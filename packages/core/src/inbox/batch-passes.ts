@@ -11,6 +11,7 @@ import { handlerContext } from './context';
 import type { GoodDelivery } from './inspect-envelope';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { assertUsable } from './run-handler';
+import { isMysql } from '../store/dialect';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
 import type { Handler, InboxOutcome } from './types';
@@ -39,6 +40,12 @@ export interface PassRun<R> {
 
 /** The savepoint around each handler of an isolated pass. */
 const SAVEPOINT = 'justonce_handler';
+
+/** MySQL's deadlock (ER_LOCK_DEADLOCK, errno 1213): the server rolled the transaction back. */
+function isDeadlock(error: unknown): boolean {
+  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown };
+  return code === 'ER_LOCK_DEADLOCK' || errno === 1213;
+}
 
 /** Thrown inside the optimistic pass to roll it back and run the batch again isolated. */
 class IsolateAndRetry {}
@@ -88,13 +95,17 @@ export async function runInPass<R>(
   if (isolate) await tx.query(`savepoint ${SAVEPOINT}`, []);
   try {
     const result = await handler(context);
-    await assertUsable(tx);
+    await assertUsable(tx, isMysql(rt.options.store));
     if (isolate) await tx.query(`release savepoint ${SAVEPOINT}`, []);
     rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
     return { kind: 'processed', result };
   } catch (error) {
     rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
     if (!isolate) throw new IsolateAndRetry();
+    // On MySQL a deadlock rolls the whole transaction back, its savepoints with it (PostgreSQL
+    // aborts only the savepoint's part): the chunk's other work is gone too, so the chunk
+    // fails as a collision of its transaction, not as this message's failure.
+    if (isMysql(rt.options.store) && isDeadlock(error)) throw error;
     await tx.query(`rollback to savepoint ${SAVEPOINT}`, []);
     await tx.query(`release savepoint ${SAVEPOINT}`, []);
     return { kind: 'failed', error: asError(error) };

@@ -1,7 +1,8 @@
 import type { DeadLetterReason } from '../dead-letters/types';
-import { insertDeadLetter } from '../dead-letters/sql/insert-dead-letter';
+import { insertDeadLetter, type NewDeadLetter } from '../dead-letters/sql/insert-dead-letter';
+import { isMysql } from '../store/dialect';
 import { enterKnex } from '../transactions/knex-adapter';
-import { poolRunner } from '../transactions/sql';
+import { knexRunner, poolRunner } from '../transactions/sql';
 import { settleExisting } from './dedup';
 import type { BadDelivery, GoodDelivery } from './inspect-envelope';
 import type { InboxRuntime } from './runtime';
@@ -19,7 +20,7 @@ type Settled = InboxOutcome<never>;
 export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Promise<Settled> {
   const { store, consumer } = rt.options;
   const delivery = deliveryOf(bad.envelope.delivery);
-  const id = await insertDeadLetter(poolRunner(store.knex), store.names, {
+  const letter: NewDeadLetter = {
     scope: bad.scope,
     consumer,
     messageId: bad.rawId,
@@ -36,7 +37,11 @@ export async function deadLetterBadInput(rt: InboxRuntime, bad: BadDelivery): Pr
     exactBody: bad.inexactBody,
     delivery,
     firstAttemptAt: null,
-  });
+  };
+  // MySQL reads a fresh letter's id from its connection (`last_insert_id()`): one transaction.
+  const id = isMysql(store)
+    ? await store.knex.transaction((trx) => insertDeadLetter(knexRunner(trx), store.names, letter))
+    : await insertDeadLetter(poolRunner(store.knex), store.names, letter);
   return {
     status: 'dead-lettered',
     messageId: bad.rawId ?? undefined,

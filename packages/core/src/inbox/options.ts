@@ -1,5 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import { ConfigurationError } from '../errors/configuration-error';
+import { isMysql } from '../store/dialect';
 import { choiceOption, storableNameOption } from '../config/arguments';
 import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
@@ -27,6 +28,8 @@ export const MAX_CONSUMER_LENGTH = 200;
 export const MAX_SCOPE_BYTES = 255;
 /** Upper bound for `maxIdLength`, so (scope, consumer, id) always fits a btree index entry. */
 export const MAX_ID_LENGTH_LIMIT = 1000;
+/** Longest `maxIdLength` on MySQL: the width of its `message_id` columns (see its schema). */
+export const MYSQL_MAX_ID_LENGTH = 255;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Upper bound of `activityFlushMs`: the status figures cover one hour. */
 const MAX_ACTIVITY_FLUSH_MS = 60 * 60 * 1000;
@@ -155,6 +158,14 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     1,
     MAX_ID_LENGTH_LIMIT,
   );
+  if (isMysql(store) && maxIdLength > MYSQL_MAX_ID_LENGTH) {
+    throw new ConfigurationError(
+      `maxIdLength above ${MYSQL_MAX_ID_LENGTH} does not fit a MySQL store: its dedup key holds ` +
+        `ids of ${MYSQL_MAX_ID_LENGTH} characters, the most InnoDB's 3072-byte index limit leaves ` +
+        `beside the consumer and the scope (4 bytes per utf8mb4 character)`,
+      { maxIdLength },
+    );
+  }
 
   const headers: unknown = options.fingerprintHeaders ?? [];
   if (!Array.isArray(headers) || headers.some((h) => typeof h !== 'string' || h === '')) {

@@ -11,6 +11,8 @@ import type { GoodDelivery } from './inspect-envelope';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
+import { isMysql } from '../store/dialect';
+import { mysqlProbeTransaction } from './sql/mysql/run-handler';
 import type { Handler, InboxOutcome } from './types';
 
 /** Marks an error as the handler's own, as opposed to the inbox's or the database's. */
@@ -21,10 +23,11 @@ class HandlerFailure {
 /**
  * After a handler returned normally: if one of its statements failed, PostgreSQL has aborted
  * the transaction (unless a savepoint recovered it) and COMMIT would quietly roll back. The
- * driver's transaction state tells, where it tracks one; otherwise one probe statement.
+ * driver's transaction state tells, where it tracks one; otherwise one probe statement (on
+ * MySQL, `mysql`, one that tells whether a deadlock ended the transaction).
  * @internal
  */
-export async function assertUsable(tx: SqlTransaction): Promise<void> {
+export async function assertUsable(tx: SqlTransaction, mysql = false): Promise<void> {
   const state = tx.state();
   if (state === 'active') return;
   if (state === 'failed' || state === 'idle') {
@@ -33,10 +36,16 @@ export async function assertUsable(tx: SqlTransaction): Promise<void> {
     );
   }
   try {
-    await tx.query('select 1', []);
+    await probeTransaction(tx, mysql);
   } catch (error) {
     throw new AbortedTransactionError(error);
   }
+}
+
+/** One statement that fails when the transaction can no longer commit what it did. */
+async function probeTransaction(tx: SqlTransaction, mysql: boolean): Promise<void> {
+  if (mysql) return mysqlProbeTransaction(tx);
+  await tx.query('select 1', []);
 }
 
 /**
@@ -57,7 +66,7 @@ export async function runHandler<R>(
   let result: R;
   try {
     result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
-    await assertUsable(tx);
+    await assertUsable(tx, isMysql(rt.options.store));
   } catch (error) {
     rt.instruments.handlerDuration((performance.now() - started) / 1000, false);
     throw new HandlerFailure(asError(error));

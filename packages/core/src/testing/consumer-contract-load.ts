@@ -5,6 +5,7 @@
  * lost, doubled, dead or charged, and how long the flow took to resume. The same scenario as
  * the repository's `test-support/restart-load.ts`, on the contract's store. @internal
  */
+import { rowsOf } from '../store/rows';
 import { createInbox } from '../inbox/create-inbox';
 import type { Logger } from '../observability/logger';
 import { createOutbox } from '../outbox/create-outbox';
@@ -161,7 +162,7 @@ async function feed(run: ContractRun, destination: string, spanMs: number): Prom
 
 async function rows<T>(run: ContractRun, sql: string, bindings: unknown[]): Promise<T[]> {
   const result = await run.options.store.knex.raw(sql, bindings as never);
-  return (result as { rows: T[] }).rows;
+  return rowsOf<T>(result);
 }
 
 /**

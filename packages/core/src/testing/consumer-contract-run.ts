@@ -2,6 +2,7 @@
  * The machinery the consumer contract's clauses share: options checked, the effects table,
  * one consumer per clause on its own destination, and what it settled. @internal
  */
+import { rowsOf } from '../store/rows';
 import { sleep } from '../common/time';
 import { choiceOption } from '../config/arguments';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
@@ -187,7 +188,7 @@ export async function countRows(store: Store, table: string, consumer: string): 
   const result = await store.knex.raw(`select count(*) as n from ${table} where consumer = ?`, [
     consumer,
   ]);
-  return Number((result as { rows: Array<{ n: unknown }> }).rows[0]?.n ?? 0);
+  return Number(rowsOf<{ n: unknown }>(result)[0]?.n ?? 0);
 }
 
 /** Opens a clause: its destination, inbox and started consumer. */

@@ -4,6 +4,8 @@ import { rowsOf } from '../../store/migrate';
 import { isStorableText, jsonOf, storableDiagnostic } from '../../common/text';
 import type { DeliveryFacts } from '../../transport/envelope';
 import type { DeadLetterReason } from '../types';
+import { isMysql } from '../../store/dialect';
+import { mysqlInsertDeadLetter } from './mysql/insert-dead-letter';
 
 /** Everything a dead letter stores. @internal */
 export interface NewDeadLetter {
@@ -33,7 +35,7 @@ export interface NewDeadLetter {
  * than duplicated. @internal
  */
 /** The text columns of a letter in storable form, and the exact values when they differ. */
-interface StoredText {
+export interface StoredText {
   readonly messageId: string | null;
   readonly scope: string;
   readonly key: string | null;
@@ -42,7 +44,8 @@ interface StoredText {
   readonly raw: string | null;
 }
 
-function storableOrNull(value: string | null): string | null {
+/** @internal */
+export function storableOrNull(value: string | null): string | null {
   return value === null ? null : storableDiagnostic(value);
 }
 
@@ -51,8 +54,9 @@ function storableOrNull(value: string | null): string | null {
  * lone surrogate into U+FFFD. Such letters get an escaped form in their text columns (for
  * listing and filtering) and the exact values as JSON text in `raw`: `JSON.stringify` writes
  * both as `\u` escapes, which `JSON.parse` turns back into the same strings.
+ * @internal
  */
-function storedText(letter: NewDeadLetter): StoredText {
+export function storedText(letter: NewDeadLetter): StoredText {
   const given: unknown = letter.headers;
   // Headers as given, each value as text: a value that was not a string is kept as its JSON.
   const exactHeaders: Record<string, string> = {};
@@ -99,6 +103,7 @@ export async function insertDeadLetter(
   names: MigrationNames,
   letter: NewDeadLetter,
 ): Promise<string> {
+  if (isMysql(names)) return mysqlInsertDeadLetter(db, names, letter);
   const text = storedText(letter);
   const result = await runSql(
     db,

@@ -6,7 +6,7 @@ export const LETTER_COLUMNS = `id::text as id, scope, consumer, message_id, reas
   error_message, attempts, partition_key, headers, body, body_is_text, delivery, fingerprint,
   first_attempt_at, dead_at, requeued_at, dedupe, raw`;
 
-/** A `dead_letters` row as pg or PGlite returns it. @internal */
+/** A `dead_letters` row as pg, PGlite or mysql2 returns it. @internal */
 export interface LetterRow {
   id: string;
   scope: string;
@@ -19,13 +19,14 @@ export interface LetterRow {
   partition_key: string | null;
   headers: Record<string, string> | string;
   body: Uint8Array;
-  body_is_text: boolean;
+  /** MySQL returns its booleans as 0 or 1. */
+  body_is_text: boolean | number;
   delivery: Record<string, unknown> | string;
   fingerprint: string;
   first_attempt_at: Date | string | null;
   dead_at: Date | string;
   requeued_at: Date | string | null;
-  dedupe: boolean;
+  dedupe: boolean | number;
   /** JSON of the exact id, scope, key, headers (and body) when the columns hold escapes. */
   raw: string | null;
 }

@@ -4,6 +4,8 @@ import { rowsOf } from '../../store/migrate';
 import { preparedOn, type StatementStore } from '../../store/prepared';
 import { statementCache } from '../../store/statement-cache';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlClaimMessage, mysqlClaimMessages } from './mysql/claim-messages';
 
 /** A message to claim for handling. @internal */
 export interface MessageToClaim extends MessageKey {
@@ -75,6 +77,9 @@ export async function claimMessage(
   message: MessageToClaim,
   clearCounter = true,
 ): Promise<boolean> {
+  if (isMysql(store)) {
+    return mysqlClaimMessage(db, store, consumer, retentionMs, message, clearCounter);
+  }
   const values = [
     message.scope,
     consumer,
@@ -106,6 +111,7 @@ export async function claimMessages(
   retentionMs: number,
   messages: readonly MessageToClaim[],
 ): Promise<Set<string>> {
+  if (isMysql(names)) return mysqlClaimMessages(db, names, consumer, retentionMs, messages);
   const result = await runSql(
     db,
     `insert into ${names.table('inbox_records')}

@@ -6,6 +6,8 @@ import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
 import type { StoredRecord } from './read-records';
+import { isMysql } from '../../store/dialect';
+import { mysqlCountAttempts } from './mysql/count-attempts';
 
 /** A message to count a delivery of; `initial` is the count when no row exists yet. @internal */
 export interface AttemptToCount extends MessageKey {
@@ -132,6 +134,7 @@ export async function countAttempts(
   messages: readonly AttemptToCount[],
   shared = false,
 ): Promise<Map<string, CountedAttempt>> {
+  if (isMysql(store)) return mysqlCountAttempts(store, consumer, maxAttempts, messages, shared);
   // A count shared with a whole batch becomes this message's own on its next count alone
   // (see migration 007), rather than charging it a second attempt for its batch-mate's crash.
   const only = messages.length === 1 && !shared ? messages[0] : undefined;

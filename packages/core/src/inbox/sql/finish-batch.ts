@@ -1,6 +1,8 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { keyArrays, type MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlFinishBatch } from './mysql/finish-batch';
 
 /**
  * Ends a batch inside its transaction: deletes the dedup records of the messages whose
@@ -14,6 +16,7 @@ export async function finishBatch(
   done: readonly MessageKey[],
   failed: readonly MessageKey[],
 ): Promise<void> {
+  if (isMysql(names)) return mysqlFinishBatch(db, names, consumer, done, failed);
   if (failed.length > 0) {
     await runSql(
       db,

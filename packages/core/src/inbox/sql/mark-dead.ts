@@ -2,6 +2,8 @@ import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import type { MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlMarkDead } from './mysql/mark-dead';
 
 /**
  * Writes the FAILED_FINAL record that marks a message as dead-lettered, so its redeliveries
@@ -17,6 +19,7 @@ export async function markDead(
   retentionMs: number,
   message: MessageKey & { fingerprint: string; attempt: number; reason: string; code: string },
 ): Promise<boolean> {
+  if (isMysql(names)) return mysqlMarkDead(db, names, consumer, retentionMs, message);
   const result = await runSql(
     db,
     `insert into ${names.table('inbox_records')}

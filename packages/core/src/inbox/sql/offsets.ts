@@ -1,6 +1,13 @@
 import { runSql, type SqlRunner } from '../../transactions/sql';
 import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
+import { isMysql } from '../../store/dialect';
+import {
+  mysqlAdvanceWatermark,
+  mysqlLockWatermark,
+  mysqlReadWatermarks,
+  mysqlSetWatermark,
+} from './mysql/offsets';
 
 /** A broker partition of one consumer's watermark. @internal */
 export interface PartitionRef {
@@ -23,6 +30,7 @@ export async function readWatermarks(
   consumer: string,
   partitions: readonly PartitionRef[],
 ): Promise<Map<string, bigint>> {
+  if (isMysql(names)) return mysqlReadWatermarks(db, names, consumer, partitions);
   const result = await runSql(
     db,
     `select o.topic, o.partition, o.high_offset::text as high_offset
@@ -58,6 +66,7 @@ export async function advanceWatermark(
   first: bigint,
   last: bigint,
 ): Promise<boolean> {
+  if (isMysql(names)) return mysqlAdvanceWatermark(db, names, consumer, partition, first, last);
   const result = await runSql(
     db,
     `insert into ${names.table('inbox_offsets')} as o (consumer, topic, partition, high_offset)
@@ -81,6 +90,7 @@ export async function lockWatermark(
   consumer: string,
   partition: PartitionRef,
 ): Promise<bigint> {
+  if (isMysql(names)) return mysqlLockWatermark(db, names, consumer, partition);
   const result = await runSql(
     db,
     `select high_offset::text as high_offset from ${names.table('inbox_offsets')}
@@ -105,6 +115,7 @@ export async function setWatermark(
   partition: PartitionRef,
   high: bigint,
 ): Promise<void> {
+  if (isMysql(names)) return mysqlSetWatermark(db, names, consumer, partition, high);
   await runSql(
     db,
     `update ${names.table('inbox_offsets')} set high_offset = ?::bigint, updated_at = now()

@@ -4,6 +4,8 @@ import { rowsOf } from '../../store/migrate';
 import { preparedOn, type StatementStore } from '../../store/prepared';
 import { statementCache } from '../../store/statement-cache';
 import { keyArrays, keyOf, type MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlReadChunk, mysqlReadRecords } from './mysql/read-records';
 
 /** What the inbox's dedup record (`inbox_records`) holds for a message. @internal */
 export interface StoredRecord {
@@ -18,6 +20,7 @@ export async function readRecords(
   consumer: string,
   keys: readonly MessageKey[],
 ): Promise<Map<string, StoredRecord>> {
+  if (isMysql(names)) return mysqlReadRecords(db, names, consumer, keys);
   const only = keys.length === 1 ? keys[0] : undefined;
   const result =
     only !== undefined
@@ -107,6 +110,7 @@ export async function readChunk(
   keys: readonly MessageKey[],
   counting: readonly MessageKey[],
 ): Promise<ChunkRecords> {
+  if (isMysql(store)) return mysqlReadChunk(db, store, consumer, keys, counting);
   const result = await preparedOn(store, db, chunkRead(store.names, undefined), [
     ...keyArrays(keys),
     consumer,

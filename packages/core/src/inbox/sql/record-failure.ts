@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
 import type { MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlRecordFailure } from './mysql/record-failure';
 
 /** What is kept of a handler error: never the payload. @internal */
 export interface StoredError {
@@ -21,6 +23,7 @@ export async function recordFailure(
   key: MessageKey,
   error: StoredError,
 ): Promise<void> {
+  if (isMysql(names)) return mysqlRecordFailure(db, names, consumer, key, error);
   await db.raw(
     `insert into ${names.table('inbox_attempts')} as a
        (scope, consumer, message_id, attempts, last_error)

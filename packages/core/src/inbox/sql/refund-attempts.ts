@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
 import { keyArrays, type MessageKey } from './message-key';
+import { isMysql } from '../../store/dialect';
+import { mysqlRefundAttempts } from './mysql/refund-attempts';
 
 /**
  * Gives back the attempt each of these messages was charged for a delivery the store could
@@ -12,6 +14,7 @@ export async function refundAttempts(
   consumer: string,
   keys: readonly MessageKey[],
 ): Promise<void> {
+  if (isMysql(names)) return mysqlRefundAttempts(db, names, consumer, keys);
   if (keys.length === 0) return;
   await db.raw(
     `update ${names.table('inbox_attempts')} a

@@ -3,6 +3,8 @@ import type { MigrationNames } from '../../store/migration';
 import { rowsOf } from '../../store/migrate';
 import type { MessageKey } from './message-key';
 import type { StoredError } from './record-failure';
+import { isMysql } from '../../store/dialect';
+import { mysqlTakeAttempts } from './mysql/take-attempts';
 
 /** A message's attempt counter, as it was when removed. @internal */
 export interface TakenAttempts {
@@ -18,6 +20,7 @@ export async function takeAttempts(
   consumer: string,
   key: MessageKey,
 ): Promise<TakenAttempts | undefined> {
+  if (isMysql(names)) return mysqlTakeAttempts(db, names, consumer, key);
   const result = await runSql(
     db,
     `delete from ${names.table('inbox_attempts')}

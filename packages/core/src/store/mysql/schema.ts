@@ -14,9 +14,20 @@ const ASCII = 'character set ascii collate ascii_bin';
  * outbox's default limits, which on MySQL are also their maximum (see docs/store.md, "MySQL
  * and MariaDB").
  */
-const CONSUMER = `varchar(200) ${EXACT}`;
-const SCOPE = `varchar(255) ${EXACT}`;
 const MESSAGE_ID = `varchar(255) ${EXACT}`;
+/**
+ * {@link EXACT} without its padding: `utf8mb4_bin` is a PAD SPACE collation, under which `a`
+ * and `a ` are equal, so one primary key. The NO PAD binary collation of each server, through
+ * executable comments: `/*M!…*\/` runs on MariaDB only (10.6+: `utf8mb4_nopad_bin`), and
+ * MariaDB skips MySQL's 8.0 ones (`/*!80017…*\/`: `utf8mb4_0900_bin`, 8.0.17+). For the keys
+ * of the inbox and the dead letters, where two ids are two messages unless byte-equal.
+ */
+const EXACT_KEY =
+  'character set utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */';
+/** Consumers and scopes key only the inbox's and the dead letters' tables. */
+const CONSUMER = `varchar(200) ${EXACT_KEY}`;
+const SCOPE = `varchar(255) ${EXACT_KEY}`;
+const MESSAGE_ID_KEY = `varchar(255) ${EXACT_KEY}`;
 /** The database clock, in UTC to the microsecond (the session's time zone is UTC). */
 const NOW = 'current_timestamp(6)';
 
@@ -33,7 +44,7 @@ export const mysqlSchema: Migration = {
     `create table if not exists ${table('inbox_records')} (
        consumer ${CONSUMER} not null,
        scope ${SCOPE} not null,
-       message_id ${MESSAGE_ID} not null,
+       message_id ${MESSAGE_ID_KEY} not null,
        status varchar(16) ${ASCII} not null,
        fingerprint varchar(128) ${ASCII},
        attempts integer not null default 1,
@@ -49,7 +60,7 @@ export const mysqlSchema: Migration = {
     `create table if not exists ${table('inbox_attempts')} (
        scope ${SCOPE} not null,
        consumer ${CONSUMER} not null,
-       message_id ${MESSAGE_ID} not null,
+       message_id ${MESSAGE_ID_KEY} not null,
        attempts integer not null,
        first_attempt_at datetime(6) not null default ${NOW},
        last_attempt_at datetime(6) not null default ${NOW},
@@ -63,7 +74,7 @@ export const mysqlSchema: Migration = {
      ) engine=InnoDB`,
     `create table if not exists ${table('inbox_offsets')} (
        consumer ${CONSUMER} not null,
-       topic varchar(255) ${EXACT} not null,
+       topic varchar(255) ${EXACT_KEY} not null,
        \`partition\` integer not null,
        high_offset bigint not null,
        updated_at datetime(6) not null default ${NOW},
@@ -104,16 +115,16 @@ export const mysqlSchema: Migration = {
        id bigint not null auto_increment primary key,
        scope ${SCOPE} not null,
        consumer ${CONSUMER} not null,
-       message_id ${MESSAGE_ID},
+       message_id ${MESSAGE_ID_KEY},
        dedupe boolean not null,
        fingerprint varchar(128) ${ASCII} not null,
        dedupe_fingerprint varchar(128) ${ASCII}
          as (case when dedupe then fingerprint end) stored,
        reason varchar(64) ${ASCII} not null,
-       error_code text,
-       error_message text,
+       error_code longtext,
+       error_message longtext,
        attempts integer not null,
-       partition_key text,
+       partition_key longtext,
        headers json not null,
        body longblob not null,
        body_is_text boolean not null,
