@@ -2,6 +2,8 @@ import { runSql, type SqlRunner } from '../../transactions/sql';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import type { EncodedEvent } from '../encode';
+import { isMysql } from '../../store/dialect';
+import { mysqlDeleteInserted, mysqlInsertEvents } from './mysql/insert';
 
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
@@ -15,6 +17,7 @@ export async function insertEvents(
   events: readonly EncodedEvent[],
   channel: string | null,
 ): Promise<Map<string, string>> {
+  if (isMysql(names)) return mysqlInsertEvents(tx, names, events, channel);
   const values: string[] = [];
   const bindings: unknown[] = [];
   for (const e of events) {
@@ -50,6 +53,7 @@ export async function deleteInserted(
   names: MigrationNames,
   rowIds: readonly string[],
 ): Promise<void> {
+  if (isMysql(names)) return mysqlDeleteInserted(tx, names, rowIds);
   if (rowIds.length === 0) return;
   await runSql(tx, `delete from ${names.table('outbox')} where id = any(?::bigint[])`, [
     `{${rowIds.join(',')}}`,
