@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
+import { isMysql } from '../../store/dialect';
+import { mysqlDeletePublishedBatch } from './mysql/cleanup';
 
 /**
  * Deletes at most `limit` published events published more than `olderThanMs` ago, oldest
@@ -12,6 +14,7 @@ export async function deletePublishedBatch(
   olderThanMs: number,
   limit: number,
 ): Promise<number> {
+  if (isMysql(names)) return mysqlDeletePublishedBatch(knex, names, olderThanMs, limit);
   const t = names.table('outbox');
   const result = await knex.raw(
     `delete from ${t}

@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
 import type { ClaimedRow } from './claim';
+import { isMysql } from '../../store/dialect';
+import { mysqlRequeueDead, mysqlSelectDead } from './mysql/dead';
 
 /** A dead outbox row as stored. @internal */
 export interface DeadRow extends Omit<ClaimedRow, 'id'> {
@@ -18,6 +20,7 @@ export async function selectDead(
   limit: number,
   afterId: string | null,
 ): Promise<DeadRow[]> {
+  if (isMysql(names)) return mysqlSelectDead(knex, names, limit, afterId);
   const result = await knex.raw(
     `select id, destination, partition_key, message_id, headers, payload, attempts, last_error,
             created_at, available_at
@@ -41,6 +44,7 @@ export async function requeueDead(
   id: string,
   channel: string | null,
 ): Promise<string | null> {
+  if (isMysql(names)) return mysqlRequeueDead(knex, names, id, channel);
   const t = names.table('outbox');
   return knex.transaction(async (trx) => {
     const removed = rowsOf<DeadRow>(
