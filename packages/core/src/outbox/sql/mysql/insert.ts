@@ -97,7 +97,8 @@ export async function mysqlDeleteInserted(
   if (rowIds.length === 0) return;
   await runSql(
     tx,
-    `delete from ${names.table('outbox')} where id in (${rowIds.map(() => 'cast(? as signed)').join(', ')})`,
+    `delete o from ${names.table('outbox')} o force index (primary)
+     where o.id in (${rowIds.map(() => 'cast(? as signed)').join(', ')})`,
     rowIds,
   );
 }

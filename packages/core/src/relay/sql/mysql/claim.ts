@@ -119,7 +119,7 @@ export async function mysqlClaimBatch(
       store,
       trx,
       `select ${mysqlColumns('h')}
-       from ${t} h
+       from ${t} h force index (primary)
        where h.id in (${idMarks(ids.length)})
          and h.status = 'pending'
          and h.partition_key is not null

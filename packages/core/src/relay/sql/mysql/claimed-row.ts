@@ -16,6 +16,12 @@ export function marks(count: number): string {
  * `cast(? as signed), …` for `count` row ids: the ids travel as decimal text (mysql2 returns
  * BIGINT as strings), and a BIGINT compared with a string is compared as a double, exact only
  * up to 2^53. @internal
+ *
+ * The statements that lock or write rows by these ids name `force index (primary)`: given
+ * `id in (…) and status = 'pending'`, MariaDB picks the `(status, id)` index, and a locking
+ * statement through it was seen waiting on rows outside its list (rows another relay held),
+ * so two relays marking their own rows deadlocked and one batch was published twice. By
+ * primary key each statement locks exactly the rows it names, as PostgreSQL's do.
  */
 export function idMarks(count: number): string {
   return Array.from({ length: count }, () => 'cast(? as signed)').join(', ');

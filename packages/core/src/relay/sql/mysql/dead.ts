@@ -39,7 +39,7 @@ export async function mysqlRequeueDead(
     const dead = rowsOf<DeadRow>(
       await trx.raw(
         `select destination, partition_key, message_id, headers, payload, created_at
-         from ${t} where id = cast(? as signed) and status = 'dead'
+         from ${t} force index (primary) where id = cast(? as signed) and status = 'dead'
          for update`,
         [id],
       ),

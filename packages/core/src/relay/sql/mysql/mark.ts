@@ -13,10 +13,11 @@ export async function mysqlMarkPublished(
   if (ids.length === 0) return 0;
   const t = store.names.table('outbox');
   const sql = remove
-    ? `delete from ${t} where id in (${idMarks(ids.length)}) and status = 'pending'`
-    : `update ${t}
-         set status = 'published', published_at = current_timestamp(6)
-         where id in (${idMarks(ids.length)}) and status = 'pending'`;
+    ? `delete o from ${t} o force index (primary)
+         where o.id in (${idMarks(ids.length)}) and o.status = 'pending'`
+    : `update ${t} o force index (primary)
+         set o.status = 'published', o.published_at = current_timestamp(6)
+         where o.id in (${idMarks(ids.length)}) and o.status = 'pending'`;
   return (await prepared(store, trx, sql, ids)).rowCount;
 }
 
@@ -48,7 +49,7 @@ export async function mysqlMarkFailed(
   await prepared(
     store,
     trx,
-    `update ${t} o
+    `update ${t} o force index (primary)
      join (${failures.map(() => one).join(' union all ')}) f on o.id = f.id
      set o.attempts = o.attempts + case when f.charged = 1 then 1 else 0 end,
          o.last_error = f.error,

@@ -46,7 +46,7 @@ export async function mysqlClaimByKeys(
     store,
     trx,
     `select ${mysqlColumns('h')}
-     from ${t} h
+     from ${t} h force index (primary)
      where h.id in (${idMarks(ids.length)})
        and h.status = 'pending'
        and h.available_at <= current_timestamp(6)
