@@ -1,6 +1,6 @@
 import { createOutbox, rowsOf, type Store } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { databaseUrl, openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore } from './db';
 import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
@@ -13,96 +13,99 @@ const KEYS = 60;
 const PER_KEY = 50;
 const TOTAL = KEYS * PER_KEY;
 
-describe('a relay process killed with SIGKILL in the middle of a batch (postgres)', () => {
-  let store: Store & { dispose(): Promise<void> };
-  const workers: WorkerProcess[] = [];
-  beforeAll(async () => {
-    store = await openTestStore('postgres');
-  });
-  afterAll(async () => {
-    for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
-    await Promise.all(workers.map((w) => w.exited));
-    await store.dispose();
-  });
-
-  it('loses nothing: its batch is re-published with the same ids after restart, in order', async () => {
-    const sink = store.names.table('relay_sink');
-    await createSinkTable(store.knex, sink);
-    const base = {
-      DATABASE_URL: databaseUrl(),
-      RELAY_SCHEMA: store.schema,
-      RELAY_SINK: sink,
-      RELAY_BATCH: '50',
-      // Published rows stay, so the test can count them.
-      RELAY_ON_PUBLISHED: 'keep',
-    };
-    // The victim holds every batch for a long time between publish and mark.
-    const victim = spawnRelayWorker('victim', { ...base, RELAY_PAUSE_AFTER_INSERT_MS: '20000' });
-    workers.push(victim);
-    await victim.waitForLine(/^ready$/);
-
-    const outbox = createOutbox({ store });
-    await store.knex.transaction(async (trx) => {
-      const events = [];
-      for (let seq = 0; seq < PER_KEY; seq += 1) {
-        for (let k = 0; k < KEYS; k += 1) {
-          events.push({ destination: 'crash', key: `key-${k}`, payload: { seq } });
-        }
-      }
-      await outbox.add(trx, events);
+describe.each(['postgres', 'mysql'] as const)(
+  'a relay process killed with SIGKILL in the middle of a batch (%s)',
+  (kind) => {
+    let store: Store & { dispose(): Promise<void> };
+    const workers: WorkerProcess[] = [];
+    beforeAll(async () => {
+      store = await openTestStore(kind);
+    });
+    afterAll(async () => {
+      for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+      await Promise.all(workers.map((w) => w.exited));
+      await store.dispose();
     });
 
-    // Its first batch is at the broker (the sink) but not marked: kill it right there.
-    const line = await victim.waitForLine(/^published /);
-    victim.child.kill('SIGKILL');
-    const exit = await victim.exited;
-    expect(exit.signal).toBe('SIGKILL');
-    const inFlight = Number(line.split(' ')[2]);
-    expect(inFlight).toBeGreaterThan(0);
-    // The victim's transaction died with its connection: the batch is pending and free.
-    const [pending] = rowsOf<{ n: number }>(
-      await store.knex.raw(
-        `select count(*)::int as n from ${store.names.table('outbox')} where status = 'pending'`,
-      ),
-    );
-    expect(pending!.n).toBe(TOTAL);
+    it('loses nothing: its batch is re-published with the same ids after restart, in order', async () => {
+      const sink = store.names.table('relay_sink');
+      await createSinkTable(store.knex, sink);
+      const base = {
+        DATABASE_URL: kind === 'mysql' ? mysqlUrl() : databaseUrl(),
+        RELAY_SCHEMA: store.schema,
+        RELAY_SINK: sink,
+        RELAY_BATCH: '50',
+        // Published rows stay, so the test can count them.
+        RELAY_ON_PUBLISHED: 'keep',
+      };
+      // The victim holds every batch for a long time between publish and mark.
+      const victim = spawnRelayWorker('victim', { ...base, RELAY_PAUSE_AFTER_INSERT_MS: '20000' });
+      workers.push(victim);
+      await victim.waitForLine(/^ready$/);
 
-    // A survivor, and the victim restarted.
-    const survivor = spawnRelayWorker('survivor', base);
-    const restarted = spawnRelayWorker('victim', base);
-    workers.push(survivor, restarted);
-    await Promise.all([survivor.waitForLine(/^ready$/), restarted.waitForLine(/^ready$/)]);
-    await waitFor(
-      'every event to be published',
-      async () => {
-        const [row] = rowsOf<{ n: number }>(
-          await store.knex.raw(
-            `select count(*)::int as n from ${store.names.table('outbox')} where status = 'published'`,
-          ),
-        );
-        return row!.n === TOTAL;
-      },
-      { timeoutMs: 60_000, intervalMs: 50 },
-    );
-    await Promise.all([stopWorker(survivor), stopWorker(restarted)]);
+      const outbox = createOutbox({ store });
+      await store.knex.transaction(async (trx) => {
+        const events = [];
+        for (let seq = 0; seq < PER_KEY; seq += 1) {
+          for (let k = 0; k < KEYS; k += 1) {
+            events.push({ destination: 'crash', key: `key-${k}`, payload: { seq } });
+          }
+        }
+        await outbox.add(trx, events);
+      });
 
-    const report = await analyzeSink(store.knex, sink);
-    process.stdout.write(
-      `${JSON.stringify({
-        test: 'relay-crash',
-        events: TOTAL,
-        killedBatch: inFlight,
-        rows: report.rows,
-        duplicates: report.duplicates,
-        orderViolations: report.orderViolations,
-        byWorker: report.byWorker,
-      })}\n`,
-    );
-    expect(report.distinct).toBe(TOTAL);
-    expect(report.orderViolations).toBe(0);
-    // Re-published: the batch the victim had at the broker when it died, and nothing else.
-    expect(report.duplicates).toBeGreaterThanOrEqual(inFlight);
-    expect(report.duplicates).toBeLessThanOrEqual(inFlight * 2);
-    for (const id of report.duplicatedIds) expect(report.firstWorker.get(id)).toBe('victim');
-  });
-});
+      // Its first batch is at the broker (the sink) but not marked: kill it right there.
+      const line = await victim.waitForLine(/^published /);
+      victim.child.kill('SIGKILL');
+      const exit = await victim.exited;
+      expect(exit.signal).toBe('SIGKILL');
+      const inFlight = Number(line.split(' ')[2]);
+      expect(inFlight).toBeGreaterThan(0);
+      // The victim's transaction died with its connection: the batch is pending and free.
+      const [pending] = rowsOf<{ n: unknown }>(
+        await store.knex.raw(
+          `select count(*) as n from ${store.names.table('outbox')} where status = 'pending'`,
+        ),
+      );
+      expect(Number(pending!.n)).toBe(TOTAL);
+
+      // A survivor, and the victim restarted.
+      const survivor = spawnRelayWorker('survivor', base);
+      const restarted = spawnRelayWorker('victim', base);
+      workers.push(survivor, restarted);
+      await Promise.all([survivor.waitForLine(/^ready$/), restarted.waitForLine(/^ready$/)]);
+      await waitFor(
+        'every event to be published',
+        async () => {
+          const [row] = rowsOf<{ n: unknown }>(
+            await store.knex.raw(
+              `select count(*) as n from ${store.names.table('outbox')} where status = 'published'`,
+            ),
+          );
+          return Number(row!.n) === TOTAL;
+        },
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
+      await Promise.all([stopWorker(survivor), stopWorker(restarted)]);
+
+      const report = await analyzeSink(store.knex, sink);
+      process.stdout.write(
+        `${JSON.stringify({
+          test: 'relay-crash',
+          events: TOTAL,
+          killedBatch: inFlight,
+          rows: report.rows,
+          duplicates: report.duplicates,
+          orderViolations: report.orderViolations,
+          byWorker: report.byWorker,
+        })}\n`,
+      );
+      expect(report.distinct).toBe(TOTAL);
+      expect(report.orderViolations).toBe(0);
+      // Re-published: the batch the victim had at the broker when it died, and nothing else.
+      expect(report.duplicates).toBeGreaterThanOrEqual(inFlight);
+      expect(report.duplicates).toBeLessThanOrEqual(inFlight * 2);
+      for (const id of report.duplicatedIds) expect(report.firstWorker.get(id)).toBe('victim');
+    });
+  },
+);
