@@ -357,10 +357,57 @@ describe.each(ALL_STORE_KINDS)('outbox on %s', (kind) => {
     expect(await rows(store)).toHaveLength(1500);
   });
 
+  it('stores destinations, keys and ids of the longest length, in multi-byte characters', async () => {
+    const outbox = createOutbox({ store });
+    // Lengths are JavaScript's (UTF-16 units), keys' UTF-8 bytes: 255 of them fit 255 characters.
+    const destination = '\u20AC'.repeat(255);
+    const messageId = `${'\u{1F600}'.repeat(127)}x`;
+    const key = `${'\u00E9'.repeat(127)}x`;
+    const [id] = await store.knex.transaction((trx) =>
+      outbox.add(trx, { destination, key, payload: 1, messageId }),
+    );
+    expect(id).toBe(messageId);
+    const [row] = await rows(store);
+    expect(row).toMatchObject({ destination, partition_key: key, message_id: messageId });
+  });
+
+  it('keeps ids and keys apart that differ only in case or trailing spaces, or by a 4-byte character', async () => {
+    const outbox = createOutbox({ store });
+    const ids = ['id', 'Id', 'id ', 'id  ', 'id\u{1F600}'];
+    const keys = ['k', 'K', 'k ', 'k\u{1F600}'];
+    await store.knex.transaction((trx) =>
+      outbox.add(trx, [
+        ...ids.map((messageId, i) => ({ destination: 'd', key: 'ids', payload: i, messageId })),
+        ...keys.flatMap((key) => [0, 1].map((n) => ({ destination: 'd', key, payload: n }))),
+      ]),
+    );
+    await expect(
+      store.knex.transaction((trx) =>
+        outbox.add(trx, { destination: 'd', payload: 0, messageId: 'id ' }),
+      ),
+    ).rejects.toMatchObject({ code: 'DUPLICATE_MESSAGE_ID' });
+    const publisher = createMemoryPublisher();
+    const relay = createRelay({ store, publisher, notify: false, batchSize: 3, claimHoldMs: 0 });
+    while ((await relay.runOnce()).claimed > 0);
+    expect(publisher.byKey('ids').map((m) => m.messageId)).toEqual(ids);
+    for (const key of keys) {
+      expect(
+        publisher.byKey(key).map((m) => JSON.parse(Buffer.from(m.payload).toString())),
+      ).toEqual([0, 1]);
+    }
+  });
+
   it('validates its options', () => {
     expect(() => createOutbox({ store, maxKeyLength: 0 })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
+    // MySQL's outbox columns hold 255 characters; PostgreSQL's are text.
+    for (const limit of ['maxKeyLength', 'maxDestinationLength', 'maxMessageIdLength']) {
+      const wide = (): unknown => createOutbox({ store, [limit]: 256 });
+      if (kind === 'mysql') {
+        expect(wide).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG' }));
+      } else expect(wide).not.toThrow();
+    }
     expect(() => createOutbox({} as never)).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
