@@ -41,7 +41,7 @@ describe.each(['postgres', 'mysql'] as const)(
         );
         // MySQL's statements go through knex: its walks are seen there.
         stopWatching = watchStatements(store.knex, (sql) => {
-          if (sql.trimStart().startsWith('select o.partition_key as k')) walks += 1;
+          if (sql.trimStart().startsWith('select w.partition_key as k')) walks += 1;
         });
       } else {
         await store.knex.raw(
