@@ -58,7 +58,8 @@ export interface OutboxOptions<Tx = Knex.Transaction> {
   readonly transactions?: TransactionAdapter<Tx>;
   /**
    * Queue a `pg_notify` on the outbox channel in the adding transaction, so a listening
-   * relay wakes at commit instead of at its next poll. Default `true`.
+   * relay wakes at commit instead of at its next poll. Default `true`. MySQL and MariaDB have
+   * no notifications: there relays poll, and this option changes nothing.
    */
   readonly notify?: boolean;
   /** Longest partition key in UTF-8 bytes. Default 255. */
