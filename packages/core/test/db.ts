@@ -26,6 +26,8 @@ export const STORE_VARIANTS = [
 ] as const satisfies ReadonlyArray<
   readonly [string, StoreKind, Omit<StoreOptions, 'knex' | 'connectionString' | 'pglite'>]
 >;
+/** {@link STORE_VARIANTS} and MySQL/MariaDB, for the suites of the store contract. */
+export const ALL_STORE_VARIANTS = [...STORE_VARIANTS, ['mysql', 'mysql', {}]] as const;
 
 /** The PostgreSQL URL the global setup resolved. */
 export function databaseUrl(): string {

@@ -10,7 +10,7 @@ import {
   type Outbox,
   type OutboxEvent,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { watchStatements } from './fixtures/statements';
 
 /**
@@ -228,7 +228,7 @@ function sameEntries(actual: Record<string, string>, expected: Record<string, st
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-describe.each(STORE_KINDS)('outbox.add with arbitrary input on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('outbox.add with arbitrary input on %s', (kind) => {
   let store: TestStore;
   let business: string;
   let outboxTable: string;

@@ -15,7 +15,8 @@ import {
 } from '../src';
 import type { EncodedEvent } from '../src/outbox/encode';
 import { statements } from '../src/outbox/insert-all';
-import { STORE_VARIANTS, databaseUrl, openTestStore } from './db';
+import { ALL_STORE_VARIANTS, databaseUrl, openTestStore } from './db';
+import { waitFor } from '../../../test-support/wait-for';
 
 interface Row {
   id: string;
@@ -33,7 +34,7 @@ async function rows(store: Store): Promise<Row[]> {
   );
 }
 
-describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
+describe.each(ALL_STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
   let store: Store & { dispose(): Promise<void> };
   beforeAll(async () => {
     store = await openTestStore(kind, options);
@@ -143,6 +144,15 @@ describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
 
   it('refuses a knex transaction in which a statement failed with reason failed, not a driver error', async () => {
     const outbox = createOutbox({ store });
+    if (kind === 'mysql') {
+      // MySQL takes back only the failed statement: the transaction goes on, and so does add.
+      const [id] = await store.knex.transaction(async (trx) => {
+        await trx.raw('select * from no_such_table').catch(() => undefined);
+        return outbox.add(trx, { destination: 'd', payload: 1 });
+      });
+      expect((await rows(store)).map((r) => r.message_id)).toEqual([id]);
+      return;
+    }
     const refused = await store.knex
       .transaction(async (trx) => {
         await trx.raw('select 1 / 0').catch(() => undefined);
@@ -202,6 +212,57 @@ describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
     expect((await rows(store)).map((r) => r.message_id)).toEqual(['same', 'before']);
   });
 
+  // PGlite has one connection: no second transaction to race.
+  (kind === 'pglite' ? it.skip : it).each(['commits', 'rolls back'] as const)(
+    'waits for a transaction adding the same id, then skips or takes it as that one %s',
+    async (outcome) => {
+      const outbox = createOutbox({ store });
+      const first = await store.knex.transaction();
+      await outbox.add(first, { destination: 'd', payload: 1, messageId: 'race' });
+      const second = store.knex.transaction((trx) =>
+        outbox.add(trx, [
+          { destination: 'd', payload: 2, messageId: 'other' },
+          { destination: 'd', payload: 3, messageId: 'race' },
+        ]),
+      );
+      // The second insert waits on the first transaction's row until it ends.
+      await waitFor(
+        'the second insert to wait for the first transaction',
+        async () => {
+          const waiting = rowsOf(
+            await store.knex.raw(
+              kind === 'mysql'
+                ? `select 1 from information_schema.innodb_trx
+                   where trx_state = 'LOCK WAIT' and trx_query like ?`
+                : `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like ?`,
+              [`%${store.names.table('outbox')}%`],
+            ),
+          );
+          return waiting.length > 0;
+        },
+        // InnoDB refreshes innodb_trx only when it was not read for 100 ms.
+        { timeoutMs: 10_000, intervalMs: kind === 'mysql' ? 200 : 10 },
+      );
+      if (outcome === 'commits') {
+        await first.commit();
+        await expect(second).rejects.toMatchObject({
+          code: 'DUPLICATE_MESSAGE_ID',
+          messageIds: ['race'],
+        });
+        expect(
+          (await rows(store)).map((r) => [
+            r.message_id,
+            JSON.parse(Buffer.from(r.payload).toString()) as unknown,
+          ]),
+        ).toEqual([['race', 1]]);
+      } else {
+        await first.rollback();
+        await expect(second).resolves.toHaveLength(2);
+        expect((await rows(store)).map((r) => r.message_id).sort()).toEqual(['other', 'race']);
+      }
+    },
+  );
+
   it('undoes every statement of a call over 1000 events when a later one finds a duplicate', async () => {
     const outbox = createOutbox({ store });
     await store.knex.transaction((trx) =>
@@ -227,14 +288,25 @@ describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
     const table = store.names.table('outbox');
     const refuse = store.names.table('refuse_explode');
     // A trigger stands in for any database error in the second statement of the call.
-    await store.knex.raw(`create function ${refuse}() returns trigger language plpgsql as $$
+    if (kind === 'mysql') {
+      await store.knex.raw(
+        `create trigger ${refuse} before insert on ${table} for each row
+         begin
+           if new.destination = 'explode' then
+             signal sqlstate '45000' set message_text = 'refused by trigger';
+           end if;
+         end`,
+      );
+    } else {
+      await store.knex.raw(`create function ${refuse}() returns trigger language plpgsql as $$
       begin
         if new.destination = 'explode' then raise exception 'refused by trigger'; end if;
         return new;
       end $$`);
-    await store.knex.raw(
-      `create trigger refuse_explode before insert on ${table} for each row execute function ${refuse}()`,
-    );
+      await store.knex.raw(
+        `create trigger refuse_explode before insert on ${table} for each row execute function ${refuse}()`,
+      );
+    }
     try {
       const events: OutboxEvent[] = Array.from({ length: 1500 }, (_, i) => ({
         destination: i === 1200 ? 'explode' : 'bulk',
@@ -248,8 +320,12 @@ describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
       });
       expect((await rows(store)).map((r) => r.message_id)).toEqual(['kept']);
     } finally {
-      await store.knex.raw(`drop trigger refuse_explode on ${table}`);
-      await store.knex.raw(`drop function ${refuse}()`);
+      if (kind === 'mysql') {
+        await store.knex.raw(`drop trigger ${refuse}`);
+      } else {
+        await store.knex.raw(`drop trigger refuse_explode on ${table}`);
+        await store.knex.raw(`drop function ${refuse}()`);
+      }
     }
   });
 
@@ -333,10 +409,57 @@ describe.each(STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
     expect(await rows(store)).toHaveLength(1500);
   });
 
+  it('stores destinations, keys and ids of the longest length, in multi-byte characters', async () => {
+    const outbox = createOutbox({ store });
+    // Lengths are JavaScript's (UTF-16 units), keys' UTF-8 bytes: 255 of them fit 255 characters.
+    const destination = '\u20AC'.repeat(255);
+    const messageId = `${'\u{1F600}'.repeat(127)}x`;
+    const key = `${'\u00E9'.repeat(127)}x`;
+    const [id] = await store.knex.transaction((trx) =>
+      outbox.add(trx, { destination, key, payload: 1, messageId }),
+    );
+    expect(id).toBe(messageId);
+    const [row] = await rows(store);
+    expect(row).toMatchObject({ destination, partition_key: key, message_id: messageId });
+  });
+
+  it('keeps ids and keys apart that differ only in case or trailing spaces, or by a 4-byte character', async () => {
+    const outbox = createOutbox({ store });
+    const ids = ['id', 'Id', 'id ', 'id  ', 'id\u{1F600}'];
+    const keys = ['k', 'K', 'k ', 'k\u{1F600}'];
+    await store.knex.transaction((trx) =>
+      outbox.add(trx, [
+        ...ids.map((messageId, i) => ({ destination: 'd', key: 'ids', payload: i, messageId })),
+        ...keys.flatMap((key) => [0, 1].map((n) => ({ destination: 'd', key, payload: n }))),
+      ]),
+    );
+    await expect(
+      store.knex.transaction((trx) =>
+        outbox.add(trx, { destination: 'd', payload: 0, messageId: 'id ' }),
+      ),
+    ).rejects.toMatchObject({ code: 'DUPLICATE_MESSAGE_ID' });
+    const publisher = createMemoryPublisher();
+    const relay = createRelay({ store, publisher, notify: false, batchSize: 3, claimHoldMs: 0 });
+    while ((await relay.runOnce()).claimed > 0);
+    expect(publisher.byKey('ids').map((m) => m.messageId)).toEqual(ids);
+    for (const key of keys) {
+      expect(
+        publisher.byKey(key).map((m) => JSON.parse(Buffer.from(m.payload).toString())),
+      ).toEqual([0, 1]);
+    }
+  });
+
   it('validates its options', () => {
     expect(() => createOutbox({ store, maxKeyLength: 0 })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
+    // MySQL's outbox columns hold 255 characters; PostgreSQL's are text.
+    for (const limit of ['maxKeyLength', 'maxDestinationLength', 'maxMessageIdLength']) {
+      const wide = (): unknown => createOutbox({ store, [limit]: 256 });
+      if (kind === 'mysql') {
+        expect(wide).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG' }));
+      } else expect(wide).not.toThrow();
+    }
     expect(() => createOutbox({} as never)).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );

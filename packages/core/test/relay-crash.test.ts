@@ -1,8 +1,13 @@
 import { createOutbox, rowsOf, type Store } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { databaseUrl, openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore } from './db';
 
-const LAYOUTS = ['plain', 'partitioned'] as const;
+/** PostgreSQL on both layouts, MariaDB on its plain one. */
+const CASES = [
+  ['postgres', 'plain'],
+  ['postgres', 'partitioned'],
+  ['mysql', 'plain'],
+] as const;
 import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
@@ -17,13 +22,13 @@ const TOTAL = KEYS * PER_KEY;
 
 // On both layouts: the claim's row locks, marks and deletes go through the partitioned
 // outbox's partitions as through the plain table.
-describe.each(LAYOUTS)(
-  'a relay process killed with SIGKILL in the middle of a batch (postgres, %s layout)',
-  (layout) => {
+describe.each(CASES)(
+  'a relay process killed with SIGKILL in the middle of a batch (%s, %s layout)',
+  (kind, layout) => {
     let store: Store & { dispose(): Promise<void> };
     const workers: WorkerProcess[] = [];
     beforeAll(async () => {
-      store = await openTestStore('postgres', { layout });
+      store = await openTestStore(kind, { layout });
     });
     afterAll(async () => {
       for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
@@ -35,7 +40,7 @@ describe.each(LAYOUTS)(
       const sink = store.names.table('relay_sink');
       await createSinkTable(store.knex, sink);
       const base = {
-        DATABASE_URL: databaseUrl(),
+        DATABASE_URL: kind === 'mysql' ? mysqlUrl() : databaseUrl(),
         RELAY_SCHEMA: store.schema,
         RELAY_SINK: sink,
         RELAY_BATCH: '50',
@@ -66,12 +71,12 @@ describe.each(LAYOUTS)(
       const inFlight = Number(line.split(' ')[2]);
       expect(inFlight).toBeGreaterThan(0);
       // The victim's transaction died with its connection: the batch is pending and free.
-      const [pending] = rowsOf<{ n: number }>(
+      const [pending] = rowsOf<{ n: unknown }>(
         await store.knex.raw(
-          `select count(*)::int as n from ${store.names.table('outbox')} where status = 'pending'`,
+          `select count(*) as n from ${store.names.table('outbox')} where status = 'pending'`,
         ),
       );
-      expect(pending!.n).toBe(TOTAL);
+      expect(Number(pending!.n)).toBe(TOTAL);
 
       // A survivor, and the victim restarted.
       const survivor = spawnRelayWorker('survivor', base);
@@ -81,12 +86,12 @@ describe.each(LAYOUTS)(
       await waitFor(
         'every event to be published',
         async () => {
-          const [row] = rowsOf<{ n: number }>(
+          const [row] = rowsOf<{ n: unknown }>(
             await store.knex.raw(
-              `select count(*)::int as n from ${store.names.table('outbox')} where status = 'published'`,
+              `select count(*) as n from ${store.names.table('outbox')} where status = 'published'`,
             ),
           );
-          return row!.n === TOTAL;
+          return Number(row!.n) === TOTAL;
         },
         { timeoutMs: 60_000, intervalMs: 50 },
       );

@@ -12,9 +12,9 @@ import {
   type PublishResult,
   type Publisher,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 
-describe.each(STORE_KINDS)('relay input boundary on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('relay input boundary on %s', (kind) => {
   let store: Awaited<ReturnType<typeof openTestStore>>;
   beforeAll(async () => {
     store = await openTestStore(kind);

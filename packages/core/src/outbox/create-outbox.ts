@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { optionKeys, positiveIntegerOption, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
+import { isMysql } from '../store/dialect';
 import { isMessageType, type MessagePayload, type MessageType } from '../messages/message-type';
 import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
@@ -21,6 +22,30 @@ import type {
   OutboxEvent,
 } from './types';
 
+/**
+ * Widest destination, key and message id a MySQL outbox holds: its columns are
+ * `varchar(255)` (characters; PostgreSQL's are `text`), which keeps the message id's unique key
+ * and the pending key index within InnoDB's 3 072-byte limit at 4 bytes per character.
+ */
+export const MYSQL_MAX_TEXT_LENGTH = 255;
+
+/**
+ * Refuses limits a MySQL outbox cannot store, so that a longer value is refused by `add` as
+ * an invalid event rather than by the server. `maxKeyLength` counts UTF-8 bytes, the others
+ * characters: 255 of either fits 255 characters.
+ */
+function refuseWiderThanMysql(limits: EventLimits): void {
+  for (const name of ['maxKeyLength', 'maxDestinationLength', 'maxMessageIdLength'] as const) {
+    if (limits[name] > MYSQL_MAX_TEXT_LENGTH) {
+      throw new ConfigurationError(
+        `${name} above ${MYSQL_MAX_TEXT_LENGTH} does not fit a MySQL store: its outbox holds ` +
+          `${MYSQL_MAX_TEXT_LENGTH} characters there`,
+        { [name]: limits[name] },
+      );
+    }
+  }
+}
+
 /** Options of {@link createOutbox}. */
 export interface OutboxOptions<Tx = Knex.Transaction> {
   /** Where events are stored; the same store the relay reads. */
@@ -33,7 +58,8 @@ export interface OutboxOptions<Tx = Knex.Transaction> {
   readonly transactions?: TransactionAdapter<Tx>;
   /**
    * Queue a `pg_notify` on the outbox channel in the adding transaction, so a listening
-   * relay wakes at commit instead of at its next poll. Default `true`.
+   * relay wakes at commit instead of at its next poll. Default `true`. MySQL and MariaDB have
+   * no notifications: there relays poll, and this option changes nothing.
    */
   readonly notify?: boolean;
   /** Longest partition key in UTF-8 bytes. Default 255. */
@@ -104,6 +130,7 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
     ),
     maxPayloadBytes: positiveIntegerOption(options.maxPayloadBytes, 'maxPayloadBytes', 1024 * 1024),
   };
+  if (isMysql(store)) refuseWiderThanMysql(limits);
   const channel = options.notify === false ? null : outboxChannel(store.names);
   const distribution = store.distribution;
   const transactions = transactionsOption(options.transactions, store.knex, 'createOutbox');

@@ -145,7 +145,10 @@ export async function runCycle(
       return EMPTY;
     }
     // On PostgreSQL the claim statement itself also sets
-    // idle_in_transaction_session_timeout = leaseMs for the rest of the transaction.
+    // idle_in_transaction_session_timeout = leaseMs for the rest of the transaction. MySQL
+    // has no such per-transaction limit: there the claim lasts until the transaction ends,
+    // bounded on MariaDB by the store's idle_transaction_timeout (timeouts.idleInTransactionMs,
+    // set on every session) and on MySQL 8 only by the connection's end.
     const window = Math.max(MIN_WINDOW, o.batchSize * WINDOW_BATCHES);
     const claim = await claimBatch(trx, store, {
       limit: o.batchSize,

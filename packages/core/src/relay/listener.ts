@@ -42,6 +42,12 @@ interface PgliteNotifier {
  * - PGlite: `LISTEN` runs through knex on PGlite's single connection and notifications come
  *   from the PGlite instance's `onNotification`.
  *
+ * - MySQL and MariaDB have no LISTEN/NOTIFY: no connection is opened and the listener reports
+ *   inactive. The relay then finds new events as it does whenever no notification comes: a
+ *   loop that claimed nothing sleeps `pollIntervalMs` (see `runLoop`), so an event committed
+ *   while every loop sleeps waits up to that long; a loop whose batch came back full goes on
+ *   at once, so a backlog is drained without waiting.
+ *
  * If listening cannot be set up, the relay keeps polling and the listener reports inactive.
  */
 export async function listen(
@@ -50,6 +56,7 @@ export async function listen(
   onWake: () => void,
   logger: Logger,
 ): Promise<Listener> {
+  if (store.dialect === 'mysql') return { active: false, close: async () => undefined };
   const statement = `listen "${channel}"`;
   if (store.dialect === 'pglite') {
     const pglite = (store.knex.client as { pglite?: Partial<PgliteNotifier> }).pglite;

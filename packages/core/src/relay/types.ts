@@ -33,7 +33,9 @@ export interface RelayOptions {
    * PostgreSQL the transaction carries `idle_in_transaction_session_timeout = leaseMs`: a
    * relay stuck longer loses its session and its claim, and the events go to whoever claims
    * them next (re-published with the same message ids). A killed relay's claim ends at once,
-   * with its connection. Default 30 000.
+   * with its connection. MySQL has no such per-transaction limit: there a stuck relay's claim
+   * lasts until its connection ends (on MariaDB, at the store's `idleInTransactionMs`).
+   * Default 30 000.
    */
   readonly leaseMs?: number;
   /**
@@ -53,9 +55,13 @@ export interface RelayOptions {
    * defaults.
    */
   readonly publishTimeoutMs?: number;
-  /** Polling interval when idle (the fallback when notifications are off or lost). Default 1 000. */
+  /**
+   * Polling interval when idle (the fallback when notifications are off or lost, and the only
+   * way on MySQL and MariaDB, which have no notifications: an event committed while the
+   * relay is idle waits up to this long there). Default 1 000.
+   */
   readonly pollIntervalMs?: number;
-  /** Wake on LISTEN/NOTIFY. Default `true`; polling alone when `false`. */
+  /** Wake on LISTEN/NOTIFY (PostgreSQL). Default `true`; polling alone when `false`. */
   readonly notify?: boolean;
   /**
    * What happens to an event once published: `'delete'` (default) deletes it at once — the

@@ -9,6 +9,8 @@ import {
   type StoreDistribution,
 } from '../../store/distribution';
 import type { EncodedEvent } from '../encode';
+import { isMysql } from '../../store/dialect';
+import { mysqlDeleteInserted, mysqlInsertEvents } from './mysql/insert';
 
 /**
  * Inserts events in the caller's transaction and, when `channel` is given, queues a
@@ -26,6 +28,7 @@ export async function insertEvents(
   channel: string | null,
   distribution: StoreDistribution = 'none',
 ): Promise<Map<string, string>> {
+  if (isMysql(names)) return mysqlInsertEvents(tx, names, events, channel);
   const shape = outboxInsertShape(distribution);
   const values: string[] = [];
   const bindings: unknown[] = [];
@@ -83,6 +86,7 @@ export async function deleteInserted(
   names: MigrationNames,
   rowIds: readonly string[],
 ): Promise<void> {
+  if (isMysql(names)) return mysqlDeleteInserted(tx, names, rowIds);
   if (rowIds.length === 0) return;
   await runSql(tx, `delete from ${names.table('outbox')} where id = any(?::bigint[])`, [
     `{${rowIds.join(',')}}`,

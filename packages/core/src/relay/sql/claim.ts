@@ -6,6 +6,8 @@ import { ascendingId, idsAscending } from '../row-order';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 import type { ClaimedRow } from './claimed-row';
 import { statementCache } from '../../store/statement-cache';
+import { isMysql } from '../../store/dialect';
+import { mysqlClaimBatch } from './mysql/claim';
 
 export type { ClaimedRow } from './claimed-row';
 
@@ -252,6 +254,7 @@ export async function claimBatch(
   store: StatementStore,
   request: ClaimRequest,
 ): Promise<Claim> {
+  if (isMysql(store)) return mysqlClaimBatch(trx, store, request);
   const result = await prepared(
     store,
     trx,

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { MigrationNames } from '../../store/migration';
+import { isMysql } from '../../store/dialect';
+import { mysqlDeletePublishedBatch } from './mysql/cleanup';
 
 /**
  * The statement that deletes at most `limit` published events published more than
@@ -32,6 +34,7 @@ export async function deletePublishedBatch(
   olderThanMs: number,
   limit: number,
 ): Promise<number> {
+  if (isMysql(names)) return mysqlDeletePublishedBatch(knex, names, olderThanMs, limit);
   const result = await knex.raw(deletePublishedSql(names), [olderThanMs, limit]);
   const r = result as { rowCount?: number | null; affectedRows?: number } | null;
   return Number(r?.rowCount ?? r?.affectedRows ?? 0);

@@ -7,6 +7,8 @@ import {
   schemaIsDistributable,
 } from '../../store/distribution';
 import type { ClaimedRow } from './claim';
+import { isMysql } from '../../store/dialect';
+import { mysqlRequeueDead, mysqlSelectDead } from './mysql/dead';
 
 /** A dead outbox row as stored. @internal */
 export interface DeadRow extends Omit<ClaimedRow, 'id'> {
@@ -25,6 +27,7 @@ export async function selectDead(
   limit: number,
   afterId: string | null,
 ): Promise<DeadRow[]> {
+  if (isMysql(names)) return mysqlSelectDead(knex, names, limit, afterId);
   const result = await knex.raw(
     `select id, destination, partition_key, message_id, headers, payload, attempts, last_error,
             created_at, available_at
@@ -49,6 +52,7 @@ export async function requeueDead(
   id: string,
   channel: string | null,
 ): Promise<string | null> {
+  if (isMysql(names)) return mysqlRequeueDead(knex, names, id, channel);
   const t = names.table('outbox');
   return knex.transaction(async (trx) => {
     const distributable = await schemaIsDistributable(trx, names);

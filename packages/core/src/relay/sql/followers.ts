@@ -7,6 +7,8 @@ import { columns, keyAfter, type ClaimedRow } from './claim';
 import { idArray } from './id-array';
 import { packedSql, unpackRows, type PackedRow } from './packed-rows';
 import { statementCache } from '../../store/statement-cache';
+import { isMysql } from '../../store/dialect';
+import { mysqlReadFollowers } from './mysql/followers';
 
 /**
  * The statement that continues a claim: the next pending events of keys this transaction
@@ -55,6 +57,7 @@ export async function readFollowers(
   cursors: ReadonlyMap<string, string>,
   limit: number,
 ): Promise<ClaimedRow[]> {
+  if (isMysql(store)) return mysqlReadFollowers(trx, store, cursors, limit);
   if (cursors.size === 0) return [];
   const result = await prepared(store, trx, statement(store.names, null), [
     [...cursors.keys()],

@@ -3,6 +3,8 @@ import { rowsOf } from '../../store/migrate';
 import { prepared, type StatementStore } from '../../store/prepared';
 import { idArray } from './id-array';
 import { statementCache } from '../../store/statement-cache';
+import { isMysql } from '../../store/dialect';
+import { mysqlMarkFailed, mysqlMarkPublished } from './mysql/mark';
 
 /** One failed publish to record. @internal */
 export interface FailureMark {
@@ -52,6 +54,7 @@ export async function markPublished(
   ids: readonly string[],
   remove: boolean,
 ): Promise<number> {
+  if (isMysql(store)) return mysqlMarkPublished(trx, store, ids, remove);
   if (ids.length === 0) return 0;
   const result = await prepared(store, trx, published(store.names, remove), [idArray(ids)]);
   const r = result as { rowCount?: number | null; affectedRows?: number } | null;
@@ -68,6 +71,7 @@ export async function markFailed(
   store: StatementStore,
   failures: readonly FailureMark[],
 ): Promise<string[]> {
+  if (isMysql(store)) return mysqlMarkFailed(trx, store, failures);
   if (failures.length === 0) return [];
   const result = await prepared(store, trx, failed(store.names, null), [
     idArray(failures.map((f) => f.id)),

@@ -4,6 +4,8 @@ import type { MigrationNames } from '../../store/migration';
 import { prepared, type StatementStore } from '../../store/prepared';
 import { statementCache } from '../../store/statement-cache';
 import { claimedRows, columns, keyAfter, type ClaimedRow } from './claim';
+import { isMysql } from '../../store/dialect';
+import { mysqlClaimByKeys } from './mysql/scan-keys';
 
 /**
  * The statement that looks for heads beyond the claim's window: it walks the distinct keys
@@ -113,6 +115,7 @@ export async function claimByKeys(
   exclude: readonly string[],
   limit: number,
 ): Promise<ClaimedRow[]> {
+  if (isMysql(store)) return mysqlClaimByKeys(trx, store, cursor, keys, exclude, limit);
   const from = cursor.key;
   const bindings: Knex.RawBinding[] = [keys, [...exclude], limit];
   if (from !== null) bindings.unshift(from);

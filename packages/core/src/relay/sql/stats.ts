@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { rowsOf } from '../../store/migrate';
 import type { MigrationNames } from '../../store/migration';
+import { isMysql } from '../../store/dialect';
+import { mysqlReadTableStats } from './mysql/stats';
 
 /** What the outbox table holds right now. @internal */
 export interface TableStats {
@@ -11,6 +13,7 @@ export interface TableStats {
 
 /** Counts pending and dead events and the age of the oldest pending one (partial indexes only). */
 export async function readTableStats(knex: Knex, names: MigrationNames): Promise<TableStats> {
+  if (isMysql(names)) return mysqlReadTableStats(knex, names);
   const t = names.table('outbox');
   const result = await knex.raw(
     `select

@@ -139,11 +139,12 @@ export const mysqlSchema: Migration = {
        key ${name('dead_letters_dead_at_idx')} (dead_at),
        key ${name('dead_letters_waiting_idx')} (consumer, reason, requeued_at, dead_at)
      ) engine=InnoDB`,
+    // NO PAD binary text (MariaDB's /*M!…*/, MySQL's /*!80017…*/): utf8mb4_bin makes 'a ' 'a'.
     `create table if not exists ${table('outbox')} (
        id bigint not null auto_increment primary key,
-       destination varchar(255) ${EXACT} not null,
-       partition_key varchar(255) ${EXACT},
-       message_id ${MESSAGE_ID} not null,
+       destination varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */ not null,
+       partition_key varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */,
+       message_id varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */ not null,
        headers json not null,
        payload longblob not null,
        created_at datetime(6) not null default ${NOW},
