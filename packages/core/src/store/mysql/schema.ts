@@ -1,30 +1,23 @@
 import type { Migration } from '../migration';
 
-/**
- * Text compared as PostgreSQL compares `text`: byte for byte. MySQL's default collations
- * ignore case and trailing spaces, which would make `A` and `a` (or `a` and `a `) one message.
- */
-const EXACT = 'character set utf8mb4 collate utf8mb4_bin';
 /** Hex digests and fixed words: one byte per character keeps the composite keys short. */
 const ASCII = 'character set ascii collate ascii_bin';
 
 /**
+ * Text compared as PostgreSQL compares `text`: byte for byte. MySQL's default collations ignore
+ * case, and even `utf8mb4_bin` is a PAD SPACE collation, under which `a` and `a ` are equal, so
+ * one key. This is each server's NO PAD binary collation, through executable comments:
+ * `/*M!…*\/` runs on MariaDB only (10.6+: `utf8mb4_nopad_bin`), and MariaDB skips MySQL's 8.0
+ * ones (`/*!80017…*\/`: `utf8mb4_0900_bin`, 8.0.17+). Two ids are two messages unless
+ * byte-equal.
+ *
  * The widths below keep every composite key under InnoDB's 3 072-byte index limit (4 bytes per
  * utf8mb4 character): consumer 200, scope 255, message id 255 characters — the inbox's and the
  * outbox's default limits, which on MySQL are also their maximum (see docs/store.md, "MySQL
  * and MariaDB").
  */
-const MESSAGE_ID = `varchar(255) ${EXACT}`;
-/**
- * {@link EXACT} without its padding: `utf8mb4_bin` is a PAD SPACE collation, under which `a`
- * and `a ` are equal, so one primary key. The NO PAD binary collation of each server, through
- * executable comments: `/*M!…*\/` runs on MariaDB only (10.6+: `utf8mb4_nopad_bin`), and
- * MariaDB skips MySQL's 8.0 ones (`/*!80017…*\/`: `utf8mb4_0900_bin`, 8.0.17+). For the keys
- * of the inbox and the dead letters, where two ids are two messages unless byte-equal.
- */
 const EXACT_KEY =
   'character set utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */';
-/** Consumers and scopes key only the inbox's and the dead letters' tables. */
 const CONSUMER = `varchar(200) ${EXACT_KEY}`;
 const SCOPE = `varchar(255) ${EXACT_KEY}`;
 const MESSAGE_ID_KEY = `varchar(255) ${EXACT_KEY}`;
@@ -139,12 +132,11 @@ export const mysqlSchema: Migration = {
        key ${name('dead_letters_dead_at_idx')} (dead_at),
        key ${name('dead_letters_waiting_idx')} (consumer, reason, requeued_at, dead_at)
      ) engine=InnoDB`,
-    // NO PAD binary text (MariaDB's /*M!…*/, MySQL's /*!80017…*/): utf8mb4_bin makes 'a ' 'a'.
     `create table if not exists ${table('outbox')} (
        id bigint not null auto_increment primary key,
-       destination varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */ not null,
-       partition_key varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */,
-       message_id varchar(255) charset utf8mb4 collate /*M!100600 utf8mb4_nopad_bin */ /*!80017 utf8mb4_0900_bin */ not null,
+       destination varchar(255) ${EXACT_KEY} not null,
+       partition_key varchar(255) ${EXACT_KEY},
+       message_id ${MESSAGE_ID_KEY} not null,
        headers json not null,
        payload longblob not null,
        created_at datetime(6) not null default ${NOW},
