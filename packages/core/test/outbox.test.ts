@@ -435,7 +435,8 @@ describe.each(ALL_STORE_VARIANTS)('outbox on %s', (_label, kind, options) => {
     );
     await expect(
       store.knex.transaction((trx) =>
-        outbox.add(trx, { destination: 'd', payload: 0, messageId: 'id ' }),
+        // Under its key: on a distributable schema ids are unique per distribution key.
+        outbox.add(trx, { destination: 'd', key: 'ids', payload: 0, messageId: 'id ' }),
       ),
     ).rejects.toMatchObject({ code: 'DUPLICATE_MESSAGE_ID' });
     const publisher = createMemoryPublisher();
