@@ -554,6 +554,62 @@ describe.each(['postgres', 'mysql'] as const)('two relays on %s', (kind) => {
     expect(await second.runOnce()).toMatchObject({ claimed: 1, published: 1 });
     expect(payloadsOf(publisher.byKey('held'))).toEqual([3]);
   });
+
+  // MySQL has no per-transaction lease: MariaDB's idle_transaction_timeout (the store's
+  // idleInTransactionMs) is what ends a stuck relay's claim there.
+  (kind === 'mysql' ? it : it.skip)(
+    "ends a stuck relay's claim at the store's idleInTransactionMs on MariaDB",
+    async () => {
+      await store.knex.raw(`delete from ${store.names.table('outbox')}`);
+      await store.knex.transaction((trx) =>
+        createOutbox({ store }).add(trx, [
+          { destination: 'd', key: 'stuck', payload: 1 },
+          { destination: 'd', key: 'stuck', payload: 2 },
+        ]),
+      );
+      const stuckStore = await createStore({
+        connectionString: mysqlUrl(),
+        schema: store.schema,
+        timeouts: { idleInTransactionMs: 1_000 },
+      });
+      let release: (() => void) | undefined;
+      const stuck = createRelay({
+        store: stuckStore,
+        onPublished: 'keep',
+        claimHoldMs: 0,
+        publisher: {
+          publish: async (messages) => {
+            await new Promise<void>((resolve) => (release = resolve));
+            return messages.map((m) => ({ messageId: m.messageId, ok: true as const }));
+          },
+          close: async () => undefined,
+        },
+      });
+      try {
+        const inFlight = stuck.runOnce().catch((error: unknown) => error);
+        await waitFor('the stuck relay to hold its batch', () => release !== undefined, SOON);
+        // The server ends the idle transaction, and with it the claim: another relay takes over.
+        const publisher = createMemoryPublisher();
+        const other = createRelay({ store, onPublished: 'keep', publisher });
+        await waitFor(
+          'the other relay to publish the stuck key',
+          async () => {
+            await other.runOnce();
+            return publisher.byKey('stuck').length === 2;
+          },
+          SOON,
+        );
+        expect(payloadsOf(publisher.byKey('stuck'))).toEqual([1, 2]);
+        release!();
+        // The stuck relay's marks find its connection gone: its cycle fails, nothing is lost.
+        expect(await inFlight).toBeInstanceOf(Error);
+        expect(await statusCounts(store)).toEqual({ published: 2 });
+      } finally {
+        release?.();
+        await stuckStore.close();
+      }
+    },
+  );
 });
 
 /** A minimal OpenTelemetry meter that records what the relay reports. */
