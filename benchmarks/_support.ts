@@ -162,7 +162,8 @@ export async function commitToPublishLatency(
       inFlight.push(
         store.knex
           .transaction(async (trx) => {
-            await trx.raw('set local synchronous_commit = off');
+            // PostgreSQL's; MySQL's commit flush is a server setting (innodb_flush_log_at_trx_commit).
+            if (store.dialect !== 'mysql') await trx.raw('set local synchronous_commit = off');
             return outbox.add(trx, { destination: 'lat', key, payload: { n } });
           })
           .then(([id]) => {

@@ -23,9 +23,11 @@
  * relay, from the relay's start to the last event published.
  *
  * Environment: BENCH_EVENTS (default 20 000), BENCH_ROUNDS (5), BENCH_RATE (1 000/s),
- * BENCH_SECONDS (4), BENCH_CONCURRENCY (relay loops, 2).
+ * BENCH_SECONDS (4), BENCH_CONCURRENCY (relay loops, 2). With a `mysql://` or `mariadb://`
+ * DATABASE_URL it runs `_relay-mysql.ts` instead.
  */
 import { randomBytes } from 'node:crypto';
+import { mysqlRelayMain } from './_relay-mysql';
 import {
   createMemoryPublisher,
   createOutbox,
@@ -178,6 +180,8 @@ async function handLoop(
 }
 
 export async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL ?? '';
+  if (/^(mysql|mariadb):\/\//.test(url)) return mysqlRelayMain(url);
   const schema = `bench_relay_${randomBytes(4).toString('hex')}`;
   const store = await createStore({
     connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
