@@ -65,9 +65,12 @@ async function main(): Promise<void> {
     onProgress: progress.update,
     onEvent: progress.note,
   };
+  const database = /^(mysql|mariadb):/.test(process.env.DATABASE_URL ?? '')
+    ? 'MySQL/MariaDB'
+    : 'PostgreSQL';
   console.log(
     `order service: ${counts.orders ?? 2000} orders through 4 processes (orders, payments, shipping, ` +
-      'provider) on PostgreSQL, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates',
+      `provider) on ${database}, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates`,
   );
   const report = await printReport(progress, runOrderService(options));
   console.log(`service logs: ${report.logDir}`);
