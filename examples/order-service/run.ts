@@ -1,7 +1,8 @@
 /**
  * `pnpm example:orders [--orders N] [--concurrency C] [--kills K] [--seed S] [--keep]
  * [--orders-app express|nestjs]`: the order-service example end to end on the local
- * PostgreSQL, Kafka and RabbitMQ (`pnpm services:up`): migrates each service's schema,
+ * PostgreSQL (or MySQL/MariaDB, a `mysql://` DATABASE_URL), Kafka and RabbitMQ
+ * (`pnpm services:up`): migrates each service's schema,
  * starts the orders, payments, shipping and provider processes, sends the orders with
  * retries and duplicates while it SIGKILLs each service and re-publishes messages, waits
  * until the flow settles, prints one table of checks and exits 1 when an invariant does not
@@ -56,6 +57,11 @@ async function main(): Promise<void> {
   if (app !== 'express' && app !== 'nestjs') {
     throw new FlagError(`--orders-app must be express or nestjs, got ${JSON.stringify(app)}`);
   }
+  const mysql = /^(mysql|mariadb):/.test(process.env.DATABASE_URL ?? '');
+  if (app === 'nestjs' && mysql) {
+    // Its orders service writes through Drizzle on node-postgres and justonce's Drizzle adapter.
+    throw new FlagError('--orders-app nestjs runs on PostgreSQL only, not on a mysql:// URL');
+  }
   const progress = progressReporter();
   const options: OrderServiceOptions = {
     ...counts,
@@ -65,9 +71,10 @@ async function main(): Promise<void> {
     onProgress: progress.update,
     onEvent: progress.note,
   };
+  const database = mysql ? 'MySQL/MariaDB' : 'PostgreSQL';
   console.log(
     `order service: ${counts.orders ?? 2000} orders through 4 processes (orders, payments, shipping, ` +
-      'provider) on PostgreSQL, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates',
+      `provider) on ${database}, Kafka and RabbitMQ, with SIGKILLs, retries and duplicates`,
   );
   const report = await printReport(progress, runOrderService(options));
   console.log(`service logs: ${report.logDir}`);

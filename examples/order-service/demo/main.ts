@@ -1,6 +1,6 @@
 /**
  * `pnpm demo [--orders N] [--seed S] [--concurrency C]`: the order-service flow in one
- * process on embedded PGlite (or PostgreSQL when DATABASE_URL is set) and the in-memory
+ * process on embedded PGlite (or PostgreSQL, MySQL or MariaDB when DATABASE_URL is set) and the in-memory
  * broker, with faults injected everywhere; prints one table of checks and exits 1 when an
  * invariant does not hold. DEMO_ORDERS sets N as well. See docs/demo.md.
  */
@@ -9,12 +9,21 @@ import { cliArgs, flowCounts, FLOW_OPTIONS, printReport, reportFailure } from '.
 import { progressReporter } from '../report/progress';
 import { runDemo, type DemoOptions } from './run';
 
+/** What the demo runs on, as its first line says. */
+function databaseName(databaseUrl: string | undefined): string {
+  if (databaseUrl === undefined) return 'PGlite (embedded, in memory)';
+  return /^(mysql|mariadb):/.test(databaseUrl)
+    ? 'MySQL/MariaDB (DATABASE_URL)'
+    : 'PostgreSQL (DATABASE_URL)';
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ args: cliArgs(), options: FLOW_OPTIONS });
   if (values.help) {
     console.log(
       'usage: pnpm demo [--orders N] [--seed S] [--concurrency C]\n' +
-        '  DEMO_ORDERS=N sets the number of orders; DATABASE_URL runs it on PostgreSQL.',
+        '  DEMO_ORDERS=N sets the number of orders; DATABASE_URL runs it on PostgreSQL,\n' +
+        '  or on MySQL/MariaDB with a mysql:// URL.',
     );
     return;
   }
@@ -28,7 +37,7 @@ async function main(): Promise<void> {
   };
   console.log(
     `justonce demo: orders → payments → shipping in one process on ` +
-      `${databaseUrl ? 'PostgreSQL (DATABASE_URL)' : 'PGlite (embedded, in memory)'} and the in-memory broker, ` +
+      `${databaseName(databaseUrl)} and the in-memory broker, ` +
       'with duplicate requests and deliveries, crashes and provider failures',
   );
   console.log(

@@ -1,6 +1,6 @@
 /**
  * `pnpm demo` as a function: the order-service flow in one process on the embedded default
- * (PGlite, or PostgreSQL with `databaseUrl`) and the in-memory broker. Real HTTP requests
+ * (PGlite, or PostgreSQL or MySQL/MariaDB with `databaseUrl`) and the in-memory broker. Real HTTP requests
  * create the orders, with retries and duplicates; the broker duplicates deliveries, hands
  * some to two handlers at once and crashes consumers at every inbox step; failures are
  * injected at the steps of the order and payment writes. It never throws for a broken
@@ -30,7 +30,10 @@ import { openDemoStores, type DemoStores } from './stores';
 export interface DemoOptions {
   /** Orders to create. Default 200. */
   readonly orders?: number;
-  /** PostgreSQL to run on; PGlite (embedded, in memory) when omitted. */
+  /**
+   * PostgreSQL, or MySQL/MariaDB (`mysql://`), to run on; PGlite (embedded, in memory) when
+   * omitted.
+   */
   readonly databaseUrl?: string;
   /** Seed of the random choices. Default 2024. */
   readonly seed?: number;

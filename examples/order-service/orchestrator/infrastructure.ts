@@ -5,7 +5,6 @@
  */
 import amqplib, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import pg from 'pg';
 import { createStore, type Store } from '@justonce/core';
 import type { ServiceConfig } from '../config';
 import { createOrdersTables } from '../orders/app';
@@ -43,6 +42,34 @@ async function reachable<T>(what: string, address: string, open: () => Promise<T
   }
 }
 
+/** Opens a store on the provider's schema, to create its tables and drop the run's schemas. */
+async function openProviderStore(config: ServiceConfig): Promise<Store> {
+  const database = /^(mysql|mariadb):/.test(config.databaseUrl) ? 'MySQL' : 'PostgreSQL';
+  return reachable(database, config.databaseUrl, async () => {
+    const store = await createStore({
+      connectionString: config.databaseUrl,
+      schema: config.names.schemas.provider,
+      pool: { max: 1 },
+    });
+    try {
+      await store.knex.raw('select 1');
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
+  });
+}
+
+/** Drops the schema of `store` (on MySQL, its database) with everything in it. */
+function dropSchema(on: Store, store: Store): Promise<unknown> {
+  return on.knex.raw(
+    store.dialect === 'mysql'
+      ? `drop database if exists ${store.names.schema}`
+      : `drop schema if exists ${store.names.schema} cascade`,
+  );
+}
+
 async function openStore(config: ServiceConfig, schema: string): Promise<Store> {
   const store = await createStore({ connectionString: config.databaseUrl, schema });
   await store.migrate();
@@ -52,9 +79,8 @@ async function openStore(config: ServiceConfig, schema: string): Promise<Store> 
 /** Migrates each service's schema, creates the topic, connects the orchestrator's clients. */
 export async function prepareInfrastructure(config: ServiceConfig): Promise<Infrastructure> {
   const { names } = config;
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 1 });
-  await reachable('PostgreSQL', config.databaseUrl, () => pool.query('select 1'));
-  await createLedgerTables(pool, names.schemas.provider);
+  const provider = await openProviderStore(config);
+  await createLedgerTables(provider);
   const stores: ServiceStores = {
     orders: await openStore(config, names.schemas.orders),
     payments: await openStore(config, names.schemas.payments),
@@ -84,7 +110,7 @@ export async function prepareInfrastructure(config: ServiceConfig): Promise<Infr
   // Declared as the shipping consumer declares it, so the payments relay can publish to it
   // before shipping first starts.
   await channel.assertQueue(names.paymentQueue, { durable: true });
-  const ledger = sqlLedger(config.databaseUrl, names.schemas.provider);
+  const ledger = await sqlLedger(config.databaseUrl, names.schemas.provider);
 
   const close = async (keep: boolean): Promise<void> => {
     await producer.disconnect();
@@ -104,15 +130,13 @@ export async function prepareInfrastructure(config: ServiceConfig): Promise<Infr
         await channel.deleteQueue(name);
       }
       await channel.deleteExchange(`${queue}.dlx`);
-      for (const schema of Object.values(names.schemas)) {
-        await pool.query(`drop schema if exists "${schema}" cascade`);
-      }
+      for (const store of [...Object.values(stores), provider]) await dropSchema(provider, store);
     }
     await admin.disconnect();
     await connection.close();
     await ledger.close();
     await Promise.all(Object.values(stores).map((store) => store.close()));
-    await pool.end();
+    await provider.close();
   };
   return { stores, ledger, admin, producer, channel, close };
 }

@@ -11,7 +11,8 @@ import { rowsOf, type Store } from '@justonce/core';
 interface PublishedRow {
   message_id: string;
   partition_key: string | null;
-  headers: Record<string, unknown>;
+  /** A JSON column: an object on PostgreSQL and MySQL, its text on MariaDB. */
+  headers: Record<string, unknown> | string;
   payload: Buffer;
 }
 
@@ -38,7 +39,8 @@ async function published(
 
 function stringHeaders(row: PublishedRow): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(row.headers)) {
+  const stored: unknown = typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers;
+  for (const [name, value] of Object.entries(stored ?? {})) {
     if (typeof value === 'string') headers[name] = value;
   }
   headers['message-id'] = row.message_id;

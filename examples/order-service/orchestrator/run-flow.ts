@@ -224,6 +224,7 @@ export async function runOrderService(
     );
     const unexpected = processes.unexpectedExits();
     await processes.stopAll();
+    const database = infra.stores.orders.dialect === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL';
     const ordersNote =
       options.ordersEntry === undefined
         ? ''
@@ -236,7 +237,7 @@ export async function runOrderService(
       { name: 'no service exited unless killed', ok: SERVICES.every((s) => unexpected[s] === 0) },
     ]);
     return {
-      title: `order service: 4 processes on PostgreSQL, Kafka and RabbitMQ (run ${names.run}${ordersNote})`,
+      title: `order service: 4 processes on ${database}, Kafka and RabbitMQ (run ${names.run}${ordersNote})`,
       orders: total,
       load,
       outcome,

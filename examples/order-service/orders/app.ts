@@ -35,17 +35,29 @@ export interface OrdersAppOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** Creates the orders table. No unique index on the key, on purpose: a double would show. */
+/**
+ * Creates the orders table, on PostgreSQL (PGlite) or MySQL (MariaDB). No unique index on the
+ * key, on purpose: a double would show.
+ */
 export async function createOrdersTables(store: Store): Promise<void> {
   await store.knex.raw(
-    `create table if not exists ${store.names.table('orders')} (
-       order_id uuid primary key,
-       idempotency_key text not null,
-       customer_id text not null,
-       amount_cents integer not null,
-       currency text not null,
-       created_at timestamptz not null default clock_timestamp()
-     )`,
+    store.dialect === 'mysql'
+      ? `create table if not exists ${store.names.table('orders')} (
+           order_id char(36) primary key,
+           idempotency_key varchar(255) not null,
+           customer_id varchar(255) not null,
+           amount_cents integer not null,
+           currency varchar(255) not null,
+           created_at datetime(6) not null default current_timestamp(6)
+         )`
+      : `create table if not exists ${store.names.table('orders')} (
+           order_id uuid primary key,
+           idempotency_key text not null,
+           customer_id text not null,
+           amount_cents integer not null,
+           currency text not null,
+           created_at timestamptz not null default clock_timestamp()
+         )`,
   );
 }
 

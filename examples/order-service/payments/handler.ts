@@ -45,16 +45,27 @@ export interface PaymentsOptions {
   readonly onStep?: (step: PaymentStep, orderId: string) => void;
 }
 
-/** Creates the payments table. No unique index on the order id, on purpose: a double would show. */
+/**
+ * Creates the payments table, on PostgreSQL (PGlite) or MySQL (MariaDB). No unique index on
+ * the order id, on purpose: a double would show.
+ */
 export async function createPaymentsTables(store: Store): Promise<void> {
   await store.knex.raw(
-    `create table if not exists ${store.names.table('payments')} (
-       id bigint generated always as identity primary key,
-       order_id uuid not null,
-       payment_id text not null,
-       amount_cents integer not null,
-       captured_at timestamptz not null default clock_timestamp()
-     )`,
+    store.dialect === 'mysql'
+      ? `create table if not exists ${store.names.table('payments')} (
+           id bigint auto_increment primary key,
+           order_id char(36) not null,
+           payment_id varchar(255) not null,
+           amount_cents integer not null,
+           captured_at datetime(6) not null default current_timestamp(6)
+         )`
+      : `create table if not exists ${store.names.table('payments')} (
+           id bigint generated always as identity primary key,
+           order_id uuid not null,
+           payment_id text not null,
+           amount_cents integer not null,
+           captured_at timestamptz not null default clock_timestamp()
+         )`,
   );
 }
 

@@ -1,10 +1,10 @@
 /**
  * The fake payment provider's books: one charge per idempotency key, and one line per call.
- * Two kinds: in memory (the one-process demo) and in PostgreSQL tables of the provider's own
- * schema (the multi-process example, where the provider is killed too and must not forget
- * what it charged).
+ * Two kinds: in memory (the one-process demo) and in tables of the provider's own schema, on
+ * PostgreSQL or MySQL/MariaDB (the multi-process example, where the provider is killed too
+ * and must not forget what it charged).
  */
-import pg from 'pg';
+import { createStore, rowsOf, type Store } from '@justonce/core';
 
 /** What the payments service asks the provider to charge. */
 export interface ChargeRequest {
@@ -90,11 +90,38 @@ export function memoryLedger(): Ledger {
   };
 }
 
-/** Creates the provider's tables in `schema` (idempotent). */
-export async function createLedgerTables(pool: pg.Pool, schema: string): Promise<void> {
-  await pool.query(`create schema if not exists "${schema}"`);
-  await pool.query(
-    `create table if not exists "${schema}".charges (
+/**
+ * Creates the provider's schema (on MySQL, its database) and tables, if missing. `store` is
+ * opened on that schema; it needs no migration.
+ */
+export async function createLedgerTables(store: Store): Promise<void> {
+  const { names } = store;
+  if (store.dialect === 'mysql') {
+    await store.knex.raw(`create database if not exists ${names.schema}`);
+    // The key is compared byte for byte, as PostgreSQL's text is.
+    await store.knex.raw(
+      `create table if not exists ${names.table('charges')} (
+         idempotency_key varbinary(255) primary key,
+         payment_id varchar(255) not null,
+         order_id varchar(255) not null,
+         amount_cents integer not null,
+         currency varchar(255) not null,
+         created_at datetime(6) not null default current_timestamp(6)
+       )`,
+    );
+    await store.knex.raw(
+      `create table if not exists ${names.table('calls')} (
+         id bigint auto_increment primary key,
+         outcome varchar(32) not null,
+         slow boolean not null,
+         at datetime(6) not null default current_timestamp(6)
+       )`,
+    );
+    return;
+  }
+  await store.knex.raw(`create schema if not exists ${names.schema}`);
+  await store.knex.raw(
+    `create table if not exists ${names.table('charges')} (
        idempotency_key text primary key,
        payment_id text not null,
        order_id text not null,
@@ -103,8 +130,8 @@ export async function createLedgerTables(pool: pg.Pool, schema: string): Promise
        created_at timestamptz not null default clock_timestamp()
      )`,
   );
-  await pool.query(
-    `create table if not exists "${schema}".calls (
+  await store.knex.raw(
+    `create table if not exists ${names.table('calls')} (
        id bigint generated always as identity primary key,
        outcome text not null,
        slow boolean not null,
@@ -120,32 +147,64 @@ interface ChargeRow {
   currency: string;
 }
 
-/** Books in the tables of `schema` (see {@link createLedgerTables}). */
-export function sqlLedger(connectionString: string, schema: string): Ledger {
-  const pool = new pg.Pool({ connectionString, max: 8 });
-  const charges = `"${schema}".charges`;
-  const calls = `"${schema}".calls`;
+/** True for MySQL's duplicate-key error (`ER_DUP_ENTRY`). */
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && error.code === 'ER_DUP_ENTRY';
+}
+
+/**
+ * Inserts the charge `paymentId` of `request` under `key`; resolves to whether this call
+ * inserted it (`false`: the key has a charge already).
+ */
+async function insertCharge(
+  store: Store,
+  key: string,
+  paymentId: string,
+  request: ChargeRequest,
+): Promise<boolean> {
+  const insert = `insert into ${store.names.table('charges')}
+      (idempotency_key, payment_id, order_id, amount_cents, currency) values (?, ?, ?, ?, ?)`;
+  const values = [key, paymentId, request.orderId, request.amountCents, request.currency];
+  if (store.dialect !== 'mysql') {
+    const inserted = await store.knex.raw(
+      `${insert} on conflict (idempotency_key) do nothing returning 1`,
+      values,
+    );
+    return rowsOf(inserted).length > 0;
+  }
+  try {
+    await store.knex.raw(insert, values);
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
+}
+
+/**
+ * Books in the tables of `schema` (see {@link createLedgerTables}) on the PostgreSQL or
+ * MySQL/MariaDB at `connectionString`.
+ */
+export async function sqlLedger(connectionString: string, schema: string): Promise<Ledger> {
+  const store = await createStore({ connectionString, schema, pool: { max: 8 } });
+  const { knex, names } = store;
+  const charges = names.table('charges');
+  const calls = names.table('calls');
   return {
     async charge(key, request) {
       // The key's first call inserts; every later one reads the stored charge. The read is a
       // statement of its own: one that raced the insert must see it committed.
-      const inserted = await pool.query<ChargeRow>(
-        `insert into ${charges} (idempotency_key, payment_id, order_id, amount_cents, currency)
-         values ($1, $2, $3, $4, $5)
-         on conflict (idempotency_key) do nothing
-         returning payment_id, order_id, amount_cents, currency`,
-        [key, newPaymentId(), request.orderId, request.amountCents, request.currency],
+      const paymentId = newPaymentId();
+      if (await insertCharge(store, key, paymentId, request)) {
+        return { charge: { ...request, paymentId, status: 'captured' }, replayed: false };
+      }
+      const [row] = rowsOf<ChargeRow>(
+        await knex.raw(
+          `select payment_id, order_id, amount_cents, currency from ${charges}
+            where idempotency_key = ?`,
+          [key],
+        ),
       );
-      const replayed = inserted.rows.length === 0;
-      const row = replayed
-        ? (
-            await pool.query<ChargeRow>(
-              `select payment_id, order_id, amount_cents, currency from ${charges}
-                where idempotency_key = $1`,
-              [key],
-            )
-          ).rows[0]
-        : inserted.rows[0];
       if (row === undefined) throw new Error(`charge ${key} vanished`);
       const charge: Charge = {
         paymentId: row.payment_id,
@@ -154,32 +213,36 @@ export function sqlLedger(connectionString: string, schema: string): Ledger {
         currency: row.currency,
         status: 'captured',
       };
-      return { charge, replayed };
+      return { charge, replayed: true };
     },
     async recordCall(outcome, slow) {
-      await pool.query(`insert into ${calls} (outcome, slow) values ($1, $2)`, [outcome, slow]);
+      await knex.raw(`insert into ${calls} (outcome, slow) values (?, ?)`, [outcome, slow]);
     },
     async stats() {
-      const { rows } = await pool.query<Record<keyof ProviderStats, string>>(
-        `select (select count(*) from ${calls}) as calls,
-                (select count(*) from ${charges}) as charges,
-                (select count(*) from ${calls} where outcome = 'replayed') as "duplicateCalls",
-                (select count(*) from ${calls} where outcome = 'unavailable') as unavailable,
-                (select count(*) from ${calls} where slow) as slow`,
+      const [row] = rowsOf<
+        Record<'calls' | 'charges' | 'duplicates' | 'unavailable' | 'slow', string | number>
+      >(
+        await knex.raw(
+          `select (select count(*) from ${calls}) as calls,
+                  (select count(*) from ${charges}) as charges,
+                  (select count(*) from ${calls} where outcome = 'replayed') as duplicates,
+                  (select count(*) from ${calls} where outcome = 'unavailable') as unavailable,
+                  (select count(*) from ${calls} where slow) as slow`,
+        ),
       );
-      const row = rows[0];
       return {
         calls: Number(row?.calls ?? 0),
         charges: Number(row?.charges ?? 0),
-        duplicateCalls: Number(row?.duplicateCalls ?? 0),
+        duplicateCalls: Number(row?.duplicates ?? 0),
         unavailable: Number(row?.unavailable ?? 0),
         slow: Number(row?.slow ?? 0),
       };
     },
     async chargedOrders() {
-      const { rows } = await pool.query<{ order_id: string }>(`select order_id from ${charges}`);
-      return rows.map((r) => r.order_id);
+      return rowsOf<{ order_id: string }>(await knex.raw(`select order_id from ${charges}`)).map(
+        (r) => r.order_id,
+      );
     },
-    close: () => pool.end(),
+    close: () => store.close(),
   };
 }

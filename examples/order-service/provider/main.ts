@@ -11,7 +11,7 @@ import { createProviderServer } from './server';
 serviceMain('provider', async () => {
   const config = configFromEnv();
   const schema = config.names.schemas.provider;
-  const ledger = sqlLedger(config.databaseUrl, schema);
+  const ledger = await sqlLedger(config.databaseUrl, schema);
   // A restarted provider draws a new sequence: the seed and the process id together.
   const random = seededRandom(config.seed * 1_000_003 + process.pid);
   const server = createProviderServer({

@@ -52,21 +52,32 @@ async function count(store: Store, sql: string, bindings: readonly string[] = []
   return Number(row?.n ?? 0);
 }
 
+/** `column` as text: a uuid is cast on PostgreSQL; MySQL keeps it as `char(36)`. */
+function asText(store: Store, column: string): string {
+  return store.dialect === 'mysql' ? column : `${column}::text`;
+}
+
 /** Order ids of the events in `store`'s outbox bound for `destination`. */
 function eventOrderIds(store: Store, destination: string): Promise<string[]> {
+  const orderId =
+    store.dialect === 'mysql'
+      ? `json_unquote(json_extract(convert(payload using utf8mb4), '$.orderId'))`
+      : `convert_from(payload, 'UTF8')::json->>'orderId'`;
   return column(
     store,
-    `select convert_from(payload, 'UTF8')::json->>'orderId' as v
-       from ${store.names.table('outbox')} where destination = ?`,
+    `select ${orderId} as v from ${store.names.table('outbox')} where destination = ?`,
     [destination],
   );
 }
 
 /** Shipments per order (epoch ms), for the latency. */
 async function shipmentTimes(store: Store): Promise<Map<string, number>> {
+  // The store's MySQL sessions run in UTC, which `unix_timestamp` reads a `datetime` in.
+  const epoch =
+    store.dialect === 'mysql' ? 'unix_timestamp(shipped_at)' : 'extract(epoch from shipped_at)';
   const rows = rowsOf<{ order_id: string; at: string | number }>(
     await store.knex.raw(
-      `select order_id::text, extract(epoch from shipped_at) * 1000 as at
+      `select ${asText(store, 'order_id')} as order_id, ${epoch} * 1000 as at
          from ${store.names.table('shipments')}`,
     ),
   );
@@ -84,7 +95,8 @@ export async function collectOutcome(
   const { orders, payments, shipping } = stores;
   const orderRows = rowsOf<{ order_id: string; idempotency_key: string }>(
     await orders.knex.raw(
-      `select order_id::text, idempotency_key from ${orders.names.table('orders')}`,
+      `select ${asText(orders, 'order_id')} as order_id, idempotency_key
+         from ${orders.names.table('orders')}`,
     ),
   );
   const keys = tally(
@@ -117,7 +129,7 @@ export async function collectOutcome(
       payments: tally(
         await column(
           payments,
-          `select order_id::text as v from ${payments.names.table('payments')}`,
+          `select ${asText(payments, 'order_id')} as v from ${payments.names.table('payments')}`,
         ),
         ids,
       ),
@@ -125,7 +137,7 @@ export async function collectOutcome(
       shipments: tally(
         await column(
           shipping,
-          `select order_id::text as v from ${shipping.names.table('shipments')}`,
+          `select ${asText(shipping, 'order_id')} as v from ${shipping.names.table('shipments')}`,
         ),
         ids,
       ),

@@ -5,15 +5,25 @@
 import { messageHandler, on, type Handler, type Store } from '@justonce/core';
 import { PaymentCaptured } from '../messages';
 
-/** Creates the shipments table. No unique index on the order id, on purpose: a double would show. */
+/**
+ * Creates the shipments table, on PostgreSQL (PGlite) or MySQL (MariaDB). No unique index on
+ * the order id, on purpose: a double would show.
+ */
 export async function createShippingTables(store: Store): Promise<void> {
   await store.knex.raw(
-    `create table if not exists ${store.names.table('shipments')} (
-       id bigint generated always as identity primary key,
-       order_id uuid not null,
-       payment_id text not null,
-       shipped_at timestamptz not null default clock_timestamp()
-     )`,
+    store.dialect === 'mysql'
+      ? `create table if not exists ${store.names.table('shipments')} (
+           id bigint auto_increment primary key,
+           order_id char(36) not null,
+           payment_id varchar(255) not null,
+           shipped_at datetime(6) not null default current_timestamp(6)
+         )`
+      : `create table if not exists ${store.names.table('shipments')} (
+           id bigint generated always as identity primary key,
+           order_id uuid not null,
+           payment_id text not null,
+           shipped_at timestamptz not null default clock_timestamp()
+         )`,
   );
 }
 
