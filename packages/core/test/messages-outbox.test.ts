@@ -32,7 +32,6 @@ interface Row {
   payload: Uint8Array;
 }
 
-// Not on MySQL yet: its effects table and its handler's inbox come with the inbox's port.
 describe.each(ALL_STORE_KINDS)('typed outbox.add on %s', (kind) => {
   let store: TestStore;
   let outbox: Outbox;
