@@ -151,4 +151,17 @@ describe('justonce on a MySQL URL', () => {
       tables: { dead_letters: { skipped: 'disabled' } },
     });
   });
+
+  it('cleanup --dead-letters 1s deletes the dead letters older than that', async () => {
+    // Made in the first test, many CLI runs ago: older than a second on the database's clock.
+    const [old] = await store
+      .knex(store.names.raw('dead_letters'))
+      .withSchema(SCHEMA)
+      .whereRaw('dead_at < current_timestamp(6) - interval 1 second')
+      .count({ n: '*' });
+    expect(Number(old?.n)).toBe(2);
+    const result = jsonOf(await my('cleanup', '--dead-letters', '1s', '--json'));
+    expect(result).toMatchObject({ complete: true, tables: { dead_letters: { deleted: 2 } } });
+    expect(jsonOf(await my('dead-letters', 'list', '--requeued', '--json'))).toEqual([]);
+  });
 });
