@@ -14,14 +14,14 @@ import {
 import { createMemoryBroker, type MemoryBroker, type MemoryConsumer } from '../src/testing';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 import { waitFor } from '../../../test-support/wait-for';
-import { STORE_VARIANTS, openTestStore } from './db';
+import { ALL_STORE_VARIANTS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
 const SOON = { timeoutMs: 15_000, intervalMs: 20 };
 
-describe.each(STORE_VARIANTS)('redeliverDeadLetter on %s', (_label, kind, options) => {
+describe.each(ALL_STORE_VARIANTS)('redeliverDeadLetter on %s', (_label, kind, options) => {
   let store: TestStore;
   let admin: Admin;
   let broker: MemoryBroker;
@@ -37,7 +37,8 @@ describe.each(STORE_VARIANTS)('redeliverDeadLetter on %s', (_label, kind, option
     admin = createAdmin(store);
     broker = createMemoryBroker({ crashRedeliveryDelayMs: 1, maxRetryDelayMs: 10 });
     // On PostgreSQL the relay polls once a minute only: it must be woken by the notification
-    // that redeliverDeadLetter sends. PGlite has no second session to notify, so it polls.
+    // that redeliverDeadLetter sends. PGlite has no second session to notify and MySQL no
+    // notifications at all, so there it polls.
     relay = createRelay({
       store,
       publisher: broker.publisher(),

@@ -8,7 +8,7 @@ import {
 } from '../src';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
 import { waitFor } from '../../../test-support/wait-for';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
@@ -24,7 +24,7 @@ function gate(): { opened: Promise<void>; open(): void } {
   return { opened, open };
 }
 
-describe.each(STORE_KINDS)('operations.release on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('operations.release on %s', (kind) => {
   let store: TestStore;
   let admin: Admin;
 
@@ -111,8 +111,8 @@ describe.each(STORE_KINDS)('operations.release on %s', (kind) => {
     expect(await ops.get(key)).toMatchObject({ status: 'SUCCEEDED', response: 'second' });
   });
 
-  // PostgreSQL only: PGlite has one connection, which the handler's open transaction holds.
-  if (kind === 'postgres') {
+  // Not on PGlite: it has one connection, which the handler's open transaction holds.
+  if (kind !== 'pglite') {
     it('an inbox claim is never held in progress: nothing to release', async () => {
       const consumer = freshId('inbox');
       const inbox = createInbox({ store, consumer });

@@ -15,7 +15,7 @@ import {
   type BulkDone,
   type BulkFailure,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { watchStatements } from './fixtures/statements';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
@@ -24,8 +24,31 @@ type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 const LETTERS = 2600;
 const EVENTS = 1800;
 
+/** The integers 1 to 9 999 as `s.i`, in a FROM clause: MySQL has no `generate_series`. */
+const MYSQL_SERIES = (() => {
+  const digits = `(select 0 as d union all ${[1, 2, 3, 4, 5, 6, 7, 8, 9]
+    .map((d) => `select ${d}`)
+    .join(' union all ')})`;
+  return `(select a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 1 as i
+             from ${digits} a, ${digits} b, ${digits} c, ${digits} e) as s`;
+})();
+
 /** `count` dead letters of consumers `c0` and `c1` in turn; every tenth requeued. */
 async function insertLetters(store: TestStore, count: number, prefix: string): Promise<void> {
+  if (store.dialect === 'mysql') {
+    await store.knex.raw(
+      `insert into ${store.names.table('dead_letters')}
+         (scope, consumer, message_id, dedupe, fingerprint, reason, error_code, error_message,
+          attempts, partition_key, headers, body, body_is_text, delivery, dead_at, requeued_at)
+       select 'default', concat('c', i % 2), concat(?, i), true, md5(i), 'MAX_ATTEMPTS', 'E',
+              'failed', 3, null, '{}', x'00', false, '{}',
+              current_timestamp(6) - interval (? - i) second,
+              case when i % 10 = 0 then current_timestamp(6) end
+         from ${MYSQL_SERIES} where i <= ? order by i`,
+      [prefix, count, count],
+    );
+    return;
+  }
   await store.knex.raw(
     `insert into ${store.names.table('dead_letters')}
        (scope, consumer, message_id, dedupe, fingerprint, reason, error_code, error_message,
@@ -41,6 +64,21 @@ async function insertLetters(store: TestStore, count: number, prefix: string): P
 
 /** `count` outbox events of destinations `d0` and `d1` in turn; every third pending, the rest dead. */
 async function insertEvents(store: TestStore, count: number): Promise<void> {
+  if (store.dialect === 'mysql') {
+    await store.knex.raw(
+      `insert into ${store.names.table('outbox')}
+         (destination, partition_key, message_id, headers, payload, created_at, available_at,
+          attempts, last_error, status)
+       select concat('d', i % 2), null, concat('e-', i), '{}', '{}', current_timestamp(6),
+              current_timestamp(6),
+              case when i % 3 = 0 then 0 else 5 end,
+              case when i % 3 = 0 then null else 'broker says no' end,
+              case when i % 3 = 0 then 'pending' else 'dead' end
+         from ${MYSQL_SERIES} where i <= ? order by i`,
+      [count],
+    );
+    return;
+  }
   await store.knex.raw(
     `insert into ${store.names.table('outbox')}
        (destination, partition_key, message_id, headers, payload, created_at, available_at,
@@ -70,7 +108,7 @@ async function statements<T>(store: TestStore, call: () => Promise<T>): Promise<
   }
 }
 
-describe.each(STORE_KINDS)('admin select and bulk on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('admin select and bulk on %s', (kind) => {
   let store: TestStore;
   let admin: Admin;
   let letterIds: string[];
@@ -228,6 +266,7 @@ describe.each(STORE_KINDS)('admin select and bulk on %s', (kind) => {
       if (kind === 'postgres') {
         await store.knex.raw(`drop schema if exists "${own.schema}" cascade`);
       }
+      if (kind === 'mysql') await store.knex.raw(`drop database if exists \`${own.schema}\``);
     }
   });
 

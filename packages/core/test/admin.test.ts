@@ -15,7 +15,7 @@ import {
   type Relay,
 } from '../src';
 import { createEffectsTable, writeEffect } from '../../../test-support/effects';
-import { STORE_KINDS, databaseUrl, openTestStore, uniqueSchema } from './db';
+import { ALL_STORE_KINDS, databaseUrl, mysqlUrl, openTestStore, uniqueSchema } from './db';
 import { countRows, envelope, freshId } from './fixtures/inbox-support';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
@@ -28,7 +28,7 @@ async function drain(relay: Relay): Promise<void> {
   throw new Error('relay still busy after 50 cycles');
 }
 
-describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('createAdmin on %s', (kind) => {
   let store: TestStore;
   let admin: Admin;
 
@@ -255,9 +255,12 @@ describe.each(STORE_KINDS)('createAdmin on %s', (kind) => {
 
   it('says the schema is not migrated instead of a driver error', async () => {
     const bare = await createStore(
-      kind === 'postgres'
-        ? { connectionString: databaseUrl(), schema: uniqueSchema('bare') }
-        : { pglite: {}, schema: 'bare' },
+      kind === 'pglite'
+        ? { pglite: {}, schema: 'bare' }
+        : {
+            connectionString: kind === 'mysql' ? mysqlUrl() : databaseUrl(),
+            schema: uniqueSchema('bare'),
+          },
     );
     try {
       const error = await createAdmin(bare)

@@ -129,6 +129,14 @@ async function refusedInTransaction(
 }
 
 async function outboxRows(store: Store, messageIds: string[]): Promise<number> {
+  if (store.dialect === 'mysql') {
+    const [found] = await store.knex
+      .withSchema(store.schema)
+      .table(store.names.raw('outbox'))
+      .whereIn('message_id', messageIds)
+      .count({ n: '*' });
+    return Number(found?.n ?? 0);
+  }
   const result = await store.knex.raw(
     `select count(*)::int as n from ${store.names.table('outbox')} where message_id = any(?)`,
     [messageIds],
@@ -311,13 +319,6 @@ const CASES: Record<string, Case> = {
   },
 };
 
-/** The cases that write to the outbox. */
-const OUTBOX_WRITES: ReadonlySet<string> = new Set([
-  "a typed `outbox.add` whose payload fails its message type's schema",
-  'an outbox event field (destination, key, message id, header) with U+0000',
-  'an outbox event whose message id is already in the outbox',
-]);
-
 describe.each(ALL_STORE_KINDS)('docs/bad-input.md on %s', (kind) => {
   let store: TestStore;
   beforeAll(async () => {
@@ -337,8 +338,6 @@ describe.each(ALL_STORE_KINDS)('docs/bad-input.md on %s', (kind) => {
   });
 
   it.each(docRows().map((row) => [row.kind, row] as const))('%s', async (_kind, row) => {
-    // The outbox's MySQL statements come with its own port.
-    if (kind === 'mysql' && OUTBOX_WRITES.has(row.kind)) return;
     const run = CASES[row.kind];
     expect(run).toBeDefined();
     if (run === undefined) return;

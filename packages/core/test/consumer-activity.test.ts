@@ -137,8 +137,6 @@ describe.each(ALL_STORE_KINDS)('consumer activity on %s', (kind) => {
     await inbox.flushActivity();
     expect((await totals(store, consumer)).handled).toBe(3);
 
-    // The admin's MySQL statements come with its own port.
-    if (kind === 'mysql') return;
     const status = await createAdmin(store).status();
     expect(status.consumers.find((c) => c.name === consumer)).toEqual({
       name: consumer,

@@ -254,37 +254,33 @@ describe.each(ALL_STORE_KINDS)('messageHandler on %s', (kind) => {
   });
 
   describe.each(ORDER_SCHEMAS)('with a %s schema', (name) => {
-    // Not on MySQL yet: the outbox's and the relay's MySQL statements come with their port.
-    (kind === 'mysql' ? it.skip : it)(
-      'routes from outbox.add through the relay and the broker to the typed route',
-      async () => {
-        const queue = freshId('orders');
-        const Order = await orderType(name, queue);
-        const broker = createMemoryBroker();
-        brokers.push(broker);
-        const relay = createRelay({ store, publisher: broker.publisher() });
-        relays.push(relay);
-        const totals: unknown[] = [];
-        const handler = messageHandler({
-          routes: [on(Order, async (order) => void totals.push(order))],
-        });
-        const consumer = freshId('consumer');
-        await broker.consume(queue, { inbox: createInbox({ store, consumer }), handler }).start();
-        await store.knex.transaction((trx) => outbox().add(trx, Order, { orderId: 'a', total: 2 }));
-        // A payload only a consumer with a stricter schema would refuse, sent straight to it.
-        broker.send(queue, {
-          id: freshId('raw'),
-          body: '{"orderId":""}',
-          headers: { type: Order.type },
-        });
-        while ((await relay.runOnce()).claimed > 0);
-        await broker.whenIdle();
-        expect(totals).toEqual([{ orderId: 'a', total: 2 }]);
-        expect(broker.log.map((r) => r.result).sort()).toEqual(['dead-lettered', 'processed']);
-        const [letter] = await lettersOf(consumer);
-        expect(letter?.reason).toBe('INVALID_PAYLOAD');
-      },
-    );
+    it('routes from outbox.add through the relay and the broker to the typed route', async () => {
+      const queue = freshId('orders');
+      const Order = await orderType(name, queue);
+      const broker = createMemoryBroker();
+      brokers.push(broker);
+      const relay = createRelay({ store, publisher: broker.publisher() });
+      relays.push(relay);
+      const totals: unknown[] = [];
+      const handler = messageHandler({
+        routes: [on(Order, async (order) => void totals.push(order))],
+      });
+      const consumer = freshId('consumer');
+      await broker.consume(queue, { inbox: createInbox({ store, consumer }), handler }).start();
+      await store.knex.transaction((trx) => outbox().add(trx, Order, { orderId: 'a', total: 2 }));
+      // A payload only a consumer with a stricter schema would refuse, sent straight to it.
+      broker.send(queue, {
+        id: freshId('raw'),
+        body: '{"orderId":""}',
+        headers: { type: Order.type },
+      });
+      while ((await relay.runOnce()).claimed > 0);
+      await broker.whenIdle();
+      expect(totals).toEqual([{ orderId: 'a', total: 2 }]);
+      expect(broker.log.map((r) => r.result).sort()).toEqual(['dead-lettered', 'processed']);
+      const [letter] = await lettersOf(consumer);
+      expect(letter?.reason).toBe('INVALID_PAYLOAD');
+    });
   });
 
   const outbox = () => createOutbox({ store });

@@ -10,7 +10,7 @@ import {
   type MessageType,
   type Outbox,
 } from '../src';
-import { STORE_KINDS, openTestStore } from './db';
+import { ALL_STORE_KINDS, openTestStore } from './db';
 import { ORDER_SCHEMAS, orderType, zodOrder } from './fixtures/message-schemas';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { countEffects, createEffectsTable, writeEffect } from '../../../test-support/effects';
@@ -32,8 +32,7 @@ interface Row {
   payload: Uint8Array;
 }
 
-// Not on MySQL yet: its effects table and its handler's inbox come with the inbox's port.
-describe.each(STORE_KINDS)('typed outbox.add on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('typed outbox.add on %s', (kind) => {
   let store: TestStore;
   let outbox: Outbox;
 

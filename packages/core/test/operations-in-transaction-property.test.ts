@@ -1,6 +1,6 @@
 import fc, { type JsonValue } from 'fast-check';
 import { createOperations, type TransactionalEffect } from '../src';
-import { STORE_KINDS } from './db';
+import { ALL_STORE_KINDS } from './db';
 import {
   insertOrder,
   ordersOf,
@@ -18,7 +18,7 @@ const RUNS = Number(process.env.FC_RUNS ?? 50);
 
 const response = fc.jsonValue({ stringUnit: 'binary', maxDepth: 3 });
 
-describe.each(STORE_KINDS)('runInTransaction replays any JSON response on %s', (kind) => {
+describe.each(ALL_STORE_KINDS)('runInTransaction replays any JSON response on %s', (kind) => {
   let store: OrdersStore;
   withOrdersStore(kind, (opened) => (store = opened));
 

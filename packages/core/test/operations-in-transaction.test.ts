@@ -24,8 +24,6 @@ import { watchStatements } from './fixtures/statements';
 
 describe.each(ALL_STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
   let store: OrdersStore;
-  // The outbox's MySQL statements are ported on their own: its events wait for them there.
-  const withOutbox = kind === 'mysql' ? it.skip : it;
   const operations = freshOperations('tx', () => store);
   const outbox = () => createOutbox({ store });
   let sequence = 0;
@@ -34,94 +32,85 @@ describe.each(ALL_STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
 
   withOrdersStore(kind, (opened) => (store = opened));
 
-  withOutbox(
-    'commits the order, its outbox event and SUCCEEDED together, and replays the response',
-    async () => {
-      const ops = operations();
-      const events = outbox();
-      const key = freshKey('order');
-      const steps: TransactionalOperationStep[] = [];
-      let runs = 0;
-      const effect = async (trx: Knex.Transaction, ctx: OperationContext) => {
-        runs += 1;
-        const order = await placeOrder(trx, store, events, ctx, 42);
-        // Key order, a date and nesting all survive: the caller gets the stored JSON.
-        return { z: 1, order, at: new Date('2026-01-02T03:04:05.000Z'), a: [null, 'x'] };
-      };
-      const first = await ops.runInTransaction(key, { amount: 42 }, effect, {
-        onStep: (step, ref) => {
-          expect(ref.key).toBe(key);
-          steps.push(step);
-        },
-      });
-      expect(steps).toEqual(['reserved', 'effect-done', 'committed']);
-      expect(first.at).toBe('2026-01-02T03:04:05.000Z');
-      const replayed = await ops.runInTransaction(key, { amount: 42 }, effect);
-      expect(runs).toBe(1);
-      expect(JSON.stringify(replayed)).toBe(JSON.stringify(first));
-      expect(await ordersOf(store, key)).toEqual([first.order.orderId]);
-      expect(await orderEventsOf(store, key)).toEqual([first.order.orderId]);
-      const record = await ops.get(key);
-      expect(record).toMatchObject({ status: 'SUCCEEDED', attempts: 1, response: first });
-      expect(record?.leaseUntil).toBeUndefined();
-    },
-  );
+  it('commits the order, its outbox event and SUCCEEDED together, and replays the response', async () => {
+    const ops = operations();
+    const events = outbox();
+    const key = freshKey('order');
+    const steps: TransactionalOperationStep[] = [];
+    let runs = 0;
+    const effect = async (trx: Knex.Transaction, ctx: OperationContext) => {
+      runs += 1;
+      const order = await placeOrder(trx, store, events, ctx, 42);
+      // Key order, a date and nesting all survive: the caller gets the stored JSON.
+      return { z: 1, order, at: new Date('2026-01-02T03:04:05.000Z'), a: [null, 'x'] };
+    };
+    const first = await ops.runInTransaction(key, { amount: 42 }, effect, {
+      onStep: (step, ref) => {
+        expect(ref.key).toBe(key);
+        steps.push(step);
+      },
+    });
+    expect(steps).toEqual(['reserved', 'effect-done', 'committed']);
+    expect(first.at).toBe('2026-01-02T03:04:05.000Z');
+    const replayed = await ops.runInTransaction(key, { amount: 42 }, effect);
+    expect(runs).toBe(1);
+    expect(JSON.stringify(replayed)).toBe(JSON.stringify(first));
+    expect(await ordersOf(store, key)).toEqual([first.order.orderId]);
+    expect(await orderEventsOf(store, key)).toEqual([first.order.orderId]);
+    const record = await ops.get(key);
+    expect(record).toMatchObject({ status: 'SUCCEEDED', attempts: 1, response: first });
+    expect(record?.leaseUntil).toBeUndefined();
+  });
 
-  withOutbox(
-    'rolls everything back when the effect throws, records FAILED_RETRIABLE, and runs again',
-    async () => {
-      const ops = operations();
-      const events = outbox();
-      const key = freshKey('retry');
-      const failure = new TransientError('stock service timed out');
-      const error = await rejection(
-        ops.runInTransaction(key, { amount: 5 }, async (trx, ctx) => {
-          await placeOrder(trx, store, events, ctx, 5);
-          throw failure;
-        }),
-      );
-      // The caller gets the effect's own error; nothing of the effect committed.
-      expect(error).toBe(failure);
-      expect(await ordersOf(store, key)).toEqual([]);
-      expect(await orderEventsOf(store, key)).toEqual([]);
-      expect(await ops.get(key)).toMatchObject({
-        status: 'FAILED_RETRIABLE',
-        error: { name: 'TransientError', message: 'stock service timed out' },
-      });
-      const second = await ops.runInTransaction(key, { amount: 5 }, (trx, ctx) =>
-        placeOrder(trx, store, events, ctx, 5),
-      );
-      expect(second.attempt).toBe(2);
-      expect(await ordersOf(store, key)).toEqual([second.orderId]);
-      expect(await orderEventsOf(store, key)).toEqual([second.orderId]);
-    },
-  );
+  it('rolls everything back when the effect throws, records FAILED_RETRIABLE, and runs again', async () => {
+    const ops = operations();
+    const events = outbox();
+    const key = freshKey('retry');
+    const failure = new TransientError('stock service timed out');
+    const error = await rejection(
+      ops.runInTransaction(key, { amount: 5 }, async (trx, ctx) => {
+        await placeOrder(trx, store, events, ctx, 5);
+        throw failure;
+      }),
+    );
+    // The caller gets the effect's own error; nothing of the effect committed.
+    expect(error).toBe(failure);
+    expect(await ordersOf(store, key)).toEqual([]);
+    expect(await orderEventsOf(store, key)).toEqual([]);
+    expect(await ops.get(key)).toMatchObject({
+      status: 'FAILED_RETRIABLE',
+      error: { name: 'TransientError', message: 'stock service timed out' },
+    });
+    const second = await ops.runInTransaction(key, { amount: 5 }, (trx, ctx) =>
+      placeOrder(trx, store, events, ctx, 5),
+    );
+    expect(second.attempt).toBe(2);
+    expect(await ordersOf(store, key)).toEqual([second.orderId]);
+    expect(await orderEventsOf(store, key)).toEqual([second.orderId]);
+  });
 
-  withOutbox(
-    'records a final failure and replays it as OperationFailedError, never running again',
-    async () => {
-      const ops = operations();
-      const events = outbox();
-      const key = freshKey('final');
-      let runs = 0;
-      const effect = async (trx: Knex.Transaction, ctx: OperationContext) => {
-        runs += 1;
-        await placeOrder(trx, store, events, ctx, 7);
-        throw new DeclinedError('card declined');
-      };
-      const first = await rejection(ops.runInTransaction(key, { amount: 7 }, effect));
-      expect(first).toBeInstanceOf(DeclinedError);
-      const replay = await rejection(ops.runInTransaction(key, { amount: 7 }, effect));
-      expect(isOperationFailedError(replay)).toBe(true);
-      expect(replay).toMatchObject({
-        failure: { name: 'DeclinedError', message: 'card declined', code: 'CARD_DECLINED' },
-      });
-      expect(runs).toBe(1);
-      expect(await ordersOf(store, key)).toEqual([]);
-      expect(await orderEventsOf(store, key)).toEqual([]);
-      expect(await ops.get(key)).toMatchObject({ status: 'FAILED_FINAL' });
-    },
-  );
+  it('records a final failure and replays it as OperationFailedError, never running again', async () => {
+    const ops = operations();
+    const events = outbox();
+    const key = freshKey('final');
+    let runs = 0;
+    const effect = async (trx: Knex.Transaction, ctx: OperationContext) => {
+      runs += 1;
+      await placeOrder(trx, store, events, ctx, 7);
+      throw new DeclinedError('card declined');
+    };
+    const first = await rejection(ops.runInTransaction(key, { amount: 7 }, effect));
+    expect(first).toBeInstanceOf(DeclinedError);
+    const replay = await rejection(ops.runInTransaction(key, { amount: 7 }, effect));
+    expect(isOperationFailedError(replay)).toBe(true);
+    expect(replay).toMatchObject({
+      failure: { name: 'DeclinedError', message: 'card declined', code: 'CARD_DECLINED' },
+    });
+    expect(runs).toBe(1);
+    expect(await ordersOf(store, key)).toEqual([]);
+    expect(await orderEventsOf(store, key)).toEqual([]);
+    expect(await ops.get(key)).toMatchObject({ status: 'FAILED_FINAL' });
+  });
 
   it('refuses the same key with a different request as a conflict', async () => {
     const ops = operations();
@@ -169,35 +158,32 @@ describe.each(ALL_STORE_KINDS)('operations.runInTransaction on %s', (kind) => {
     expect(await ordersOf(store, key)).toEqual([response.order.orderId]);
   });
 
-  withOutbox(
-    'treats a throw from onStep as a crash there: rolled back, nothing recorded',
-    async () => {
-      const ops = operations({ leaseMs: 100 });
-      const events = outbox();
-      const key = freshKey('hook');
-      const crash = new Error('crash at effect-done');
-      const error = await rejection(
-        ops.runInTransaction(key, 1, (trx, ctx) => placeOrder(trx, store, events, ctx, 1), {
-          onStep: (step) => {
-            if (step === 'effect-done') throw crash;
-          },
-        }),
-      );
-      expect(error).toBe(crash);
-      expect(await ordersOf(store, key)).toEqual([]);
-      // Still IN_PROGRESS, as after a crash: the next call takes over once the lease ran out.
-      expect(await ops.get(key)).toMatchObject({ status: 'IN_PROGRESS' });
-      const retried = await ops.runInTransaction(
-        key,
-        1,
-        (trx, ctx) => placeOrder(trx, store, events, ctx, 1),
-        { waitForInProgressMs: 5_000 },
-      );
-      expect(retried.attempt).toBe(2);
-      expect(await ordersOf(store, key)).toEqual([retried.orderId]);
-      expect(await orderEventsOf(store, key)).toEqual([retried.orderId]);
-    },
-  );
+  it('treats a throw from onStep as a crash there: rolled back, nothing recorded', async () => {
+    const ops = operations({ leaseMs: 100 });
+    const events = outbox();
+    const key = freshKey('hook');
+    const crash = new Error('crash at effect-done');
+    const error = await rejection(
+      ops.runInTransaction(key, 1, (trx, ctx) => placeOrder(trx, store, events, ctx, 1), {
+        onStep: (step) => {
+          if (step === 'effect-done') throw crash;
+        },
+      }),
+    );
+    expect(error).toBe(crash);
+    expect(await ordersOf(store, key)).toEqual([]);
+    // Still IN_PROGRESS, as after a crash: the next call takes over once the lease ran out.
+    expect(await ops.get(key)).toMatchObject({ status: 'IN_PROGRESS' });
+    const retried = await ops.runInTransaction(
+      key,
+      1,
+      (trx, ctx) => placeOrder(trx, store, events, ctx, 1),
+      { waitForInProgressMs: 5_000 },
+    );
+    expect(retried.attempt).toBe(2);
+    expect(await ordersOf(store, key)).toEqual([retried.orderId]);
+    expect(await orderEventsOf(store, key)).toEqual([retried.orderId]);
+  });
 
   it('refuses arguments it cannot use before any SQL', async () => {
     const ops = operations();

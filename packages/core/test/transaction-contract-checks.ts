@@ -26,8 +26,14 @@ export type ContractGap = 'refuse-finished-native';
 export interface ContractFeatures {
   /** Failed statements can be recovered in a savepoint of the library's own (clause c). */
   readonly savepoints: boolean;
-  /** Run the SIGKILL clause (i): a child process can open the library on PostgreSQL. */
+  /** Run the SIGKILL clause (i): a child process can open the library on the same server. */
   readonly sigkill: boolean;
+  /**
+   * What a failed statement does to its transaction (clause c): PostgreSQL aborts it
+   * (`'transaction'`, the default); MySQL undoes the statement alone and goes on
+   * (`'statement'`, docs/store.md).
+   */
+  readonly failedStatementUndoes?: 'transaction' | 'statement';
   /** Clauses the library fails today (see {@link ContractGap}). */
   readonly knownGaps?: readonly ContractGap[];
 }
@@ -59,10 +65,14 @@ export function writeRowAndEvent<Tx>(
 
 /** The statuses of the dedup records of `prefix`'s messages, in message id order. */
 export async function dedupStatuses(store: Store, prefix: string): Promise<string[]> {
+  const startsWith =
+    store.dialect === 'mysql'
+      ? 'left(message_id, char_length(?)) = ?'
+      : 'starts_with(message_id, ?)';
   const found = await store.knex.raw(
     `select status from ${store.names.table('inbox_records')}
-      where consumer = ? and starts_with(message_id, ?) order by message_id`,
-    [CONSUMER, prefix],
+      where consumer = ? and ${startsWith} order by message_id`,
+    store.dialect === 'mysql' ? [CONSUMER, prefix, prefix] : [CONSUMER, prefix],
   );
   return rowsOf<{ status: string }>(found).map((row) => row.status);
 }

@@ -10,7 +10,8 @@
  *   together; a duplicate delivery is `duplicate` and writes nothing.
  * - (b) a handler that throws leaves nothing; the message is `failed` and retried.
  * - (c) a handler that swallows its own failed statement is `failed` (TRANSACTION_ABORTED)
- *   with nothing written; one recovered in the library's savepoint commits.
+ *   with nothing written (on MySQL, where a failed statement undoes itself alone, `processed`
+ *   with the rest committed); one recovered in the library's savepoint commits.
  * - (d) `processBatch` of 20 with one poison message: the others commit, the poison alone
  *   is dead-lettered.
  * - (e) `outbox.add(tx, …)` in a transaction the user opened (adapter or library) and in a
@@ -21,8 +22,9 @@
  *   one key: one business row.
  * - (h) the library's database object, pool or a committed transaction is refused with
  *   InvalidTransactionError before any SQL.
- * - (i) SIGKILL inside the inbox's transaction (PostgreSQL only): nothing half-written, and
- *   the redelivery processes the message once.
+ * - (i) SIGKILL inside the inbox's transaction (PostgreSQL and MySQL: not PGlite, which a
+ *   child process cannot share): nothing half-written, and the redelivery processes the
+ *   message once.
  */
 import type { ContractFeatures } from './transaction-contract-checks';
 import { crashClause } from './transaction-contract-crash';

@@ -32,17 +32,35 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-/** A fresh, migrated schema named after `prefix`, this process and the time. */
-export async function freshStore(prefix: string): Promise<TestStore> {
+/** The MySQL or MariaDB URL the Jest global setup resolved. */
+function mysqlUrl(): string {
+  const url = process.env['MYSQL_URL'];
+  if (url === undefined) throw new Error('MYSQL_URL is not set: run the tests through `pnpm test`');
+  return url;
+}
+
+/**
+ * A fresh, migrated schema named after `prefix`, this process and the time, on PostgreSQL
+ * unless told (on MySQL the schema is a database).
+ */
+export async function freshStore(
+  prefix: string,
+  dialect: 'postgres' | 'mysql' = 'postgres',
+): Promise<TestStore> {
   const schema = `${prefix}_${process.pid}_${Date.now().toString(36)}`;
-  const store = await createStore({ connectionString: databaseUrl(), schema });
+  const connectionString = dialect === 'mysql' ? mysqlUrl() : databaseUrl();
+  const store = await createStore({ connectionString, schema });
   await store.migrate();
   return {
     store,
     admin: createAdmin(store),
     schema,
     close: async () => {
-      await store.knex.raw(`drop schema if exists ${store.names.schema} cascade`);
+      await store.knex.raw(
+        dialect === 'mysql'
+          ? `drop database if exists ${store.names.schema}`
+          : `drop schema if exists ${store.names.schema} cascade`,
+      );
       await store.close();
     },
   };

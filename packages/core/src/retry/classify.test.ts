@@ -82,6 +82,18 @@ describe('classifyError', () => {
     expect(classifyError(withProps({ code, severity: 'ERROR' }))).toBe(expected);
   });
 
+  it.each([
+    ['ER_DUP_ENTRY', '23000', 'non-retriable'],
+    ['ER_DATA_TOO_LONG', '22001', 'non-retriable'],
+    ['ER_PARSE_ERROR', '42000', 'non-retriable'],
+    ['ER_LOCK_DEADLOCK', '40001', 'transient'],
+    ['ER_LOCK_WAIT_TIMEOUT', 'HY000', 'transient'],
+  ])('the MySQL error %s (SQLSTATE %s) is %s', (code, sqlState, expected) => {
+    expect(
+      classifyError(withProps({ code, errno: 1, sqlState }), { defaultClass: 'throttling' }),
+    ).toBe(expected);
+  });
+
   it('leaves unknown SQLSTATEs to the default', () => {
     expect(classifyError(withProps({ code: '2BP01' }), { defaultClass: 'non-retriable' })).toBe(
       'non-retriable',

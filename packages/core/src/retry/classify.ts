@@ -111,7 +111,7 @@ const MAX_CAUSE_DEPTH = 5;
  * 4. an AWS SDK v3 `$retryable` trait (`{ throttling: true }` means throttling);
  * 5. a boolean `retryable` or `retriable` property (kafkajs errors carry `retriable`);
  * 6. the error's `name` or `code`: throttling names, timeout names, Node network codes,
- *    PostgreSQL SQLSTATEs;
+ *    PostgreSQL SQLSTATEs; then a MySQL error's `sqlState`;
  * 7. an HTTP status in `statusCode`, `status` or `$metadata.httpStatusCode`: see the table in
  *    docs/retry.md; other 4xx and 5xx are non-retriable;
  * 8. rules 2–7 applied to `error.cause`, up to five levels deep (Node's `fetch` reports a
@@ -172,6 +172,11 @@ function classifyOne(error: ObjectLike): ErrorClass | undefined {
     const sql = classifySqlState(id);
     if (sql !== undefined) return sql;
   }
+  // mysql2 names its errors (`ER_DUP_ENTRY`) and puts the SQLSTATE (`23000`) beside the name.
+  if (typeof error.sqlState === 'string') {
+    const sql = classifySqlState(error.sqlState);
+    if (sql !== undefined) return sql;
+  }
   if (name === 'AbortError') return 'non-retriable';
 
   const status = httpStatus(error);
@@ -182,9 +187,11 @@ function classifyOne(error: ObjectLike): ErrorClass | undefined {
 }
 
 function classifySqlState(code: string): ErrorClass | undefined {
+  // Before the SQLSTATE shape: the set holds MySQL's error names too.
+  if (SQLSTATE_TRANSIENT.has(code)) return 'transient';
   if (!/^[0-9][0-9A-Z]{4}$/.test(code)) return undefined;
   if (code === '53300') return 'throttling'; // too_many_connections
-  if (code.startsWith('08') || SQLSTATE_TRANSIENT.has(code)) return 'transient';
+  if (code.startsWith('08')) return 'transient';
   if (SQLSTATE_FINAL_CLASSES.has(code.slice(0, 2))) return 'non-retriable';
   return undefined;
 }
