@@ -269,6 +269,39 @@ async function startPglite(dataDir: string | undefined): Promise<PGlite> {
 }
 
 /**
+ * The knex of a store opened from a URL: `mysql2` for a MySQL or MariaDB URL, else `pg` with
+ * the client-side limits (see `limits.ts`).
+ */
+function urlKnex(
+  url: string,
+  timeouts: ResolvedStoreTimeouts,
+  keepAliveDelayMs: number | null,
+  pool: { min: number; max: number },
+  logger: Logger,
+): Knex {
+  // knex warns on stderr about each connection the limits destroyed and each failed
+  // acquire, repeating what the store logs: its lines go to the store's logger instead.
+  const log = {
+    warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+    error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
+    deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
+    debug: () => undefined,
+  };
+  if (isMysqlUrl(url)) {
+    return createKnex({ ...mysqlKnexConfig(url, timeouts, keepAliveDelayMs, pool), log });
+  }
+  const knex = createKnex({
+    client: 'pg',
+    connection: pgConnectionConfig(url, timeouts, keepAliveDelayMs),
+    pool,
+    acquireConnectionTimeout: timeouts.acquireMs,
+    log,
+  } as Knex.Config);
+  guardKnex(knex, timeouts, logger);
+  return knex;
+}
+
+/**
  * Opens a store. With no connection option it runs on an in-memory PGlite database, so the
  * library works with no server at all.
  */
@@ -332,29 +365,7 @@ export async function createStore(options: StoreOptions = {}): Promise<Store> {
     if (typeof options.connectionString !== 'string' || options.connectionString === '') {
       throw new ConfigurationError('connectionString must be a non-empty string');
     }
-    // knex warns on stderr about each connection the limits destroyed and each failed
-    // acquire, repeating what the store logs: its lines go to the store's logger instead.
-    const log = {
-      warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-      error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
-      deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-      debug: () => undefined,
-    };
-    if (isMysqlUrl(options.connectionString)) {
-      knex = createKnex({
-        ...mysqlKnexConfig(options.connectionString, timeouts, keepAliveDelayMs, pool),
-        log,
-      });
-    } else {
-      knex = createKnex({
-        client: 'pg',
-        connection: pgConnectionConfig(options.connectionString, timeouts, keepAliveDelayMs),
-        pool,
-        acquireConnectionTimeout: timeouts.acquireMs,
-        log,
-      } as Knex.Config);
-      guardKnex(knex, timeouts, logger);
-    }
+    knex = urlKnex(options.connectionString, timeouts, keepAliveDelayMs, pool, logger);
   } else if (options.pglite?.instance !== undefined) {
     const { instance } = options.pglite;
     if (!(instance instanceof PGlite) || options.pglite.dataDir !== undefined) {
