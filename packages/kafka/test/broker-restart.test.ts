@@ -106,11 +106,35 @@ async function startLoad(client: KafkaClientName, topic: string): Promise<Runnin
 }
 
 /**
+ * Creates `topic` again on the wiped broker as soon as it answers, as a deploy would: the
+ * broker lost its topics with its data, auto-creation would give the broker's default
+ * partition count, and @platformatic/kafka 2.12's group leader throws inside the library on a
+ * subscribed topic its metadata lacks. Best effort: a producer may have auto-created it first.
+ */
+async function recreateTopic(topic: string): Promise<void> {
+  const admin = new Kafka({
+    clientId: unique('recreate'),
+    brokers: [broker.broker],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] });
+  } catch {
+    // Already there (auto-created), or the broker is still warming up: the load goes on.
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/**
  * Kills the broker mid-load and restarts it with an empty data directory. `answeredAt` is the
  * first moment it served metadata again (polled alongside the start, which goes on to warm up
- * the group coordinator).
+ * the group coordinator); `topic` is created again at that moment.
  */
-async function killAndRestart(): Promise<{ killedAt: number; deadAt: number; answeredAt: number }> {
+async function killAndRestart(
+  topic: string,
+): Promise<{ killedAt: number; deadAt: number; answeredAt: number }> {
   await sleep(KILL_AFTER_MS);
   const killedAt = Date.now();
   await broker.kill();
@@ -122,6 +146,7 @@ async function killAndRestart(): Promise<{ killedAt: number; deadAt: number; ans
       if ((await checkKafka([broker.broker])).ok) answeredAt = Date.now();
       else await sleep(100);
     }
+    if (answeredAt !== undefined) await recreateTopic(topic);
   })();
   try {
     await broker.start({ keepData: false });
@@ -137,7 +162,7 @@ describe.each(CLIENTS)('Kafka killed under load, on %s', (client) => {
     const topic = unique('restart-wipe');
     const run = await startLoad(client, topic);
     const feeding = feed(run.store, topic, EVENTS, FEED_MS);
-    const { killedAt, deadAt, answeredAt } = await killAndRestart();
+    const { killedAt, deadAt, answeredAt } = await killAndRestart(topic);
     const ids = await feeding;
     const outcome = await settle(run.store, EVENTS, 45_000);
     const recovery = recoveryAfter(run.clock, answeredAt);
