@@ -1,24 +1,15 @@
-import { inspect } from 'node:util';
-import knexModule, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
-import ClientPgLite from 'knex-pglite';
-
-// knex is CommonJS whose named exports Node's ESM loader cannot see; its default export
-// (module.exports, the factory itself) works from both module systems.
-const createKnex = knexModule;
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { resolveLogger, type Logger } from '../observability/logger';
 import {
-  guardKnex,
-  pgConnectionConfig,
   resolveKeepAlive,
   resolveTimeouts,
   type ResolvedStoreTimeouts,
   type StoreKeepAlive,
   type StoreTimeouts,
 } from './limits';
-import { validateIdentifier, quoteIdentifier } from './identifiers';
 import { knexTableOnMysql, migrate, type MigrationResult } from './migrate';
 import type { MigrationNames } from './migration';
 import { resolveKnexMigrationsTable, type KnexMigrationsTable } from './migration-knex-table';
@@ -33,11 +24,13 @@ import { makeDistributable, resolveDistribution, type StoreDistribution } from '
 import { convertToPartitioned } from './partitions/convert';
 import { maintainPartitions } from './partitions/maintain';
 import { PARTITIONED_TABLES } from './partitions/tables';
-import { isMysqlKnex, isMysqlUrl, mysqlKnexConfig } from './mysql/connection';
 import { migrateMysql } from './mysql/migrate';
+import type { StoreDialect } from './dialect';
+import { createNames } from './names';
+import { detectDialect, pgliteKnex, startPglite, unclosable, urlKnex } from './database';
 
-/** Which database a {@link Store} talks to: `'mysql'` is MySQL 8 or MariaDB 10.6 and later. */
-export type StoreDialect = 'postgres' | 'pglite' | 'mysql';
+export type { StoreDialect } from './dialect';
+export { createNames } from './names';
 
 /** How to reach the database. Give exactly one of `knex`, `connectionString` or `pglite`. */
 export interface StoreOptions {
@@ -159,60 +152,6 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Builds the name helpers for a validated schema and prefix. */
-export function createNames(
-  schema: string,
-  tablePrefix: string,
-  dialect: StoreDialect = 'postgres',
-): MigrationNames {
-  const s = validateIdentifier(schema, 'schema');
-  const prefix = validateIdentifier(tablePrefix, 'tablePrefix', true);
-  const raw = (name: string): string =>
-    validateIdentifier(`${prefix}${validateIdentifier(name, 'table name')}`, 'table name');
-  const quote = (name: string): string => quoteIdentifier(name, dialect === 'mysql');
-  return {
-    schema: quote(s),
-    table: (name) => `${quote(s)}.${quote(raw(name))}`,
-    name: (name) => quote(raw(name)),
-    raw,
-    ...(dialect === 'mysql' ? { dialect: 'mysql' as const } : {}),
-  };
-}
-
-function detectDialect(k: Knex): StoreDialect {
-  if (isMysqlKnex(k)) return 'mysql';
-  const client = (k.client as { config?: { client?: unknown } }).config?.client;
-  const name = typeof client === 'string' ? client : (client as { name?: string })?.name;
-  return typeof name === 'string' && /pglite/i.test(name) ? 'pglite' : 'postgres';
-}
-
-/** A knex on the PGlite dialect over `pglite` (a function, so knex does not copy it). */
-function pgliteKnex(pglite: PGlite): Knex {
-  return createKnex({
-    client: ClientPgLite as unknown as typeof Knex.Client,
-    dialect: 'postgres',
-    connection: () => ({ pglite }),
-    useNullAsDefault: true,
-  } as unknown as Knex.Config);
-}
-
-/**
- * `pglite` as knex's dialect sees it, minus `close`: knex closes its connections when it is
- * destroyed, and a PGlite the caller gave belongs to the caller. Methods are bound to the
- * instance itself, whose private fields a proxy as `this` could not reach.
- */
-function unclosable(pglite: PGlite): PGlite {
-  return new Proxy(pglite, {
-    get(target, property) {
-      if (property === 'close') return async () => undefined;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function'
-        ? (value as (...args: unknown[]) => unknown).bind(target)
-        : value;
-    },
-  });
-}
-
 /** Every option {@link createStore} knows, and those of its nested objects. */
 const STORE_KEYS = optionKeys<StoreOptions>()([
   'knex',
@@ -244,61 +183,6 @@ function resolvePool(value: StoreOptions['pool']): { min: number; max: number } 
   const max = integerOption(value?.max, 'pool.max', 10, 1, Number.MAX_SAFE_INTEGER);
   const min = integerOption(value?.min, 'pool.min', 0, 0, max);
   return { min, max };
-}
-
-/**
- * Starts an embedded database and waits until it is ready. Waiting here rather than at the
- * first query keeps its start (seconds, more on a busy machine) out of knex's wait for a
- * connection, which would otherwise time out with a pool error; a data directory PGlite
- * cannot open is a ConfigurationError, not PGlite's own error.
- */
-async function startPglite(dataDir: string | undefined): Promise<PGlite> {
-  const pglite = new PGlite(dataDir);
-  try {
-    await pglite.waitReady;
-  } catch (error) {
-    // PGlite rejects with plain objects too (`{ name: 'ErrnoError', errno: 54 }`).
-    const cause =
-      error instanceof Error ? error.message : inspect(error, { breakLength: Infinity });
-    throw new ConfigurationError(
-      `PGlite could not start${dataDir === undefined ? '' : ` in ${JSON.stringify(dataDir)}`}: ${cause}`,
-      { dataDir },
-    );
-  }
-  return pglite;
-}
-
-/**
- * The knex of a store opened from a URL: `mysql2` for a MySQL or MariaDB URL, else `pg` with
- * the client-side limits (see `limits.ts`).
- */
-function urlKnex(
-  url: string,
-  timeouts: ResolvedStoreTimeouts,
-  keepAliveDelayMs: number | null,
-  pool: { min: number; max: number },
-  logger: Logger,
-): Knex {
-  // knex warns on stderr about each connection the limits destroyed and each failed
-  // acquire, repeating what the store logs: its lines go to the store's logger instead.
-  const log = {
-    warn: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-    error: (message: unknown) => logger.error('store: knex', { message: String(message) }),
-    deprecate: (message: unknown) => logger.warn('store: knex', { message: String(message) }),
-    debug: () => undefined,
-  };
-  if (isMysqlUrl(url)) {
-    return createKnex({ ...mysqlKnexConfig(url, timeouts, keepAliveDelayMs, pool), log });
-  }
-  const knex = createKnex({
-    client: 'pg',
-    connection: pgConnectionConfig(url, timeouts, keepAliveDelayMs),
-    pool,
-    acquireConnectionTimeout: timeouts.acquireMs,
-    log,
-  } as Knex.Config);
-  guardKnex(knex, timeouts, logger);
-  return knex;
 }
 
 /**
