@@ -16,6 +16,7 @@ export function containerImages(): Record<ServiceName, string> {
     sqs: `softwaremill/elasticmq-native:${elasticmqVersion()}`,
     rabbitmq: 'rabbitmq:4.1-alpine',
     mysql: 'mariadb:11.4',
+    'postgres-logical': 'postgres:17-alpine',
   };
 }
 
@@ -92,6 +93,17 @@ export async function startContainer(name: ServiceName): Promise<ServiceContaine
     case 'postgres': {
       const container = await new GenericContainer(images.postgres)
         .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust', POSTGRES_DB: 'test' })
+        .withExposedPorts(5432)
+        .withTmpFs({ '/var/lib/postgresql/data': 'rw' })
+        .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))
+        .start();
+      const port = container.getMappedPort(5432);
+      return { address: `postgres://postgres@${host}:${port}/test`, container };
+    }
+    case 'postgres-logical': {
+      const container = await new GenericContainer(images['postgres-logical'])
+        .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust', POSTGRES_DB: 'test' })
+        .withCommand(['postgres', '-c', 'wal_level=logical', '-c', 'max_replication_slots=32'])
         .withExposedPorts(5432)
         .withTmpFs({ '/var/lib/postgresql/data': 'rw' })
         .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))

@@ -156,7 +156,8 @@ async function resolveOne(
 
 /**
  * Finds or starts each named service, in this order: its environment variable
- * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`, `MYSQL_URL`); a service already answering
+ * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`, `MYSQL_URL`,
+ * `LOGICAL_DATABASE_URL`); a service already answering
  * at the local address; Testcontainers when a Docker engine answers; the native launchers;
  * else a {@link ServiceUnavailableError} saying how to start it. Services resolve in parallel.
  */
@@ -205,6 +206,7 @@ const ADDRESS_KEY: AddressKeyOf = {
   sqs: 'sqsEndpoint',
   rabbitmq: 'amqpUrl',
   mysql: 'mysqlUrl',
+  'postgres-logical': 'logicalDatabaseUrl',
 };
 
 /**
