@@ -8,20 +8,12 @@ import {
   rowsOf,
   type OutboxEvent,
   type Publisher,
-  type Relay,
   type Store,
 } from '../src';
 import { openTestStore, PER_KEY_CLAIM, type StoreKind } from './db';
 import { watchStatements } from './fixtures/statements';
+import { runUntilIdle } from './fixtures/run-until-idle';
 import { waitFor } from '../../../test-support/wait-for';
-
-/** Runs cycles until one claims nothing, at most `max` times. */
-async function runUntilIdle(relay: Relay, max = 100): Promise<void> {
-  for (let i = 0; i < max; i += 1) {
-    if ((await relay.runOnce()).claimed === 0) return;
-  }
-  throw new Error(`relay still busy after ${max} cycles`);
-}
 
 describe("createRelay({ claim: 'per-key' })", () => {
   const stores: Array<{ close(): Promise<void> }> = [];

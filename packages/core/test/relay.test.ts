@@ -21,17 +21,10 @@ import {
   type StoreKind,
 } from './db';
 import { watchStatements } from './fixtures/statements';
+import { runUntilIdle } from './fixtures/run-until-idle';
 
 /** How long the checks below wait for the relay, and how often they look. */
 const SOON = { timeoutMs: 10_000, intervalMs: 10 };
-
-/** Runs cycles until one claims nothing, at most `max` times. */
-async function runUntilIdle(relay: Relay, max = 50): Promise<void> {
-  for (let i = 0; i < max; i += 1) {
-    if ((await relay.runOnce()).claimed === 0) return;
-  }
-  throw new Error(`relay still busy after ${max} cycles`);
-}
 
 async function statusCounts(store: Store): Promise<Record<string, number>> {
   const result = await store.knex.raw(
