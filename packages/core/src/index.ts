@@ -141,6 +141,7 @@ export {
 export { createRelay } from './relay/create-relay';
 export type {
   RelayOptions,
+  RelayClaim,
   Relay,
   RelayStats,
   StopOptions,

@@ -119,6 +119,7 @@ function allRelayOptions(): Required<RelayOptions> {
     pollIntervalMs: 1_000,
     notify: false,
     onPublished: 'keep',
+    claim: 'batch',
     ownerId: 'relay-1',
     logger: silentLogger,
     meter,

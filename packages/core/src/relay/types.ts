@@ -3,6 +3,9 @@ import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
 
+/** How a relay claims events: see {@link RelayOptions.claim}. */
+export type RelayClaim = 'batch' | 'per-key';
+
 /** Options of {@link createRelay}. Every number is validated when the relay is created. */
 export interface RelayOptions {
   /** The store the outbox lives in. */
@@ -70,6 +73,16 @@ export interface RelayOptions {
    * index entries per event: about half the relay's throughput on a busy database).
    */
   readonly onPublished?: 'keep' | 'delete';
+  /**
+   * How the relay claims: `'batch'` (default) locks the heads of many keys in one statement;
+   * `'per-key'` locks each key's head in a statement of its own that names the key's
+   * distribution column by equality (`distribution_key = $1 and id = $2`), and marks and
+   * cleans up per key the same way, so that a distributed PostgreSQL (Citus) can route each
+   * of them to one shard. It costs a round trip per key claimed instead of one per batch.
+   * Needs a PostgreSQL store opened with `distribution: 'distributable'`; refused on PGlite,
+   * MySQL and a store without that option. See docs/scaling.md.
+   */
+  readonly claim?: RelayClaim;
   /** Name of this relay in logs. Default `hostname:pid:random`. */
   readonly ownerId?: string;
   /** Default {@link silentLogger}. */
