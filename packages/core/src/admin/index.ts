@@ -1,5 +1,8 @@
 export { createAdmin, type AdminOptions } from './create-admin';
 export { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
+export { ReplicationSlotActiveError } from './errors/replication-slot-active-error';
+export { ReplicationSlotNotFoundError } from './errors/replication-slot-not-found-error';
+
 export { backlogFigure, STATUS_COUNT_LIMIT, statusQueries, type StatusQueryName } from './status';
 export { visibleText } from '../common/text';
 export type {
@@ -26,6 +29,8 @@ export type {
   OutboxCleanupBatch,
   OutboxEntry,
   RedeliverOptions,
+  ReplicationSlotStatus,
+  ReplicationSlotWalStatus,
   RetentionBacklog,
   SelectDeadLettersOptions,
   SelectOutboxOptions,

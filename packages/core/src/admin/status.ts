@@ -4,6 +4,7 @@ import type { MigrationNames } from '../store/migration';
 import type { Store } from '../store/store';
 import { isMysql } from '../store/dialect';
 import { mysqlStatusQueries } from './sql/mysql/status';
+import { readReplicationSlots } from './replication-slots';
 import type {
   ConsumerActivity,
   DeadLetterCount,
@@ -167,27 +168,30 @@ async function rows<T>(store: Store, sql: string): Promise<T[]> {
 }
 
 /**
- * Reads every status figure: six statements, run at once (each on its own connection on
- * PostgreSQL; PGlite runs them one after the other). @internal
+ * Reads every status figure: six statements, and on PostgreSQL a seventh for the replication
+ * slots, run at once (each on its own connection on PostgreSQL; PGlite runs them one after
+ * the other). @internal
  */
 export async function readStatus(store: Store): Promise<StoreStatus> {
   const sql = statusQueries(store.names);
-  const [outbox, deadLetters, consumers, activity, operations, retention] = await Promise.all([
-    rows<{
-      destination: string;
-      pending: Count;
-      oldest_pending_seconds: number | string | null;
-      dead: Count;
-    }>(store, sql.outbox),
-    rows<{ consumer: string; reason: string; count: Count; newest_at: Date | string }>(
-      store,
-      sql.deadLetters,
-    ),
-    rows<{ name: string; handled: Count }>(store, sql.consumers),
-    rows<ActivityRow>(store, sql.activity),
-    rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
-    rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
-  ]);
+  const [outbox, deadLetters, consumers, activity, operations, retention, slots] =
+    await Promise.all([
+      rows<{
+        destination: string;
+        pending: Count;
+        oldest_pending_seconds: number | string | null;
+        dead: Count;
+      }>(store, sql.outbox),
+      rows<{ consumer: string; reason: string; count: Count; newest_at: Date | string }>(
+        store,
+        sql.deadLetters,
+      ),
+      rows<{ name: string; handled: Count }>(store, sql.consumers),
+      rows<ActivityRow>(store, sql.activity),
+      rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
+      rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
+      readReplicationSlots(store),
+    ]);
   const backlog = retention[0];
   return {
     schema: store.schema,
@@ -216,5 +220,6 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       publishedOutboxRows: Number(backlog?.published ?? 0),
       countLimit: STATUS_COUNT_LIMIT,
     } satisfies RetentionBacklog,
+    slots,
   };
 }
