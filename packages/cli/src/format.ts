@@ -35,6 +35,19 @@ export function age(seconds: number | null): string {
   return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
 }
 
+/** `512 B`, `1.5 KiB`, `37.2 MiB`, `4.0 GiB`; `-` for an unknown size. */
+export function bytes(count: number | null): string {
+  if (count === null) return '-';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = Math.max(0, count);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
 function bytesAsHex(_key: string, value: unknown): unknown {
   return value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value;
 }
