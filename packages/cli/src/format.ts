@@ -1,5 +1,5 @@
 import Table from 'cli-table3';
-import { visibleText } from '@justonce/core/admin';
+import { bytesFigure, visibleText } from '@justonce/core/admin';
 
 /**
  * Prints a line of human output with every control character written as its `\u` escape, so
@@ -35,17 +35,9 @@ export function age(seconds: number | null): string {
   return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
 }
 
-/** `512 B`, `1.5 KiB`, `37.2 MiB`, `4.0 GiB`; `-` for an unknown size. */
+/** A size in bytes (`37.2 MiB`), or `-` for an unknown one. */
 export function bytes(count: number | null): string {
-  if (count === null) return '-';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = Math.max(0, count);
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+  return count === null ? '-' : bytesFigure(count);
 }
 
 function bytesAsHex(_key: string, value: unknown): unknown {

@@ -3,7 +3,13 @@ export { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeli
 export { ReplicationSlotActiveError } from './errors/replication-slot-active-error';
 export { ReplicationSlotNotFoundError } from './errors/replication-slot-not-found-error';
 
-export { backlogFigure, STATUS_COUNT_LIMIT, statusQueries, type StatusQueryName } from './status';
+export {
+  backlogFigure,
+  bytesFigure,
+  STATUS_COUNT_LIMIT,
+  statusQueries,
+  type StatusQueryName,
+} from './status';
 export { visibleText } from '../common/text';
 export type {
   Admin,

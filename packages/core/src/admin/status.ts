@@ -28,6 +28,21 @@ export function backlogFigure(count: number, limit: number): string {
   return count >= limit ? `≥ ${limit}` : String(count);
 }
 
+/**
+ * A size in bytes as the CLI and the dashboard show it: `512 B`, `1.5 KiB`, `37.2 MiB`,
+ * `4.0 GiB` (powers of 1024).
+ */
+export function bytesFigure(count: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let value = Math.max(0, count);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${Math.round(value)} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
 /** The statements {@link readStatus} runs, one round trip each. */
 export type StatusQueryName =
   'outbox' | 'deadLetters' | 'consumers' | 'activity' | 'operations' | 'retention';
