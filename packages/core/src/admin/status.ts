@@ -36,11 +36,13 @@ export function bytesFigure(count: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let value = Math.max(0, count);
   let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
+  // Up a unit while the figure, as rounded for display, would reach 1024.
+  const shown = (): number => (unit === 0 ? value : Math.round(value * 10) / 10);
+  while (shown() >= 1024 && unit < units.length - 1) {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${Math.round(value)} B` : `${value.toFixed(1)} ${units[unit]}`;
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** The statements {@link readStatus} runs, one round trip each. */
