@@ -19,18 +19,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { postgresBinDir } from './private-postgres';
+import { logicalDatabaseUrl } from './services';
 import { waitFor } from './wait-for';
-
-/** The logical-replication server's URL, from `LOGICAL_DATABASE_URL`. */
-export function logicalDatabaseUrl(): string {
-  const url = process.env['LOGICAL_DATABASE_URL'];
-  if (url === undefined || url === '') {
-    throw new Error(
-      'LOGICAL_DATABASE_URL is not set: start the services (pnpm services:up) and run the tests through `pnpm test`',
-    );
-  }
-  return url;
-}
 
 /** The `pg_recvlogical` binary: `PG_RECVLOGICAL`, else the machine's PostgreSQL's. */
 function recvLogical(): string {

@@ -5,11 +5,8 @@
  * the main server there are none.
  */
 import { createStore, type Store } from '@justonce/core';
-import {
-  createSlotFixture,
-  logicalDatabaseUrl,
-  type SlotFixture,
-} from '../../../test-support/replication-slots';
+import { logicalDatabaseUrl } from '../../../test-support/services';
+import { createSlotFixture, type SlotFixture } from '../../../test-support/replication-slots';
 import { cli, cliOnTerminal, schemaName } from './cli-process';
 
 let store: Store;

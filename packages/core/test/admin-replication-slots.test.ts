@@ -14,9 +14,9 @@ import {
   type Admin,
   type ReplicationSlotStatus,
 } from '../src/admin';
+import { logicalDatabaseUrl } from '../../../test-support/services';
 import {
   createSlotFixture,
-  logicalDatabaseUrl,
   uniqueSlotName,
   type SlotFixture,
 } from '../../../test-support/replication-slots';

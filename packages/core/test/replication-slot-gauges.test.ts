@@ -6,11 +6,8 @@
  */
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ConfigurationError, createStore, observeReplicationSlots, type Store } from '../src';
-import {
-  createSlotFixture,
-  logicalDatabaseUrl,
-  type SlotFixture,
-} from '../../../test-support/replication-slots';
+import { logicalDatabaseUrl } from '../../../test-support/services';
+import { createSlotFixture, type SlotFixture } from '../../../test-support/replication-slots';
 import { recordingLogger, type LogLine } from '../../../test-support/log-lines';
 import { waitFor } from '../../../test-support/wait-for';
 import { mysqlUrl } from './db';

@@ -7,9 +7,9 @@
  */
 import { ConfigurationError, createAdmin, createStore, type Store } from '@justonce/core';
 import { createDashboard } from '@justonce/dashboard';
+import { logicalDatabaseUrl } from '../../../test-support/services';
 import {
   createSlotFixture,
-  logicalDatabaseUrl,
   type SlotFixture,
   type SlotReader,
 } from '../../../test-support/replication-slots';
