@@ -1,6 +1,6 @@
-import { createInterface } from 'node:readline/promises';
 import type { Admin } from '@justonce/core/admin';
 import { SingleBar } from 'cli-progress';
+import { confirm } from './confirm';
 import { EXIT_FAILED } from './exit-codes';
 import { printJson, table, say, complain } from './format';
 import { UsageError } from './usage-error';
@@ -45,20 +45,6 @@ export interface BulkAction<T extends BulkItem> {
 /** `37 dead letters`, `1 dead letter`. */
 export function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
-}
-
-/**
- * Asks on the terminal. Only when both stdin and stderr are terminals: a script or a pipe
- * must say `--yes`, so that it never blocks on a prompt nobody sees.
- */
-async function confirm(question: string): Promise<boolean | undefined> {
-  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import Table from 'cli-table3';
-import { visibleText } from '@justonce/core/admin';
+import { bytesFigure, visibleText } from '@justonce/core/admin';
 
 /**
  * Prints a line of human output with every control character written as its `\u` escape, so
@@ -33,6 +33,11 @@ export function age(seconds: number | null): string {
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
   if (s < 86_400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
   return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
+}
+
+/** A size in bytes (`37.2 MiB`), or `-` for an unknown one. */
+export function bytes(count: number | null): string {
+  return count === null ? '-' : bytesFigure(count);
 }
 
 function bytesAsHex(_key: string, value: unknown): unknown {

@@ -5,6 +5,7 @@ import { deadLettersCommand } from './commands/dead-letters';
 import { migrateCommand } from './commands/migrate';
 import { operationsCommand } from './commands/operations';
 import { outboxCommand } from './commands/outbox';
+import { slotsCommand } from './commands/slots';
 import { statusCommand } from './commands/status';
 import type { GlobalOptions } from './connect';
 
@@ -21,7 +22,7 @@ function throwInsteadOfExit(command: Command): void {
 export function buildProgram(): Command {
   const program = new Command('justonce')
     .description(
-      'operate a justonce store: migrations, status, dead letters, outbox, operations, cleanup and the dashboard',
+      'operate a justonce store: migrations, status, dead letters, outbox, operations, cleanup, replication slots and the dashboard',
     )
     .option(
       '--database-url <url>',
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   outboxCommand(program, globals);
   operationsCommand(program, globals);
   cleanupCommand(program, globals);
+  slotsCommand(program, globals);
   dashboardCommand(program, globals);
   throwInsteadOfExit(program);
   return program;

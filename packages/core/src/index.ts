@@ -54,6 +54,11 @@ export { silentLogger, consoleLogger } from './observability/logger';
 export type { Logger, LogFields } from './observability/logger';
 export { observeStoreStatus } from './admin/status-gauges';
 export type { StoreStatusGauges, StoreStatusGaugesOptions } from './admin/status-gauges';
+export { observeReplicationSlots } from './admin/replication-slot-gauges';
+export type {
+  ReplicationSlotGauges,
+  ReplicationSlotGaugesOptions,
+} from './admin/replication-slot-gauges';
 
 export type { Envelope, DeliveryFacts, DeliveryPosition } from './transport/envelope';
 export type { Publisher, OutgoingMessage, PublishResult } from './transport/publisher';

@@ -1,4 +1,4 @@
-import { MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
   ConfigurationError,
   createAdmin,
@@ -12,35 +12,9 @@ import {
 } from '../src';
 import { openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
+import { collect, TestReader } from './fixtures/metric-reader';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
-
-/** A pull reader: the test decides when the SDK collects. */
-class TestReader extends MetricReader {
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-/** The collected points as `name{attr=value,…} → value`. */
-async function collect(reader: TestReader): Promise<Record<string, number>> {
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
-  const points: Record<string, number> = {};
-  const metrics: MetricData[] = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
-  for (const metric of metrics) {
-    for (const point of metric.dataPoints) {
-      const attributes = Object.entries(point.attributes)
-        .map(([k, v]) => `${k}=${String(v)}`)
-        .join(',');
-      points[`${metric.descriptor.name}{${attributes}}`] = point.value as number;
-    }
-  }
-  return points;
-}
 
 describe('observeStoreStatus (OpenTelemetry gauges)', () => {
   let store: TestStore;

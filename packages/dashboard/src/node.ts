@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { ConfigurationError } from '@justonce/core';
 import { createDashboard } from './create-dashboard';
-import { rejectUnknownKeys } from './options';
+import { DASHBOARD_OPTION_KEYS, rejectUnknownKeys } from './options';
 import type { Dashboard, DashboardClient, DashboardOptions } from './types';
 
 /** A node:http request listener (also an Express middleware). */
@@ -90,15 +90,7 @@ export async function serveDashboard(options: ServeDashboardOptions): Promise<Se
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('serveDashboard: options must be an object with `admin`');
   }
-  rejectUnknownKeys('serveDashboard', options, [
-    'admin',
-    'token',
-    'basePath',
-    'sampleEveryMs',
-    'title',
-    'host',
-    'port',
-  ]);
+  rejectUnknownKeys('serveDashboard', options, [...DASHBOARD_OPTION_KEYS, 'host', 'port']);
   const { host = '127.0.0.1', port = 4100, ...dashboardOptions } = options;
   if (typeof host !== 'string' || host === '')
     throw new ConfigurationError('serveDashboard: `host` must be a host name or address');

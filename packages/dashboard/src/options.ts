@@ -9,9 +9,20 @@ export interface ResolvedDashboardOptions {
   readonly basePath: string;
   readonly sampleEveryMs: number;
   readonly title: string;
+  readonly slotLagWarningBytes: number;
 }
 
-const KNOWN = ['admin', 'token', 'basePath', 'sampleEveryMs', 'title'] as const;
+/** The keys of {@link DashboardOptions}. */
+export const DASHBOARD_OPTION_KEYS = [
+  'admin',
+  'token',
+  'basePath',
+  'sampleEveryMs',
+  'title',
+  'slotLagWarningBytes',
+] as const;
+/** 1 GiB: past it a slot's lag is drawn as a warning, unless told otherwise. */
+const DEFAULT_SLOT_LAG_WARNING_BYTES = 1024 ** 3;
 const MIN_TOKEN_LENGTH = 16;
 const MIN_SAMPLE_MS = 100;
 const MAX_SAMPLE_MS = 3_600_000;
@@ -55,12 +66,24 @@ function basePathOption(value: unknown): string {
   return value.replace(/\/+$/, '');
 }
 
+/** `slotLagWarningBytes`: a positive whole number of bytes. */
+function slotLagWarningOption(value: unknown): number {
+  if (value === undefined) return DEFAULT_SLOT_LAG_WARNING_BYTES;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigurationError(
+      'createDashboard: `slotLagWarningBytes` must be a positive whole number of bytes',
+      { slotLagWarningBytes: value },
+    );
+  }
+  return value;
+}
+
 /** Checks `options` (a value from anywhere: plain JavaScript callers included). */
 export function resolveDashboardOptions(options: DashboardOptions): ResolvedDashboardOptions {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('createDashboard: options must be an object with `admin`');
   }
-  rejectUnknownKeys('createDashboard', options, KNOWN);
+  rejectUnknownKeys('createDashboard', options, DASHBOARD_OPTION_KEYS);
   if (!isAdmin(options.admin)) {
     throw new ConfigurationError('createDashboard: `admin` must come from createAdmin(store)');
   }
@@ -90,5 +113,6 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
     basePath: basePathOption(options.basePath),
     sampleEveryMs,
     title,
+    slotLagWarningBytes: slotLagWarningOption(options.slotLagWarningBytes),
   };
 }

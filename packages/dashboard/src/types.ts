@@ -22,6 +22,12 @@ export interface DashboardOptions {
   readonly sampleEveryMs?: number;
   /** Shown in the page title and header. Default `'justonce'`. */
   readonly title?: string;
+  /**
+   * The overview marks a logical replication slot whose lag (WAL not yet confirmed by its
+   * reader) reaches this many bytes, as it marks one whose WAL is `unreserved` or `lost`.
+   * A positive whole number. Default 1 GiB (1 073 741 824).
+   */
+  readonly slotLagWarningBytes?: number;
 }
 
 /** What the server knows of the client behind a request, beyond the request itself. */

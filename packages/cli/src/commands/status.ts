@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { age, printJson, printJsonLine, table, say } from '../format';
 import { UsageError } from '../usage-error';
+import { SLOT_HEAD, slotRow } from './slots';
 
 /** A titled table of `status`'s screen, or `  none` (or `empty`) when it has no rows. */
 function section(
@@ -16,8 +17,8 @@ function section(
 
 /** `status`'s one screen. */
 export function renderStatus(status: StoreStatus): string {
-  const { outbox, consumers, deadLetters, operations, retention } = status;
-  return [
+  const { outbox, consumers, deadLetters, operations, retention, slots } = status;
+  const screen = [
     `justonce status, schema ${status.schema}, at ${status.at.toISOString()}`,
     section(
       'Outbox',
@@ -50,7 +51,12 @@ export function renderStatus(status: StoreStatus): string {
       `  expired dedup records:  ${backlogFigure(retention.expiredDedupRecords, retention.countLimit)}`,
       `  published outbox rows:  ${backlogFigure(retention.publishedOutboxRows, retention.countLimit)}`,
     ].join('\n'),
-  ].join('\n\n');
+  ];
+  // Only databases that have slots get the section: most stores never will.
+  if (slots.length > 0) {
+    screen.push(section('Replication slots (logical)', SLOT_HEAD, slots.map(slotRow)));
+  }
+  return screen.join('\n\n');
 }
 
 /** Seconds between two refreshes of `--watch`, checked. */
@@ -110,7 +116,7 @@ export function statusCommand(program: Command, globals: () => GlobalOptions): v
     .command('status')
     .description(
       'outbox backlog per destination, handled per consumer in the last hour, dead letters, ' +
-        'operations past their lease and retention backlog',
+        'operations past their lease, retention backlog and logical replication slots',
     )
     .option('--watch', 'refresh until Ctrl-C (with --json: one JSON line per refresh)')
     .option('--interval <seconds>', 'seconds between refreshes with --watch (default 2)')

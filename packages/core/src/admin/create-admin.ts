@@ -9,6 +9,7 @@ import { inMigratedSchema } from './missing-schema';
 import { adminOperations } from './operations';
 import { adminOutbox } from './outbox';
 import { redeliverDeadLetter } from './redeliver';
+import { dropReplicationSlot, readReplicationSlots } from './replication-slots';
 import { selectDeadLetters, selectOutbox } from './select';
 import { readStatus } from './status';
 import type { Admin } from './types';
@@ -113,6 +114,11 @@ export function createAdmin(store: Store, options: AdminOptions = {}): Admin {
         }
         return released;
       },
+    },
+    replicationSlots: () => readReplicationSlots(store),
+    async dropReplicationSlot(name) {
+      await dropReplicationSlot(store, name);
+      logger.info('admin: replication slot dropped', { slot: name });
     },
     async cleanup(cleanupOptions) {
       const result = await run(() => runCleanup(store, cleanupOptions));

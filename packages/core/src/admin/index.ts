@@ -1,6 +1,15 @@
 export { createAdmin, type AdminOptions } from './create-admin';
 export { DeadLetterNotRedeliverableError } from './errors/dead-letter-not-redeliverable-error';
-export { backlogFigure, STATUS_COUNT_LIMIT, statusQueries, type StatusQueryName } from './status';
+export { ReplicationSlotActiveError } from './errors/replication-slot-active-error';
+export { ReplicationSlotNotFoundError } from './errors/replication-slot-not-found-error';
+
+export {
+  backlogFigure,
+  bytesFigure,
+  STATUS_COUNT_LIMIT,
+  statusQueries,
+  type StatusQueryName,
+} from './status';
 export { visibleText } from '../common/text';
 export type {
   Admin,
@@ -26,6 +35,8 @@ export type {
   OutboxCleanupBatch,
   OutboxEntry,
   RedeliverOptions,
+  ReplicationSlotStatus,
+  ReplicationSlotWalStatus,
   RetentionBacklog,
   SelectDeadLettersOptions,
   SelectOutboxOptions,

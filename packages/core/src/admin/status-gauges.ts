@@ -1,10 +1,10 @@
-import { errorMessage } from '../common/errors';
-import type { BatchObservableResult, Meter, Observable } from '@opentelemetry/api';
-import type { Admin, StoreStatus } from './types';
+import type { BatchObservableResult, Meter } from '@opentelemetry/api';
+import type { Admin } from './types';
+import { gaugeMeter, observableGauge, observeInBatch } from './batch-gauges';
+import { cachedRead } from './cached-read';
 import { durationOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
-import { isLogger, silentLogger, type Logger } from '../observability/logger';
-import { resolveMeter } from '../observability/metrics';
+import { resolveLogger, type Logger } from '../observability/logger';
 
 /** Options of {@link observeStoreStatus}. */
 export interface StoreStatusGaugesOptions {
@@ -26,38 +26,6 @@ export interface StoreStatusGauges {
 }
 
 const GAUGES_KEYS = optionKeys<StoreStatusGaugesOptions>()(['meter', 'refreshMs', 'logger']);
-
-/** The status read at most once per `refreshMs`, one read at a time, last good value kept. */
-function cachedStatus(
-  admin: Admin,
-  refreshMs: number,
-  logger: Logger,
-): () => Promise<StoreStatus | undefined> {
-  let last: StoreStatus | undefined;
-  let readAt = Number.NEGATIVE_INFINITY;
-  let reading: Promise<void> | undefined;
-  return async () => {
-    // A failed read counts too, so a database that is down is not asked at every collection.
-    if (reading === undefined && performance.now() - readAt >= refreshMs) {
-      readAt = performance.now();
-      reading = admin.status().then(
-        (status) => {
-          last = status;
-        },
-        (error: unknown) => {
-          logger.warn('status gauges: reading the store status failed; last values kept', {
-            error: errorMessage(error),
-          });
-        },
-      );
-      void reading.finally(() => {
-        reading = undefined;
-      });
-    }
-    if (reading !== undefined) await reading;
-    return last;
-  };
-}
 
 /**
  * Reports the figures of `admin.status()` as OpenTelemetry observable gauges, for alerting:
@@ -90,18 +58,16 @@ export function observeStoreStatus(
   }
   rejectUnknownOptions(options, GAUGES_KEYS, 'observeStoreStatus');
   const refreshMs = durationOption(options.refreshMs, 'refreshMs', 15_000, 0);
-  const meter = resolveMeter(options.meter, [
-    'createObservableGauge',
-    'addBatchObservableCallback',
-    'removeBatchObservableCallback',
-  ]);
-  if (options.logger !== undefined && !isLogger(options.logger)) {
-    throw new ConfigurationError('logger must have debug, info, warn and error methods');
-  }
-  const read = cachedStatus(admin, refreshMs, options.logger ?? silentLogger);
+  const meter = gaugeMeter(options.meter);
+  const read = cachedRead(
+    () => admin.status(),
+    refreshMs,
+    resolveLogger(options.logger),
+    'status gauges: reading the store status',
+  );
 
-  const gauge = (name: string, description: string, unit?: string): Observable =>
-    meter.createObservableGauge(name, { description, ...(unit === undefined ? {} : { unit }) });
+  const gauge = (name: string, description: string, unit?: string) =>
+    observableGauge(meter, name, description, unit);
   const pending = gauge('justonce.outbox.pending', 'Outbox events waiting to be published');
   const oldest = gauge(
     'justonce.outbox.oldest_pending_age',
@@ -137,13 +103,5 @@ export function observeStoreStatus(
       result.observe(pastLease, o.pastLease, { operation: o.operation });
     }
   };
-  meter.addBatchObservableCallback(callback, observables);
-  let stopped = false;
-  return {
-    stop() {
-      if (stopped) return;
-      stopped = true;
-      meter.removeBatchObservableCallback(callback, observables);
-    },
-  };
+  return observeInBatch(meter, observables, callback);
 }

@@ -4,6 +4,7 @@ import type { MigrationNames } from '../store/migration';
 import type { Store } from '../store/store';
 import { isMysql } from '../store/dialect';
 import { mysqlStatusQueries } from './sql/mysql/status';
+import { readReplicationSlots } from './replication-slots';
 import type {
   ConsumerActivity,
   DeadLetterCount,
@@ -25,6 +26,23 @@ export const STATUS_COUNT_LIMIT = 100_000;
  */
 export function backlogFigure(count: number, limit: number): string {
   return count >= limit ? `≥ ${limit}` : String(count);
+}
+
+/**
+ * A size in bytes as the CLI and the dashboard show it: `512 B`, `1.5 KiB`, `37.2 MiB`,
+ * `4.0 GiB` (powers of 1024).
+ */
+export function bytesFigure(count: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let value = Math.max(0, count);
+  let unit = 0;
+  // Up a unit while the figure, as rounded for display, would reach 1024.
+  const shown = (): number => (unit === 0 ? value : Math.round(value * 10) / 10);
+  while (shown() >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** The statements {@link readStatus} runs, one round trip each. */
@@ -167,27 +185,30 @@ async function rows<T>(store: Store, sql: string): Promise<T[]> {
 }
 
 /**
- * Reads every status figure: six statements, run at once (each on its own connection on
- * PostgreSQL; PGlite runs them one after the other). @internal
+ * Reads every status figure: six statements, and on PostgreSQL a seventh for the replication
+ * slots, run at once (each on its own connection on PostgreSQL; PGlite runs them one after
+ * the other). @internal
  */
 export async function readStatus(store: Store): Promise<StoreStatus> {
   const sql = statusQueries(store.names);
-  const [outbox, deadLetters, consumers, activity, operations, retention] = await Promise.all([
-    rows<{
-      destination: string;
-      pending: Count;
-      oldest_pending_seconds: number | string | null;
-      dead: Count;
-    }>(store, sql.outbox),
-    rows<{ consumer: string; reason: string; count: Count; newest_at: Date | string }>(
-      store,
-      sql.deadLetters,
-    ),
-    rows<{ name: string; handled: Count }>(store, sql.consumers),
-    rows<ActivityRow>(store, sql.activity),
-    rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
-    rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
-  ]);
+  const [outbox, deadLetters, consumers, activity, operations, retention, slots] =
+    await Promise.all([
+      rows<{
+        destination: string;
+        pending: Count;
+        oldest_pending_seconds: number | string | null;
+        dead: Count;
+      }>(store, sql.outbox),
+      rows<{ consumer: string; reason: string; count: Count; newest_at: Date | string }>(
+        store,
+        sql.deadLetters,
+      ),
+      rows<{ name: string; handled: Count }>(store, sql.consumers),
+      rows<ActivityRow>(store, sql.activity),
+      rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
+      rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
+      readReplicationSlots(store),
+    ]);
   const backlog = retention[0];
   return {
     schema: store.schema,
@@ -216,5 +237,6 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       publishedOutboxRows: Number(backlog?.published ?? 0),
       countLimit: STATUS_COUNT_LIMIT,
     } satisfies RetentionBacklog,
+    slots,
   };
 }

@@ -4,8 +4,9 @@ import { statusChart } from '../render/chart';
 import { formatAge, formatTime } from '../render/format';
 import { href, html, type Html, type View } from '../render/html';
 import { layout } from '../render/layout';
+import { replicationSlotsPanel } from './replication-slots-panel';
 import { dataTable, fieldTable } from '../render/table';
-import { sampleOf, type Sample } from '../sampler';
+import { sampleOf } from '../sampler';
 
 /** The outbox's figures by destination, each linking to its events; the outbox page shows them too. */
 export function outboxStatusTable(view: View, destinations: StoreStatus['outbox']): Html {
@@ -103,12 +104,9 @@ function activityTables(view: View, status: StoreStatus): Html {
     ${retention}`;
 }
 
-function overview(
-  view: View,
-  status: StoreStatus,
-  samples: readonly Sample[],
-  samplingError: string | undefined,
-): Html {
+function overview(view: View, status: StoreStatus, deps: Deps): Html {
+  const samples = deps.sampler.samples();
+  const samplingError = deps.sampler.lastError;
   return html`<p class="muted">
       Schema <code>${status.schema}</code>, read at ${formatTime(status.at)} (database clock).
     </p>
@@ -118,7 +116,8 @@ function overview(
     <h2>Outbox by destination</h2>
     ${outboxStatusTable(view, status.outbox)}
     <h2>Dead letters waiting</h2>
-    ${deadLetterTable(view, status)} ${activityTables(view, status)}`;
+    ${deadLetterTable(view, status)} ${activityTables(view, status)}
+    ${replicationSlotsPanel(status.slots, deps.options.slotLagWarningBytes)}`;
 }
 
 /** `/`: the status figures and the chart of the last hour. */
@@ -128,12 +127,6 @@ export function registerOverviewPage(app: App, deps: Deps): void {
     // A page load is a sample too: the chart ends at what the tables show.
     deps.sampler.record(sampleOf(status));
     const view = viewOf(c, deps);
-    return c.html(
-      layout(
-        view,
-        'Overview',
-        overview(view, status, deps.sampler.samples(), deps.sampler.lastError),
-      ),
-    );
+    return c.html(layout(view, 'Overview', overview(view, status, deps)));
   });
 }
