@@ -141,6 +141,9 @@ export {
 export { createRelay } from './relay/create-relay';
 export type {
   RelayOptions,
+  RelayMode,
+  LogRelayOptions,
+  LogRelayStats,
   Relay,
   RelayStats,
   StopOptions,

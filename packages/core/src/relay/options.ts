@@ -9,6 +9,7 @@ import type { Publisher } from '../transport/publisher';
 import type { RelayOptions } from './types';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { backoffBoundsOption } from '../retry/backoff';
+import { resolveLogOptions, type ResolvedLogOptions } from './log/options';
 
 /** The upper bound of the per-call integer options, which have none of their own. @internal */
 export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -31,6 +32,8 @@ export interface ResolvedRelayOptions {
   readonly ownerId: string;
   readonly logger: Logger;
   readonly meter: Meter;
+  /** The `'log'` mode's settings; `null` in `'poll'` mode. */
+  readonly log: ResolvedLogOptions | null;
 }
 
 const RELAY_KEYS = optionKeys<RelayOptions>()([
@@ -50,6 +53,8 @@ const RELAY_KEYS = optionKeys<RelayOptions>()([
   'ownerId',
   'logger',
   'meter',
+  'mode',
+  'log',
 ]);
 const BACKOFF_KEYS = optionKeys<NonNullable<RelayOptions['backoff']>>()(['baseMs', 'capMs']);
 
@@ -67,6 +72,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (!publisher || typeof publisher.publish !== 'function') {
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
+  const log = resolveLogOptions(options, store);
   const leaseMs = integerOption(options.leaseMs, 'leaseMs', 30_000, 100, 24 * 3_600_000);
   const backoff = backoffBoundsOption(
     options.backoff,
@@ -149,5 +155,6 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       'addBatchObservableCallback',
       'removeBatchObservableCallback',
     ]),
+    log,
   };
 }
