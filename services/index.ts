@@ -10,7 +10,15 @@
  */
 export { ensureServices, exportToEnv, resolveServices, stopContainers } from './resolve';
 export { ServiceUnavailableError, type EnsureOptions } from './resolve';
-export { amqpUrl, databaseUrl, kafkaBrokers, mysqlUrl, sqsClientConfig, sqsEndpoint } from './env';
+export {
+  amqpUrl,
+  databaseUrl,
+  kafkaBrokers,
+  logicalDatabaseUrl,
+  mysqlUrl,
+  sqsClientConfig,
+  sqsEndpoint,
+} from './env';
 export { serviceStatus, stopServices, type ServiceStatus } from './lifecycle';
 export { SERVICES } from './registry';
 export {

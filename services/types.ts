@@ -1,5 +1,12 @@
 /** The services the tests, benchmarks and examples of justonce need. */
-export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq', 'mysql'] as const;
+export const SERVICE_NAMES = [
+  'postgres',
+  'kafka',
+  'sqs',
+  'rabbitmq',
+  'mysql',
+  'postgres-logical',
+] as const;
 
 /** One of {@link SERVICE_NAMES}. `sqs` is served by ElasticMQ when nothing else is configured. */
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -16,6 +23,8 @@ export interface ServiceAddresses {
   amqpUrl: string;
   /** A MySQL or MariaDB connection string (`MYSQL_URL`). */
   mysqlUrl: string;
+  /** A PostgreSQL connection string of a server with `wal_level = logical` (`LOGICAL_DATABASE_URL`). */
+  logicalDatabaseUrl: string;
 }
 
 /** Which field of {@link ServiceAddresses} each service fills. */
@@ -25,6 +34,7 @@ export interface AddressKeyOf {
   sqs: 'sqsEndpoint';
   rabbitmq: 'amqpUrl';
   mysql: 'mysqlUrl';
+  'postgres-logical': 'logicalDatabaseUrl';
 }
 
 /** The addresses of the services `N`, and only those. */
