@@ -26,14 +26,14 @@ interface LogState {
   draining: boolean;
   /** Aborted when a stop gave up waiting: the session stops at once, confirming nothing more. */
   abandon: AbortController;
+  /** Aborted by `stop`: wakes an idle session and ends a wait between attempts. */
+  stopSignal: AbortController;
   /** Set when `start` or `runOnce` made sure of the server, the publication and the slot. */
   prepared: boolean;
   loop: Promise<void> | null;
   view: SessionView | null;
-  /** When this relay last had confirmed everything the server had; null before it read the slot. */
-  caughtUpAt: number | null;
-  /** When its current session started, while it has one. */
-  activeSince: number | null;
+  /** When its last session was lost to an error, until the next one starts. */
+  lostAt: number | null;
   /** Whether it was standing by at the last attempt (so that it says so once). */
   standingBy: boolean;
   stopObserving: (() => void) | null;
@@ -41,6 +41,50 @@ interface LogState {
 
 function codeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
+}
+
+/**
+ * Seconds the relay is behind: since the commit of the oldest event it read and has not had
+ * acknowledged (0 with none), or since its session was lost while it reconnects; null while
+ * it reads nothing of its own accord (never started reading, or standing by).
+ */
+function lagSeconds(state: LogState): number | null {
+  const now = Date.now();
+  if (state.view === null) return state.lostAt === null ? null : (now - state.lostAt) / 1000;
+  const oldest = state.view.queue[0]?.commitTimeMs;
+  return oldest === undefined ? 0 : Math.max(0, now - oldest) / 1000;
+}
+
+/**
+ * Logs why a session ended or could not start, and resolves to the wait before the next try:
+ * `standbyRetryMs` while another process reads the slot, else a backoff (an outage, or a
+ * server that is not, or no longer, set up for the log mode).
+ */
+function onSessionError(
+  rt: RelayRuntime,
+  log: ResolvedLogOptions,
+  state: LogState,
+  error: unknown,
+  failures: number,
+): number {
+  const { logger } = rt.options;
+  if (codeOf(error) === SLOT_IN_USE) {
+    if (!state.standingBy)
+      logger.info('relay: another process reads the slot; standing by', { slot: log.slot });
+    state.standingBy = true;
+    return log.standbyRetryMs;
+  }
+  if (state.view !== null || state.lostAt === null) state.lostAt = Date.now();
+  // A slot or publication dropped under the relay (42704) is made again, when allowed.
+  if (codeOf(error) === '42704') state.prepared = false;
+  const delayMs = fullJitterBackoff(failures, { baseMs: 200, capMs: 10_000 });
+  const level = error instanceof ConfigurationError ? 'error' : 'warn';
+  logger[level]('relay: replication stream failed; will retry', {
+    slot: log.slot,
+    error: errorText(error instanceof Error ? `${error.name}: ${error.message}` : error),
+    retryInMs: delayMs,
+  });
+  return delayMs;
 }
 
 /**
@@ -54,17 +98,14 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     stopping: false,
     draining: false,
     abandon: new AbortController(),
+    stopSignal: new AbortController(),
     prepared: false,
     loop: null,
     view: null,
-    caughtUpAt: null,
-    activeSince: null,
+    lostAt: null,
     standingBy: false,
     stopObserving: null,
   };
-
-  /** Aborted by `stop`: wakes an idle session and ends a wait between attempts. */
-  let stopSignal = new AbortController();
 
   const prepare = async (): Promise<void> => {
     if (state.prepared) return;
@@ -77,31 +118,15 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     signal: state.abandon.signal,
     stopping: () => state.stopping && !state.draining,
     untilCaughtUp,
-    poke: stopSignal.signal,
+    poke: state.stopSignal.signal,
     onView: (view) => {
       state.view = view;
-      if (view === null) {
-        state.activeSince = null;
-        return;
-      }
-      state.activeSince ??= Date.now();
+      if (view === null) return;
+      state.lostAt = null;
       if (state.standingBy) o.logger.info('relay: took over the slot', { slot: log.slot });
       state.standingBy = false;
     },
-    onCaughtUp: () => {
-      state.caughtUpAt = Date.now();
-    },
   });
-
-  const lagSeconds = (): number | null => {
-    const since = state.activeSince;
-    if (state.caughtUpAt === null && since === null) return null;
-    const view = state.view;
-    if (view?.caughtUp === true && view.queue.length === 0) return 0;
-    const oldest = view?.queue[0]?.commitTimeMs ?? Number.POSITIVE_INFINITY;
-    const from = Math.min(oldest, state.caughtUpAt ?? since ?? Date.now());
-    return Math.max(0, (Date.now() - from) / 1000);
-  };
 
   /** Reads the slot, standing by while another process does, until stopped. */
   const run = async (): Promise<void> => {
@@ -110,38 +135,21 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
       let delayMs: number;
       try {
         await prepare();
-        await runSession(rt, log, control(() => state.draining));
+        await runSession(
+          rt,
+          log,
+          control(() => state.draining),
+        );
         if (state.draining) return;
         failures = 0;
         continue;
       } catch (error) {
-        delayMs = onSessionError(error, (failures += 1));
+        delayMs = onSessionError(rt, log, state, error, (failures += 1));
       }
       // A drain goes on trying until its time is up; a plain stop ends the wait.
-      await sleep(delayMs, state.abandon.signal, state.draining ? undefined : stopSignal.signal);
+      const stop = state.draining ? undefined : state.stopSignal.signal;
+      await sleep(delayMs, state.abandon.signal, stop);
     }
-  };
-
-  /** Logs why a session ended or could not start; resolves to the wait before the next try. */
-  const onSessionError = (error: unknown, failures: number): number => {
-    if (codeOf(error) === SLOT_IN_USE) {
-      if (!state.standingBy) {
-        o.logger.info('relay: another process reads the slot; standing by', { slot: log.slot });
-      }
-      state.standingBy = true;
-      return log.standbyRetryMs;
-    }
-    state.standingBy = false;
-    // A slot or publication dropped under the relay (42704) is made again, when allowed.
-    if (codeOf(error) === '42704') state.prepared = false;
-    const delayMs = fullJitterBackoff(failures, { baseMs: 200, capMs: 10_000 });
-    const log_ = error instanceof ConfigurationError ? o.logger.error : o.logger.warn;
-    log_.call(o.logger, 'relay: replication stream failed; will retry', {
-      slot: log.slot,
-      error: errorText(error instanceof Error ? `${error.name}: ${error.message}` : error),
-      retryInMs: delayMs,
-    });
-    return delayMs;
   };
 
   const startRelay = async (): Promise<void> => {
@@ -158,10 +166,10 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.stopping = false;
     state.draining = false;
     state.abandon = new AbortController();
-    stopSignal = new AbortController();
+    state.stopSignal = new AbortController();
     state.stopObserving = observeSlot(o.meter, log.slot, {
       position: () => readSlotPosition(o.store.knex, log.slot).catch(() => null),
-      lagSeconds,
+      lagSeconds: () => lagSeconds(state),
     });
     state.loop = run().catch((error: unknown) => {
       o.logger.error('relay: stopped on an unexpected error', { error: String(error) });
@@ -174,7 +182,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
     state.stopping = true;
     state.draining = stopOptions.drain === true;
-    stopSignal.abort();
+    state.stopSignal.abort();
     const loop = state.loop ?? Promise.resolve();
     if (!(await finishesWithin(loop, timeoutMs))) {
       o.logger.warn('relay: the batch in flight did not finish in time; leaving it unconfirmed', {
@@ -195,8 +203,13 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     },
     start: startRelay,
     stop: stopRelay,
-    runOnce: () => runOnceLog(rt, prepare, control(() => true)),
-    stats: () => logStats(rt, log, state.view, lagSeconds()),
+    runOnce: () =>
+      runOnceLog(
+        rt,
+        prepare,
+        control(() => true),
+      ),
+    stats: () => logStats(rt, log, state.view, lagSeconds(state)),
     listDead: (listOptions) => listDead(rt, listOptions),
     requeue: (id) => requeue(rt, id),
     cleanup: (cleanupOptions) => cleanupByAge(rt, cleanupOptions),
@@ -240,7 +253,9 @@ async function logStats(
   const { store } = rt.options;
   const [position, dead] = await Promise.all([
     readSlotPosition(store.knex, log.slot),
-    store.knex.raw(`select count(*)::int as n from ${store.names.table('outbox')} where status = 'dead'`),
+    store.knex.raw(
+      `select count(*)::int as n from ${store.names.table('outbox')} where status = 'dead'`,
+    ),
   ]);
   const queue = view?.queue ?? [];
   const pending = queue.reduce((n, t) => n + t.events.length, 0) - (view?.headDone ?? 0);
@@ -268,11 +283,21 @@ async function logStats(
  * `cleanup` in log mode: deletes events created more than `olderThanMs` ago, dead ones
  * excepted (and published ones a polling relay kept before the switch), in bounded batches.
  */
-async function cleanupByAge(rt: RelayRuntime, cleanupOptions: CleanupOptions = {}): Promise<number> {
-  const olderThanMs = integerOption(cleanupOptions.olderThanMs, 'olderThanMs', 24 * 3_600_000, 0, NO_LIMIT);
+async function cleanupByAge(
+  rt: RelayRuntime,
+  cleanupOptions: CleanupOptions = {},
+): Promise<number> {
+  const olderThanMs = integerOption(
+    cleanupOptions.olderThanMs,
+    'olderThanMs',
+    24 * 3_600_000,
+    0,
+    NO_LIMIT,
+  );
   const batchSize = integerOption(cleanupOptions.batchSize, 'batchSize', 1_000, 1, NO_LIMIT);
   const maxBatches = cleanupOptions.maxBatches ?? Number.POSITIVE_INFINITY;
-  if (!(maxBatches >= 1)) throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
+  if (!(maxBatches >= 1))
+    throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
   const { knex, names } = rt.options.store;
   let total = 0;
   let afterId: string | null = null;

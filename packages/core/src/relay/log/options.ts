@@ -1,4 +1,9 @@
-import { integerOption, optionKeys, optionalBoolean, rejectUnknownOptions } from '../../config/options';
+import {
+  integerOption,
+  optionKeys,
+  optionalBoolean,
+  rejectUnknownOptions,
+} from '../../config/options';
 import { ConfigurationError } from '../../errors/configuration-error';
 import type { Store } from '../../store/store';
 import type { LogRelayOptions, RelayOptions } from '../types';

@@ -1,8 +1,8 @@
 /**
  * Decoding of the `pgoutput` plugin's messages, protocol version 1 with text tuples (the
  * format PostgreSQL 10 and later send when no `binary` option is asked for). The relay needs
- * Begin, Relation, Insert and Commit; every other message (Origin, Type, Update, Delete,
- * Truncate, logical messages) is reported as `other` and skipped. @internal
+ * Begin, Relation, Insert, Commit and logical messages (its markers); every other message (Origin, Type, Update, Delete,
+ * Truncate) is reported as `other` and skipped. @internal
  */
 
 /** One column of a tuple: its text, SQL NULL, or a TOASTed value the change left unchanged. */
@@ -30,6 +30,12 @@ export type PgoutputMessage =
       readonly columns: readonly string[];
     }
   | { readonly tag: 'insert'; readonly relation: number; readonly values: readonly TupleValue[] }
+  | {
+      readonly tag: 'message';
+      readonly transactional: boolean;
+      readonly prefix: string;
+      readonly content: Buffer;
+    }
   | { readonly tag: 'other'; readonly code: string };
 
 const UNCHANGED = Object.freeze({ unchanged: true as const });
@@ -72,6 +78,10 @@ class Reader {
     const text = this.buffer.toString('utf8', this.at, end);
     this.at = end + 1;
     return text;
+  }
+  bytes(length: number): Buffer {
+    const at = this.need(length);
+    return this.buffer.subarray(at, at + length);
   }
   text(length: number): string {
     const at = this.need(length);
@@ -135,6 +145,12 @@ export function decodePgoutput(body: Buffer): PgoutputMessage {
       if (kind !== 'N') throw new Error(`pgoutput insert without a new tuple (${kind})`);
       return { tag: 'insert', relation, values: readTuple(reader) };
     }
+    case 'M': {
+      const transactional = (reader.byte() & 1) === 1;
+      reader.uint64(); // its LSN
+      const prefix = reader.cstring();
+      return { tag: 'message', transactional, prefix, content: reader.bytes(reader.int32()) };
+    }
     default:
       return { tag: 'other', code };
   }
@@ -147,7 +163,7 @@ export function decodePgoutput(body: Buffer): PgoutputMessage {
 export function byteaFromText(text: string): Buffer {
   if (text.startsWith('\\x')) return Buffer.from(text.slice(2), 'hex');
   const bytes: number[] = [];
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const c = text.charCodeAt(i);
     if (c !== 0x5c) {
       bytes.push(c);

@@ -52,7 +52,11 @@ export async function publishEvents(
     if (again.size === 0) return true;
     const charged = new Set(retrying.filter((f) => f.charged).map((f) => f.id));
     for (const f of retrying) {
-      o.logger.warn('relay: publish failed; will retry', { id: f.id, error: f.error, retryInMs: f.delayMs });
+      o.logger.warn('relay: publish failed; will retry', {
+        id: f.id,
+        error: f.error,
+        retryInMs: f.delayMs,
+      });
     }
     remaining = remaining
       .filter((row) => again.has(row.id))

@@ -11,7 +11,11 @@ function codeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
-async function one<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[] = []): Promise<T | undefined> {
+async function one<T>(
+  knex: Knex,
+  sql: string,
+  bindings: readonly Knex.Value[] = [],
+): Promise<T | undefined> {
   return rowsOf<T>(await knex.raw(sql, bindings))[0];
 }
 
@@ -56,7 +60,10 @@ export function setupStatements(store: Store, log: ResolvedLogOptions): string[]
  * and would fail on one that committed before its publication existed. Events committed
  * before the slot was created are not in it (docs/relays.md says how to switch). @internal
  */
-export async function ensurePublicationAndSlot(store: Store, log: ResolvedLogOptions): Promise<void> {
+export async function ensurePublicationAndSlot(
+  store: Store,
+  log: ResolvedLogOptions,
+): Promise<void> {
   const { knex, names } = store;
   const [createPublication, createSlot] = setupStatements(store, log) as [string, string];
   const missing = (what: string, statement: string): ConfigurationError =>
@@ -90,11 +97,11 @@ export async function ensurePublicationAndSlot(store: Store, log: ResolvedLogOpt
   );
   if (slot === undefined) {
     if (!log.create) throw missing(`slot ${log.slot}`, createSlot);
-    await knex.raw(`select pg_create_logical_replication_slot(?, 'pgoutput')`, [log.slot]).catch(
-      (error: unknown) => {
+    await knex
+      .raw(`select pg_create_logical_replication_slot(?, 'pgoutput')`, [log.slot])
+      .catch((error: unknown) => {
         if (codeOf(error) !== DUPLICATE_OBJECT) throw error;
-      },
-    );
+      });
   } else if (slot.plugin !== 'pgoutput' || !slot.ours) {
     throw new ConfigurationError(
       `slot ${log.slot} is not a pgoutput slot of this database (plugin ${slot.plugin ?? 'none'}): give log.slot a name of its own`,

@@ -54,7 +54,10 @@ export interface StreamTarget {
  * our own with `replication: 'database'` (a walsender session that speaks the replication
  * protocol). A knex given by the caller may hold them as a URL string. @internal
  */
-function replicationSettings(knex: Knex): { Client: ClientClass; settings: Record<string, unknown> } {
+function replicationSettings(knex: Knex): {
+  Client: ClientClass;
+  settings: Record<string, unknown>;
+} {
   const client = knex.client as unknown as {
     driver: { Client: ClientClass };
     connectionSettings: unknown;
@@ -69,7 +72,8 @@ function replicationSettings(knex: Knex): { Client: ClientClass; settings: Recor
 /**
  * Opens a replication connection and starts streaming the slot from its confirmed position
  * (`0/0` asks for exactly that: the server never sends what was confirmed), with `pgoutput`
- * protocol version 1 on the one publication. Resolves once the server started streaming;
+ * protocol version 1 on the one publication, with logical messages (the relay's markers; since
+ * PostgreSQL 14). Resolves once the server started streaming;
  * rejects with the server's error, e.g. 55006 when another process reads the slot. @internal
  */
 export async function openReplicationStream(target: StreamTarget): Promise<ReplicationStream> {
@@ -91,7 +95,7 @@ export async function openReplicationStream(target: StreamTarget): Promise<Repli
     finish(error);
     client.connection?.stream?.destroy(error);
   };
-  const command = `START_REPLICATION SLOT "${target.slot}" LOGICAL 0/0 (proto_version '1', publication_names '"${target.publication}"')`;
+  const command = `START_REPLICATION SLOT "${target.slot}" LOGICAL 0/0 (proto_version '1', publication_names '"${target.publication}"', messages 'true')`;
   // A submittable: pg hands it the connection and each message of its (endless) query.
   const query = {
     submit(wire: WireConnection) {

@@ -10,6 +10,8 @@ export interface LogTransaction {
   readonly commitTimeMs: number;
   /** Its outbox rows, as the polling relay would have claimed them (`attempts` 0). */
   readonly events: ClaimedRow[];
+  /** The tokens of the relay's markers it carries (see `writeMarker`). */
+  readonly markers: string[];
 }
 
 /** The outbox columns an event is made of. */
@@ -18,15 +20,16 @@ type Column = (typeof COLUMNS)[number];
 
 /**
  * Turns the decoded `pgoutput` stream into committed transactions: remembers each relation's
- * columns, keeps the inserts into the outbox table (`schema`.`table`) between a Begin and its
- * Commit, and hands each transaction to `onCommit` at its Commit. Inserts into any other
+ * columns, keeps the inserts into the outbox table (`schema`.`table`) and the contents of
+ * transactional logical messages of `prefix` between a Begin and its Commit, and hands each transaction to `onCommit` at its Commit. Inserts into any other
  * table the publication might name are skipped. @internal
  */
 export class TransactionAssembler {
   private readonly relations = new Map<number, Map<Column, number> | null>();
-  private open: { events: ClaimedRow[] } | null = null;
+  private open: { events: ClaimedRow[]; markers: string[] } | null = null;
 
   constructor(
+    private readonly prefix: string,
     private readonly schema: string,
     private readonly table: string,
     private readonly onCommit: (transaction: LogTransaction) => void,
@@ -42,7 +45,7 @@ export class TransactionAssembler {
     const message = decodePgoutput(body);
     switch (message.tag) {
       case 'begin':
-        this.open = { events: [] };
+        this.open = { events: [], markers: [] };
         return;
       case 'relation':
         this.relations.set(message.id, this.columnsOf(message));
@@ -50,17 +53,25 @@ export class TransactionAssembler {
       case 'insert': {
         const columns = this.relations.get(message.relation);
         if (columns === undefined) {
-          throw new Error(`pgoutput insert into relation ${message.relation} before its Relation message`);
+          throw new Error(
+            `pgoutput insert into relation ${message.relation} before its Relation message`,
+          );
         }
         if (columns === null) return;
         if (this.open === null) throw new Error('pgoutput insert outside a transaction');
         this.open.events.push(toRow(columns, message.values));
         return;
       }
+      case 'message':
+        if (message.transactional && message.prefix === this.prefix && this.open !== null) {
+          this.open.markers.push(message.content.toString('utf8'));
+        }
+        return;
       case 'commit': {
-        const events = this.open?.events ?? [];
+        const { events, markers } = this.open ?? { events: [], markers: [] };
         this.open = null;
-        this.onCommit({ endLsn: message.endLsn, commitTimeMs: pgTimeToMs(message.commitTime), events });
+        const commitTimeMs = pgTimeToMs(message.commitTime);
+        this.onCommit({ endLsn: message.endLsn, commitTimeMs, events, markers });
         return;
       }
       default:

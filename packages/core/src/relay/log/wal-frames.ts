@@ -9,7 +9,12 @@ const PG_EPOCH_US = 946_684_800_000_000n;
 
 /** A frame the server sent on the replication stream. @internal */
 export type ServerFrame =
-  | { readonly kind: 'data'; readonly start: bigint; readonly walEnd: bigint; readonly body: Buffer }
+  | {
+      readonly kind: 'data';
+      readonly start: bigint;
+      readonly walEnd: bigint;
+      readonly body: Buffer;
+    }
   | { readonly kind: 'keepalive'; readonly walEnd: bigint; readonly replyRequested: boolean };
 
 /** Decodes one CopyData chunk of the stream; `null` for a frame this client has no use for. */
