@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
+import { MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import {
   createMemoryPublisher,
   createOutbox,
@@ -154,4 +156,148 @@ describe("mode 'log' on a server with wal_level = logical", () => {
     await relay.stop();
     expect(relay.running).toBe(false);
   });
+
+  it('retries a failing key in order, marks a refused event dead, and requeues it through the slot', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = logRelay(publisher, 'dead', { maxAttempts: 1_000 });
+    await relay.runOnce();
+    const outbox = createOutbox({ store });
+    const heal = publisher.failKey('flaky');
+    publisher.failWhen((m) =>
+      JSON.parse(Buffer.from(m.payload).toString()).refused === true
+        ? { error: new Error('too large for good'), retriable: false }
+        : undefined,
+    );
+    await store.knex.transaction((trx) =>
+      outbox.add(trx, [
+        { destination: 'd', key: 'flaky', payload: { n: 1 } },
+        { destination: 'd', key: 'flaky', payload: { n: 2 } },
+        { destination: 'd', key: 'bad', payload: { n: 1, refused: true } },
+        { destination: 'd', key: 'bad', payload: { n: 2 } },
+      ]),
+    );
+    const run = relay.runOnce();
+    await waitFor(
+      'a failed attempt of the flaky key',
+      async () => (await relay.stats()).failed > 0,
+    );
+    heal();
+    const result = await run;
+    expect(result).toMatchObject({ published: 3, dead: 1 });
+    const seq = (key: string) =>
+      publisher
+        .byKey(key)
+        .map((m) => (JSON.parse(Buffer.from(m.payload).toString()) as { n: number }).n);
+    expect(seq('flaky')).toEqual([1, 2]);
+    expect(seq('bad')).toEqual([2]);
+    const [dead] = await relay.listDead();
+    expect(dead).toMatchObject({
+      key: 'bad',
+      attempts: 1,
+      lastError: expect.stringContaining('too large'),
+    });
+    publisher.heal();
+    expect(await relay.requeue(dead!.id)).toEqual(expect.any(String));
+    await relay.runOnce();
+    expect(publisher.byKey('bad').map((m) => m.messageId)).toEqual([
+      expect.any(String),
+      dead!.messageId,
+    ]);
+  });
+
+  it('cleans up by age, and an event whose row is gone still goes out: the slot reads the WAL', async () => {
+    const publisher = createMemoryPublisher();
+    const relay = logRelay(publisher, 'cleanup');
+    await relay.runOnce();
+    const outbox = createOutbox({ store });
+    await store.knex.transaction((trx) =>
+      outbox.add(trx, [
+        { destination: 'c', key: 'a', payload: 1 },
+        { destination: 'c', key: 'a', payload: 2 },
+      ]),
+    );
+    const count = async (): Promise<number> =>
+      Number(
+        rowsOf<{ n: number }>(
+          await store.knex.raw(
+            `select count(*)::int as n from ${outboxTable()} where destination = 'c'`,
+          ),
+        )[0]!.n,
+      );
+    // A day's window keeps them.
+    await relay.cleanup();
+    expect(await count()).toBe(2);
+    // A window of 0 deletes every event but the dead, before the relay has read them.
+    await relay.cleanup({ olderThanMs: 0, batchSize: 1 });
+    expect(await count()).toBe(0);
+    const before = (await relay.listDead()).length;
+    expect(before).toBeGreaterThanOrEqual(0);
+    expect(await relay.runOnce()).toMatchObject({ published: 2 });
+    expect(publisher.byKey('a')).toHaveLength(2);
+  });
+
+  it('reports its lag in bytes and seconds as OpenTelemetry gauges', async () => {
+    const reader = new TestReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    try {
+      const publisher = createMemoryPublisher();
+      const slot = `${store.schema}_gauges`;
+      const relay = logRelay(publisher, 'gauges', { meter: provider.getMeter('test') });
+      await relay.runOnce();
+      // The broker refuses every call: the relay reads, cannot publish, and falls behind.
+      publisher.rejectNextCalls(1_000_000);
+      await relay.start();
+      await store.knex.transaction((trx) =>
+        createOutbox({ store }).add(trx, {
+          destination: 'g',
+          key: 'g',
+          payload: randomBytes(20_000),
+        }),
+      );
+      await waitFor('a failed call', async () => (await relay.stats()).failed > 0);
+      const behind = await collect(reader);
+      expect(behind[`justonce.relay.slot.lag{slot=${slot}}`]).toBeGreaterThan(10_000);
+      expect(behind[`justonce.relay.slot.lag_seconds{slot=${slot}}`]).toBeGreaterThanOrEqual(0);
+      expect((await relay.stats()).pending).toBe(1);
+      publisher.heal();
+      await publisher.waitForCount(1);
+      await waitFor(
+        'the slot to be confirmed',
+        async () => (await relay.stats()).log!.lagBytes < 10_000,
+      );
+      const caughtUp = await collect(reader);
+      expect(caughtUp[`justonce.relay.slot.lag_seconds{slot=${slot}}`]).toBe(0);
+      expect(caughtUp[`justonce.relay.slot.lag{slot=${slot}}`]).toBeLessThan(10_000);
+      await relay.stop();
+    } finally {
+      await provider.shutdown();
+    }
+  });
 });
+
+/** A pull reader: the test decides when the SDK collects. */
+class TestReader extends MetricReader {
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** The collected points as `name{attr=value,…} → value`. */
+async function collect(reader: TestReader): Promise<Record<string, number>> {
+  const { resourceMetrics, errors } = await reader.collect();
+  expect(errors).toEqual([]);
+  const points: Record<string, number> = {};
+  const metrics: MetricData[] = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+  for (const metric of metrics) {
+    for (const point of metric.dataPoints) {
+      const attributes = Object.entries(point.attributes)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(',');
+      points[`${metric.descriptor.name}{${attributes}}`] = point.value as number;
+    }
+  }
+  return points;
+}

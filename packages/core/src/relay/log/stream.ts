@@ -6,6 +6,8 @@ import { decodeServerFrame, standbyStatus, type ServerFrame } from './wal-frames
 interface WireConnection {
   query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
+  /** Sends CopyDone: the client ends the copy; the server then ends the command. */
+  endCopyFrom(): void;
   once(event: 'replicationStart', listener: () => void): unknown;
   stream?: { pause(): void; resume(): void; destroy(error?: Error): void };
 }
@@ -86,6 +88,7 @@ export async function openReplicationStream(target: StreamTarget): Promise<Repli
   });
   ended.catch(() => undefined);
   let started: () => void = () => undefined;
+  let closing = false;
   const streaming = new Promise<void>((resolve) => {
     started = resolve;
   });
@@ -104,6 +107,7 @@ export async function openReplicationStream(target: StreamTarget): Promise<Repli
       wire.query(command);
     },
     handleCopyData(message: { chunk: Buffer }) {
+      if (closing) return;
       const frame = decodeServerFrame(message.chunk);
       if (frame === null) return;
       try {
@@ -133,10 +137,25 @@ export async function openReplicationStream(target: StreamTarget): Promise<Repli
     pause: () => connection?.stream?.pause(),
     resume: () => connection?.stream?.resume(),
     async close() {
-      finish();
-      await withTimeout(client.end(), target.connectMs, 'closing the replication connection').catch(
-        () => client.connection?.stream?.destroy(),
+      if (closing) return;
+      closing = true;
+      // Ends the copy first: pg's end() destroys the socket of a connection with a command
+      // in flight, which could drop the last confirmation still in its buffer. After
+      // CopyDone the server reads what came before it, ends the command, and the connection
+      // can say goodbye.
+      const done = ended.then(
+        () => undefined,
+        () => undefined,
       );
+      try {
+        connection?.endCopyFrom();
+        await withTimeout(done, target.connectMs, 'ending the replication command');
+        await withTimeout(client.end(), target.connectMs, 'closing the replication connection');
+      } catch {
+        client.connection?.stream?.destroy();
+      } finally {
+        finish();
+      }
     },
   };
   try {
