@@ -113,25 +113,15 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   // waits and the call must fit in the lease.
   const lanes = claimHoldMs > 0 ? maxConcurrentPublishes : 1;
   const waits = Math.ceil((concurrency * lanes) / maxConcurrentPublishes);
-  const publishTimeoutMs = integerOption(
-    options.publishTimeoutMs,
-    'publishTimeoutMs',
-    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
-    1,
-    leaseMs,
-  );
-  if (publishTimeoutMs >= leaseMs) {
-    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
-      publishTimeoutMs,
-      leaseMs,
-    });
-  }
-  if (publishTimeoutMs * waits >= leaseMs) {
-    throw new ConfigurationError(
-      'publishTimeoutMs times the publish calls a cycle may wait for (its own included) must be below leaseMs',
-      { publishTimeoutMs, concurrency, maxConcurrentPublishes, claimHoldMs, waits, leaseMs },
-    );
-  }
+  const publishTimeoutMs =
+    log === null
+      ? leasedPublishTimeout(options.publishTimeoutMs, leaseMs, waits, {
+          concurrency,
+          maxConcurrentPublishes,
+          claimHoldMs,
+        })
+      : // No claim to outlast in the log mode: the stream waits for the call, whatever it takes.
+        integerOption(options.publishTimeoutMs, 'publishTimeoutMs', 10_000, 1, 3_600_000);
   return {
     store,
     publisher,
@@ -157,4 +147,36 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     ]),
     log,
   };
+}
+
+/**
+ * The polling mode's `publishTimeoutMs`: a cycle holds its claim while it waits for its own
+ * call and those ahead of it, all of which must fit in the lease.
+ */
+function leasedPublishTimeout(
+  value: number | undefined,
+  leaseMs: number,
+  waits: number,
+  context: { concurrency: number; maxConcurrentPublishes: number; claimHoldMs: number },
+): number {
+  const publishTimeoutMs = integerOption(
+    value,
+    'publishTimeoutMs',
+    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
+    1,
+    leaseMs,
+  );
+  if (publishTimeoutMs >= leaseMs) {
+    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
+      publishTimeoutMs,
+      leaseMs,
+    });
+  }
+  if (publishTimeoutMs * waits >= leaseMs) {
+    throw new ConfigurationError(
+      'publishTimeoutMs times the publish calls a cycle may wait for (its own included) must be below leaseMs',
+      { publishTimeoutMs, ...context, waits, leaseMs },
+    );
+  }
+  return publishTimeoutMs;
 }

@@ -102,7 +102,7 @@ export interface RelayOptions {
    * Longest wait for one `publish` call; after it the batch counts as failed (retriable).
    * Must be below `leaseMs`. Default `min(10 000, leaseMs / (waits + 1))`, where `waits` is
    * the number of calls a lane may wait for (see `maxConcurrentPublishes`): 10 000 with the
-   * defaults.
+   * defaults. In `mode: 'log'`, which holds no claim: up to an hour, default 10 000.
    */
   readonly publishTimeoutMs?: number;
   /**
