@@ -273,6 +273,63 @@ describe("mode 'log' on a server with wal_level = logical", () => {
       await provider.shutdown();
     }
   });
+
+  it('stops with drain after publishing and confirming everything committed before', async () => {
+    const publisher = createMemoryPublisher({ delayMs: 5 });
+    const relay = logRelay(publisher, 'drain', { batchSize: 25 });
+    await relay.start();
+    const outbox = createOutbox({ store });
+    for (let t = 0; t < 4; t += 1) {
+      await store.knex.transaction((trx) =>
+        outbox.add(
+          trx,
+          Array.from({ length: 50 }, (_, n) => ({
+            destination: 'drain',
+            key: `k${n % 5}`,
+            payload: { t, n },
+          })),
+        ),
+      );
+    }
+    await relay.stop({ drain: true });
+    expect(publisher.published).toHaveLength(200);
+    // Confirmed before it stopped: nothing comes again.
+    expect(await relay.runOnce()).toMatchObject({ published: 0 });
+  });
+
+  it('lets go of the slot when stop times out on a publisher that hangs; the next reader repeats that batch', async () => {
+    const hanging = createMemoryPublisher();
+    const never = new Promise<never>(() => undefined);
+    const calls: string[][] = [];
+    const relay = createRelay({
+      store,
+      publisher: {
+        publish: (messages) => {
+          calls.push(messages.map((m) => m.messageId));
+          return never;
+        },
+        close: () => hanging.close(),
+      },
+      mode: 'log',
+      log: { slot: `${store.schema}_hang`, standbyRetryMs: 100 },
+    });
+    relays.push(relay);
+    await relay.runOnce();
+    await relay.start();
+    await store.knex.transaction((trx) =>
+      createOutbox({ store }).add(trx, { destination: 'hang', key: 'h', payload: 1 }),
+    );
+    await waitFor('the hanging call', () => calls.length > 0);
+    await relay.stop({ timeoutMs: 100 });
+    expect(relay.running).toBe(false);
+    const publisher = createMemoryPublisher();
+    const next = logRelay(publisher, 'hang');
+    await waitFor('the next reader to publish the batch', async () => {
+      await next.runOnce();
+      return publisher.published.length > 0;
+    });
+    expect(publisher.published.map((m) => m.messageId)).toEqual(calls[0]);
+  });
 });
 
 /** A pull reader: the test decides when the SDK collects. */

@@ -139,6 +139,9 @@ export async function runSession(
     wake();
   };
   control.poke.addEventListener('abort', poke);
+  // A stop that gave up waiting lets go of the slot at once, for a standby to take.
+  const abandoned = (): void => void open.close();
+  control.signal.addEventListener('abort', abandoned);
   control.onView(view());
   ask();
   try {
@@ -172,6 +175,7 @@ export async function runSession(
   } finally {
     clearInterval(status);
     control.poke.removeEventListener('abort', poke);
+    control.signal.removeEventListener('abort', abandoned);
     control.onView(null);
     await open.close();
   }
