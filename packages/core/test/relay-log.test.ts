@@ -277,22 +277,31 @@ describe("mode 'log' on a server with wal_level = logical", () => {
   it('stops with drain after publishing and confirming everything committed before', async () => {
     const publisher = createMemoryPublisher({ delayMs: 5 });
     const relay = logRelay(publisher, 'drain', { batchSize: 25 });
-    await relay.start();
+    await relay.runOnce();
     const outbox = createOutbox({ store });
-    for (let t = 0; t < 4; t += 1) {
+    // A backlog beyond what the relay buffers (eight batches): it stops reading the socket
+    // until the broker has caught up, and reads on.
+    for (let t = 0; t < 5; t += 1) {
       await store.knex.transaction((trx) =>
         outbox.add(
           trx,
-          Array.from({ length: 50 }, (_, n) => ({
+          Array.from({ length: 100 }, (_, n) => ({
             destination: 'drain',
             key: `k${n % 5}`,
-            payload: { t, n },
+            payload: { seq: t * 100 + n },
           })),
         ),
       );
     }
+    await relay.start();
     await relay.stop({ drain: true });
-    expect(publisher.published).toHaveLength(200);
+    expect(publisher.published).toHaveLength(500);
+    for (let k = 0; k < 5; k += 1) {
+      const seqs = publisher
+        .byKey(`k${k}`)
+        .map((m) => (JSON.parse(Buffer.from(m.payload).toString()) as { seq: number }).seq);
+      expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+    }
     // Confirmed before it stopped: nothing comes again.
     expect(await relay.runOnce()).toMatchObject({ published: 0 });
   });
