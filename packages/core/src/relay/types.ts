@@ -178,7 +178,8 @@ export interface RelayStats {
   /**
    * In `mode: 'log'`: the slot as this relay sees it; absent in `'poll'`. `pending` and
    * `oldestPendingAgeMs` then count the events this relay has read and the broker has not
-   * yet acknowledged (events still in the WAL show as `lagBytes`).
+   * yet acknowledged (events still in the WAL show as `lagBytes`), `dead` the dead rows, and
+   * `listening` whether it reads the slot now.
    */
   readonly log?: LogRelayStats;
 }
@@ -193,9 +194,10 @@ export interface LogRelayStats {
   /** WAL the slot retains: the server's current position minus the confirmed one, in bytes. */
   readonly lagBytes: number;
   /**
-   * Seconds this relay is behind: 0 when it has confirmed everything the server sent and
-   * the server has nothing more; else since the commit of the oldest event it has not
-   * confirmed, or since it was last caught up. Null while it has never read the slot.
+   * Seconds this relay is behind: since the commit of the oldest event it has read and the
+   * broker has not acknowledged (0 when there is none), or, while it reconnects after
+   * losing its stream, since it lost it. Null while it reads nothing of its own accord
+   * (before its first session, or standing by).
    */
   readonly lagSeconds: number | null;
 }

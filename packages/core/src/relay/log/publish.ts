@@ -6,9 +6,12 @@ import type { RelayRuntime } from '../runtime';
 import type { ClaimedRow } from '../sql/claimed-row';
 import { markDeadEvents } from './sql/events';
 
-/** Stands in for "stop now" while the relay retries: set when a stop gave up waiting. */
+/** When the relay must give up on a batch it has not finished. */
 export interface Abandon {
+  /** Aborted when a stop gave up waiting: nothing more is published or confirmed. */
   readonly signal: AbortSignal;
+  /** True once a stop (not a drain) was asked: a failed batch is not retried any more. */
+  readonly stopping: () => boolean;
 }
 
 /**
@@ -50,6 +53,8 @@ export async function publishEvents(
     const retrying = d.failures.filter((f) => !f.dead);
     const again = new Set([...retrying.map((f) => f.id), ...d.released]);
     if (again.size === 0) return true;
+    // A stop leaves the rest unconfirmed, for the next reader, rather than wait out a backoff.
+    if (abandon.stopping()) return false;
     const charged = new Set(retrying.filter((f) => f.charged).map((f) => f.id));
     for (const f of retrying) {
       o.logger.warn('relay: publish failed; will retry', {
