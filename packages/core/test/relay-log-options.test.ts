@@ -9,7 +9,7 @@ import {
   type Store,
 } from '../src';
 import { refusal } from '../../../test-support/refusal';
-import { openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore } from './db';
 import { openLogStore, type LogTestStore } from './fixtures/log-relay-support';
 
 const publisher = createMemoryPublisher();
@@ -20,18 +20,19 @@ function loose<T>(value: object): T {
 }
 
 describe("mode 'log': options refused when the relay is created", () => {
-  let pglite: Awaited<ReturnType<typeof openTestStore>>;
-  let mysql: Awaited<ReturnType<typeof openTestStore>>;
-  let postgres: Awaited<ReturnType<typeof openTestStore>>;
+  // Creating a relay reads nothing from the database: stores that were never migrated do.
+  let pglite: Store;
+  let mysql: Store;
+  let postgres: Store;
   beforeAll(async () => {
     [pglite, mysql, postgres] = await Promise.all([
-      openTestStore('pglite'),
-      openTestStore('mysql'),
-      openTestStore('postgres'),
+      createStore({ pglite: {} }),
+      createStore({ connectionString: mysqlUrl() }),
+      createStore({ connectionString: databaseUrl() }),
     ]);
   });
   afterAll(async () => {
-    await Promise.all([pglite.dispose(), mysql.dispose(), postgres.dispose()]);
+    await Promise.all([pglite.close(), mysql.close(), postgres.close()]);
   });
 
   it.each([
