@@ -248,7 +248,11 @@ export interface Relay {
   start(): Promise<void>;
   /** Stops gracefully: finishes or rolls back what it holds; see {@link StopOptions}. */
   stop(options?: StopOptions): Promise<void>;
-  /** Runs one claim–publish–mark cycle now (for tests and scripts; needs no `start`). */
+  /**
+   * Runs one claim–publish–mark cycle now (for tests and scripts; needs no `start`). In
+   * `mode: 'log'`: reads the slot up to what had committed when it was called, publishes and
+   * confirms it (nothing, when another process reads the slot).
+   */
   runOnce(): Promise<CycleResult>;
   /** Counts from the table and this relay's counters. */
   stats(): Promise<RelayStats>;
@@ -260,6 +264,9 @@ export interface Relay {
    * `id` is not a dead event.
    */
   requeue(id: string): Promise<string | null>;
-  /** Deletes published events in bounded batches; resolves to the number deleted. */
+  /**
+   * Deletes published events in bounded batches (in `mode: 'log'`, every event older than
+   * the window but dead ones); resolves to the number deleted.
+   */
   cleanup(options?: CleanupOptions): Promise<number>;
 }
