@@ -24,7 +24,9 @@
  *
  * Environment: BENCH_EVENTS (default 20 000), BENCH_ROUNDS (5), BENCH_RATE (1 000/s),
  * BENCH_SECONDS (4), BENCH_CONCURRENCY (relay loops, 2). With a `mysql://` or `mariadb://`
- * DATABASE_URL it runs `_relay-mysql.ts` instead.
+ * DATABASE_URL it runs `_relay-mysql.ts` instead. BENCH_DISTRIBUTION=distributable runs it all on
+ * the distributable schema (docs/scaling.md) and adds the relay with the per-key claim
+ * (`claim: 'per-key'`, deleting), beside the batch claim on the same schema.
  */
 import { randomBytes } from 'node:crypto';
 import { mysqlRelayMain } from './_relay-mysql';
@@ -98,11 +100,17 @@ async function measure(count: number, drain: () => Promise<number>): Promise<Dra
 }
 
 /** The relay draining `count` events. */
-function relayRun(store: Store, count: number, onPublished: 'keep' | 'delete'): Promise<Drain> {
+function relayRun(
+  store: Store,
+  count: number,
+  onPublished: 'keep' | 'delete',
+  claim: 'batch' | 'per-key' = 'batch',
+): Promise<Drain> {
   const publisher = createMemoryPublisher();
   const relay = createRelay({
     store,
     publisher,
+    claim,
     batchSize: BATCH,
     notify: false,
     pollIntervalMs: 50,
@@ -183,16 +191,19 @@ export async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? '';
   if (/^(mysql|mariadb):\/\//.test(url)) return mysqlRelayMain(url);
   const schema = `bench_relay_${randomBytes(4).toString('hex')}`;
+  const distributable = process.env.BENCH_DISTRIBUTION === 'distributable';
   const store = await createStore({
     connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     schema,
     pool: { max: 20 },
+    distribution: distributable ? 'distributable' : 'none',
   });
   // The relay runs on a pool of its own, as it would in its own process.
   const relayStore = await createStore({
     connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     schema,
     pool: { max: 4 },
+    distribution: distributable ? 'distributable' : 'none',
   });
   const results: Array<CostRow & Record<string, unknown>> = [];
   try {
@@ -213,12 +224,21 @@ export async function main(): Promise<void> {
       delete: [] as Drain[],
       hand: [] as Drain[],
       handKeep: [] as Drain[],
+      perKey: [] as Drain[],
     };
     const runners: Array<[keyof typeof runs, () => Promise<Drain>]> = [
       ['keep', () => relayRun(store, EVENTS, 'keep')],
       ['delete', () => relayRun(store, EVENTS, 'delete')],
       ['hand', () => handRun(store, EVENTS)],
       ['handKeep', () => handRun(store, EVENTS, true)],
+      ...(distributable
+        ? [
+            ['perKey', () => relayRun(store, EVENTS, 'delete', 'per-key')] as [
+              keyof typeof runs,
+              () => Promise<Drain>,
+            ],
+          ]
+        : []),
     ];
     for (let round = 0; round < ROUNDS; round += 1) {
       // Interleaved, in a different order each round, so drift in the machine's load and
@@ -234,7 +254,9 @@ export async function main(): Promise<void> {
         return `${d.perSec.toFixed(0)}/s, ${d.roundTripsPerBatch.toFixed(2)} statements/batch, per event ${costLine(d.cost)}`;
       };
       console.error(
-        `round ${round + 1}: relay keep ${last('keep')}; relay delete ${last('delete')}; hand loop ${last('hand')}; hand keep ${last('handKeep')}`,
+        `round ${round + 1}: relay keep ${last('keep')}; relay delete ${last('delete')}; hand loop ${last('hand')}; hand keep ${last('handKeep')}${
+          distributable ? `; relay per-key delete ${last('perKey')}` : ''
+        }`,
       );
     }
     const summary = (drains: Drain[]) => ({
@@ -261,6 +283,23 @@ export async function main(): Promise<void> {
         cost: relay.cost,
         baselineCost: hand.cost,
         roundTripsPerBatch: relay.roundTripsPerBatch,
+        baselineRoundTripsPerBatch: hand.roundTripsPerBatch,
+      });
+    }
+    if (distributable) {
+      // The per-key claim against the hand loop and against the batch claim, same schema.
+      const perKey = summary(runs.perKey);
+      const batch = summary(runs.delete);
+      results.push({
+        case: `throughput-per-key-claim-delete-${EVENTS}-events-${KEYS}-keys`,
+        perSec: Math.round(perKey.perSec),
+        baselinePerSec: Math.round(hand.perSec),
+        ratio: Number((perKey.perSec / hand.perSec).toFixed(3)),
+        batchClaimPerSec: Math.round(batch.perSec),
+        ratioToBatchClaim: Number((perKey.perSec / batch.perSec).toFixed(3)),
+        cost: perKey.cost,
+        baselineCost: hand.cost,
+        roundTripsPerBatch: perKey.roundTripsPerBatch,
         baselineRoundTripsPerBatch: hand.roundTripsPerBatch,
       });
     }

@@ -6,6 +6,7 @@
  * - `sqsEndpoint(): string`      SQS endpoint, ElasticMQ by default (`SQS_ENDPOINT`)
  * - `sqsClientConfig()`          `{ endpoint, region, credentials }` for `new SQSClient(...)`
  * - `amqpUrl(): string`          RabbitMQ URL for amqplib (`AMQP_URL`)
+ * - `logicalDatabaseUrl()`       PostgreSQL with `wal_level = logical` (`LOGICAL_DATABASE_URL`)
  *
  * The getters read the variables the Jest global setup exported, and throw a clear error when
  * a test runs without it. Scripts and benchmarks outside Jest call `ensureServices` first:
@@ -28,6 +29,8 @@ export {
   databaseUrl,
   ensureServices,
   kafkaBrokers,
+  logicalDatabaseUrl,
+  mysqlUrl,
   resolveServices,
   sqsClientConfig,
   sqsEndpoint,

@@ -144,6 +144,7 @@ export type {
   RelayMode,
   LogRelayOptions,
   LogRelayStats,
+  RelayClaim,
   Relay,
   RelayStats,
   StopOptions,

@@ -29,6 +29,15 @@ export const STORE_VARIANTS = [
 /** {@link STORE_VARIANTS} and MySQL/MariaDB, for the suites of the store contract. */
 export const ALL_STORE_VARIANTS = [...STORE_VARIANTS, ['mysql', 'mysql', {}]] as const;
 
+/**
+ * The relay's per-key claim (docs/scaling.md): the store options it needs and the relay
+ * option that selects it, for the relay suites that run with both claims.
+ */
+export const PER_KEY_CLAIM = {
+  store: { distribution: 'distributable' },
+  relay: { claim: 'per-key' },
+} as const;
+
 /** The PostgreSQL URL the global setup resolved. */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;

@@ -1,12 +1,17 @@
 import { createOutbox, rowsOf, type Store } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { databaseUrl, mysqlUrl, openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore, PER_KEY_CLAIM } from './db';
 
-/** PostgreSQL on both layouts, MariaDB on its plain one. */
+/**
+ * PostgreSQL on both layouts, MariaDB on its plain one (the batch claim), and PostgreSQL's
+ * distributable schema with the per-key claim: the label, the kind, the store's options and
+ * the relay's claim.
+ */
 const CASES = [
-  ['postgres', 'plain'],
-  ['postgres', 'partitioned'],
-  ['mysql', 'plain'],
+  ['postgres', 'plain layout', { layout: 'plain' }, 'batch'],
+  ['postgres', 'partitioned layout', { layout: 'partitioned' }, 'batch'],
+  ['mysql', 'plain layout', { layout: 'plain' }, 'batch'],
+  ['postgres', 'per-key claim', PER_KEY_CLAIM.store, PER_KEY_CLAIM.relay.claim],
 ] as const;
 import { createSinkTable } from './fixtures/relay-sink';
 import {
@@ -23,12 +28,12 @@ const TOTAL = KEYS * PER_KEY;
 // On both layouts: the claim's row locks, marks and deletes go through the partitioned
 // outbox's partitions as through the plain table.
 describe.each(CASES)(
-  'a relay process killed with SIGKILL in the middle of a batch (%s, %s layout)',
-  (kind, layout) => {
+  'a relay process killed with SIGKILL in the middle of a batch (%s, %s)',
+  (kind, _label, options, claim) => {
     let store: Store & { dispose(): Promise<void> };
     const workers: WorkerProcess[] = [];
     beforeAll(async () => {
-      store = await openTestStore(kind, { layout });
+      store = await openTestStore(kind, options);
     });
     afterAll(async () => {
       for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
@@ -46,6 +51,8 @@ describe.each(CASES)(
         RELAY_BATCH: '50',
         // Published rows stay, so the test can count them.
         RELAY_ON_PUBLISHED: 'keep',
+        RELAY_DISTRIBUTION: 'distribution' in options ? options.distribution : 'none',
+        RELAY_CLAIM: claim,
       };
       // The victim holds every batch for a long time between publish and mark.
       const victim = spawnRelayWorker('victim', { ...base, RELAY_PAUSE_AFTER_INSERT_MS: '20000' });

@@ -1,6 +1,6 @@
 import { createOutbox, rowsOf, type Store } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { databaseUrl, mysqlUrl, openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore, PER_KEY_CLAIM } from './db';
 import { createSinkTable } from './fixtures/relay-sink';
 import {
   analyzeSink,
@@ -17,13 +17,15 @@ const WORKERS = 4;
 // On PostgreSQL's plain schema, its partitioned layout (the claim's row locks, marks and
 // deletes go through the outbox's partitions) and its distributable schema (docs/scaling.md,
 // whose outbox rows carry their distribution key), and on MariaDB: the claim and per-key
-// order hold on all.
+// order hold on all; and with the per-key claim on the distributable schema, whose every lock
+// and mark is a statement of one key.
 describe.each([
-  ['postgres', 'plain', {}],
-  ['postgres', 'partitioned', { layout: 'partitioned' }],
-  ['postgres', 'distributable', { distribution: 'distributable' }],
-  ['mysql', 'plain', {}],
-] as const)('several relay processes over one outbox (%s, %s)', (kind, label, options) => {
+  ['postgres', 'plain', {}, 'batch'],
+  ['postgres', 'partitioned', { layout: 'partitioned' }, 'batch'],
+  ['postgres', 'distributable', PER_KEY_CLAIM.store, 'batch'],
+  ['postgres', 'distributable, per-key claim', PER_KEY_CLAIM.store, PER_KEY_CLAIM.relay.claim],
+  ['mysql', 'plain', {}, 'batch'],
+] as const)('several relay processes over one outbox (%s, %s)', (kind, label, options, claim) => {
   let store: Store & { dispose(): Promise<void> };
   let workers: WorkerProcess[] = [];
   beforeAll(async () => {
@@ -45,6 +47,7 @@ describe.each([
       RELAY_BATCH: '100',
       RELAY_CONCURRENCY: '2',
       RELAY_DISTRIBUTION: 'distribution' in options ? options.distribution : 'none',
+      RELAY_CLAIM: claim,
     };
     workers = Array.from({ length: WORKERS }, (_, i) => spawnRelayWorker(`w${i + 1}`, env));
     await Promise.all(workers.map((w) => w.waitForLine(/^ready$/)));

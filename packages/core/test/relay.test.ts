@@ -11,19 +11,20 @@ import {
   type Store,
 } from '../src';
 import { waitFor } from '../../../test-support/wait-for';
-import { ALL_STORE_KINDS, databaseUrl, mysqlUrl, openTestStore, uniqueSchema } from './db';
+import {
+  ALL_STORE_KINDS,
+  databaseUrl,
+  mysqlUrl,
+  openTestStore,
+  PER_KEY_CLAIM,
+  uniqueSchema,
+  type StoreKind,
+} from './db';
 import { watchStatements } from './fixtures/statements';
+import { runUntilIdle } from './fixtures/run-until-idle';
 
 /** How long the checks below wait for the relay, and how often they look. */
 const SOON = { timeoutMs: 10_000, intervalMs: 10 };
-
-/** Runs cycles until one claims nothing, at most `max` times. */
-async function runUntilIdle(relay: Relay, max = 50): Promise<void> {
-  for (let i = 0; i < max; i += 1) {
-    if ((await relay.runOnce()).claimed === 0) return;
-  }
-  throw new Error(`relay still busy after ${max} cycles`);
-}
 
 async function statusCounts(store: Store): Promise<Record<string, number>> {
   const result = await store.knex.raw(
@@ -38,12 +39,23 @@ function payloadsOf(messages: readonly { payload: Uint8Array }[]): unknown[] {
   return messages.map((m) => JSON.parse(Buffer.from(m.payload).toString()) as unknown);
 }
 
-describe.each(ALL_STORE_KINDS)('relay on %s', (kind) => {
+/**
+ * Each store with the batch claim, and PostgreSQL's distributable schema with the per-key
+ * claim: the label, the store's kind, its options and the relay's.
+ */
+const CLAIM_VARIANTS: ReadonlyArray<
+  readonly [string, StoreKind, typeof PER_KEY_CLAIM.store | object, { claim?: 'per-key' }]
+> = [
+  ...ALL_STORE_KINDS.map((kind) => [kind, kind, {}, {}] as const),
+  ['postgres, per-key claim', 'postgres', PER_KEY_CLAIM.store, PER_KEY_CLAIM.relay],
+];
+
+describe.each(CLAIM_VARIANTS)('relay on %s', (_label, kind, storeOptions, claim) => {
   let store: Store & { dispose(): Promise<void> };
   const relays: Relay[] = [];
   // Published rows are kept, so the tests can read what the relay marked.
   const make = (options: Omit<Parameters<typeof createRelay>[0], 'store'>): Relay => {
-    const relay = createRelay({ store, onPublished: 'keep', ...options });
+    const relay = createRelay({ store, ...claim, onPublished: 'keep', ...options });
     relays.push(relay);
     return relay;
   };
@@ -56,7 +68,7 @@ describe.each(ALL_STORE_KINDS)('relay on %s', (kind) => {
       : `now() - interval '${seconds} seconds'`;
 
   beforeAll(async () => {
-    store = await openTestStore(kind);
+    store = await openTestStore(kind, storeOptions);
   });
   afterAll(async () => {
     await store.dispose();
@@ -119,10 +131,12 @@ describe.each(ALL_STORE_KINDS)('relay on %s', (kind) => {
       { destination: 'd', key: 'a', payload: 1 },
       { destination: 'd', key: 'b', payload: 2 },
     ]);
-    expect(await createRelay({ store, publisher }).runOnce()).toMatchObject({ published: 2 });
+    expect(await createRelay({ store, ...claim, publisher }).runOnce()).toMatchObject({
+      published: 2,
+    });
     expect(await statusCounts(store)).toEqual({});
     await add({ destination: 'd', key: 'a', payload: 3 });
-    const keeping = createRelay({ store, publisher, onPublished: 'keep' });
+    const keeping = createRelay({ store, ...claim, publisher, onPublished: 'keep' });
     expect(await keeping.runOnce()).toMatchObject({ published: 1 });
     expect(await statusCounts(store)).toEqual({ published: 1 });
     expect(payloadsOf(publisher.published)).toEqual([1, 2, 3]);
@@ -492,20 +506,27 @@ describe.each(ALL_STORE_KINDS)('relay on %s', (kind) => {
       { leaseMs: 1_000, publishTimeoutMs: 100, claimHoldMs: 501 },
     ];
     for (const options of bad) {
-      expect(() => createRelay({ store, publisher, ...options })).toThrow(
+      expect(() => createRelay({ store, ...claim, publisher, ...options })).toThrow(
         expect.objectContaining({ code: 'INVALID_CONFIG' }),
       );
     }
-    expect(() => createRelay({ store, publisher: {} as Publisher })).toThrow(
+    expect(() => createRelay({ store, ...claim, publisher: {} as Publisher })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
   });
 });
 
-describe.each(['postgres', 'mysql'] as const)('two relays on %s', (kind) => {
+/** PostgreSQL and MariaDB with the batch claim, and PostgreSQL with the per-key claim. */
+const TWO_CLAIMS = [
+  ['postgres', 'postgres', {}, {}],
+  ['mysql', 'mysql', {}, {}],
+  ['postgres, per-key claim', 'postgres', PER_KEY_CLAIM.store, PER_KEY_CLAIM.relay],
+] as const;
+
+describe.each(TWO_CLAIMS)('two relays on %s', (_label, kind, storeOptions, claim) => {
   let store: Store & { dispose(): Promise<void> };
   beforeAll(async () => {
-    store = await openTestStore(kind);
+    store = await openTestStore(kind, storeOptions);
   });
   afterAll(async () => {
     await store.dispose();
@@ -534,6 +555,7 @@ describe.each(['postgres', 'mysql'] as const)('two relays on %s', (kind) => {
     // One batch per claim: the first relay holds the head of `held` through one publish.
     const first = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher: gate,
       batchSize: 1,
@@ -542,7 +564,7 @@ describe.each(['postgres', 'mysql'] as const)('two relays on %s', (kind) => {
     const inFlight = first.runOnce();
     await waitFor('the first relay to hold its batch', () => finish !== undefined, SOON);
     const publisher = createMemoryPublisher();
-    const second = createRelay({ store, onPublished: 'keep', publisher });
+    const second = createRelay({ store, ...claim, onPublished: 'keep', publisher });
     // The held key's head is locked by the first relay: only the free key moves.
     expect(await second.runOnce()).toMatchObject({ claimed: 2, published: 2 });
     expect(payloadsOf(publisher.published)).toEqual([2, 4]);
@@ -587,7 +609,7 @@ describe.each(['postgres', 'mysql'] as const)('two relays on %s', (kind) => {
         await waitFor('the stuck relay to hold its batch', () => release !== undefined, SOON);
         // The server ends the idle transaction, and with it the claim: another relay takes over.
         const publisher = createMemoryPublisher();
-        const other = createRelay({ store, onPublished: 'keep', publisher });
+        const other = createRelay({ store, ...claim, onPublished: 'keep', publisher });
         await waitFor(
           'the other relay to publish the stuck key',
           async () => {
@@ -644,7 +666,7 @@ function recordingMeter(): {
   };
 }
 
-describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
+describe.each(TWO_CLAIMS)('claim hold on %s', (_label, kind, storeOptions, claim) => {
   let store: Store & { dispose(): Promise<void> };
   const schema = uniqueSchema('hold');
   const add = (events: OutboxEvent[]): Promise<string[]> =>
@@ -655,7 +677,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     ).flat();
 
   beforeAll(async () => {
-    store = await openTestStore(kind, { schema });
+    store = await openTestStore(kind, { ...storeOptions, schema });
   });
   afterAll(async () => {
     await store.dispose();
@@ -694,6 +716,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     // Four publish slots: the claim takes a key for each of its four lanes.
     const holder = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher,
       batchSize: 4,
@@ -706,7 +729,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     // nothing it may take, and sees every event still pending.
     const other = createMemoryPublisher();
     expect(
-      await createRelay({ store, onPublished: 'keep', publisher: other }).runOnce(),
+      await createRelay({ store, ...claim, onPublished: 'keep', publisher: other }).runOnce(),
     ).toMatchObject({
       claimed: 0,
     });
@@ -746,6 +769,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     };
     const relay = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher,
       batchSize: 6,
@@ -784,6 +808,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     };
     const relay = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher,
       batchSize: 2,
@@ -825,6 +850,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     const relayStore = await createStore({
       connectionString: url.toString(),
       schema,
+      ...storeOptions,
     });
     const inner = createMemoryPublisher();
     let calls = 0;
@@ -856,6 +882,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     };
     const relay = createRelay({
       store: relayStore,
+      ...claim,
       onPublished: 'keep',
       publisher,
       batchSize: 8,
@@ -903,10 +930,13 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     };
     let claims = 0;
     const stopWatching = watchStatements(store.knex, (sql) => {
-      if (sql.startsWith(kind === 'mysql' ? 'select min(w.id)' : 'with bound as')) claims += 1;
+      // The claim statement, whichever claim: the only one that reports its window's rows.
+      if (kind === 'mysql' ? sql.startsWith('select min(w.id)') : sql.includes(' as window_rows'))
+        claims += 1;
     });
     const relay = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher,
       concurrency: 2,
@@ -937,6 +967,7 @@ describe.each(['postgres', 'mysql'] as const)('claim hold on %s', (kind) => {
     const publisher = createMemoryPublisher();
     const relay = createRelay({
       store,
+      ...claim,
       onPublished: 'keep',
       publisher,
       batchSize: 2,

@@ -121,6 +121,7 @@ function allRelayOptions(): Required<Omit<RelayOptions, 'log'>> {
     pollIntervalMs: 1_000,
     notify: false,
     onPublished: 'keep',
+    claim: 'batch',
     ownerId: 'relay-1',
     logger: silentLogger,
     meter,

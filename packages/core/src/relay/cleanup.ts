@@ -2,7 +2,7 @@ import { integerOption } from '../config/options';
 import { ConfigurationError } from '../errors/configuration-error';
 import { NO_LIMIT } from './options';
 import type { RelayRuntime } from './runtime';
-import { deletePublishedBatch } from './sql/cleanup';
+import { relayStatements } from './statements';
 import type { CleanupOptions } from './types';
 
 /**
@@ -25,10 +25,11 @@ export async function cleanupPublished(
   if (!(maxBatches >= 1)) {
     throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
   }
-  const { store } = rt.options;
+  const { store, claim } = rt.options;
+  const statements = relayStatements(claim);
   let total = 0;
   for (let batch = 0; batch < maxBatches; batch += 1) {
-    const deleted = await deletePublishedBatch(store.knex, store.names, olderThanMs, batchSize);
+    const deleted = await statements.deletePublished(store, olderThanMs, batchSize);
     total += deleted;
     if (deleted < batchSize) break;
   }

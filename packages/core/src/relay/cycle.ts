@@ -3,8 +3,9 @@ import { runLane, type LaneShared } from './lane';
 import { ascendingId, idAfter } from './row-order';
 import type { PublishGate } from './publish-gate';
 import type { ResolvedRelayOptions } from './options';
-import { claimBatch, type ClaimedRow } from './sql/claim';
-import { claimByKeys, pauseWalks, walkPaused, type KeyCursor } from './sql/scan-keys';
+import type { ClaimedRow } from './sql/claim';
+import { pauseWalks, walkPaused, type KeyCursor } from './sql/scan-keys';
+import { relayStatements } from './statements';
 import type { CycleResult } from './types';
 
 /**
@@ -122,6 +123,7 @@ export async function runCycle(
   context: CycleContext,
 ): Promise<CycleReport> {
   const { store, logger } = o;
+  const statements = relayStatements(o.claim);
   const { track, cancelled, siblings, gate, keyCursor } = context;
   const trx = await store.knex.transaction();
   track(trx);
@@ -150,7 +152,7 @@ export async function runCycle(
     // bounded on MariaDB by the store's idle_transaction_timeout (timeouts.idleInTransactionMs,
     // set on every session) and on MySQL 8 only by the connection's end.
     const window = Math.max(MIN_WINDOW, o.batchSize * WINDOW_BATCHES);
-    const claim = await claimBatch(trx, store, {
+    const claim = await statements.claim(trx, store, {
       limit: o.batchSize,
       window,
       after: siblings?.after() ?? null,
@@ -162,7 +164,7 @@ export async function runCycle(
       // The oldest events' keys are held elsewhere or backing off: look for heads by key.
       const taken = new Set<string>();
       for (const row of rows) if (row.partition_key !== null) taken.add(row.partition_key);
-      const more = await claimByKeys(
+      const more = await statements.claimByKeys(
         trx,
         store,
         keyCursor,

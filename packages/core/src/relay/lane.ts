@@ -6,8 +6,8 @@ import type { ResolvedRelayOptions } from './options';
 import type { PublishGate } from './publish-gate';
 import { ascendingId } from './row-order';
 import type { ClaimedRow } from './sql/claim';
-import { readFollowers } from './sql/followers';
-import { markFailed, markPublished, type FailureMark } from './sql/mark';
+import type { FailureMark } from './sql/mark';
+import { relayStatements } from './statements';
 
 /** Batches' worth of rows a lane reads ahead in one statement. */
 const READ_AHEAD_BATCHES = 4;
@@ -37,11 +37,12 @@ export async function publishBatch(
 async function markBatch(
   o: ResolvedRelayOptions,
   trx: Knex.Transaction,
+  batch: readonly ClaimedRow[],
   d: Decisions,
 ): Promise<{ published: number; dead: number }> {
-  const published = await markPublished(trx, o.store, d.published, o.onPublished === 'delete');
-  const dead = (await markFailed(trx, o.store, d.failures)).length;
-  return { published, dead };
+  const remove = o.onPublished === 'delete';
+  const marked = await relayStatements(o.claim).mark(trx, o.store, batch, d, remove);
+  return { published: marked.published, dead: marked.dead.length };
 }
 
 /** Moves each key's cursor to the last of its rows in `rows` (each key's rows in id order). */
@@ -108,7 +109,9 @@ export async function runLane(
     // Read ahead while a batch is still in reserve, so the read has a publish to finish in.
     if (holding && more && reading === null && ready.length < o.batchSize * 2) {
       const from = new Map(cursors);
-      reading = shared.onConnection(() => readFollowers(trx, o.store, from, readLimit));
+      reading = shared.onConnection(() =>
+        relayStatements(o.claim).readFollowers(trx, o.store, from, readLimit),
+      );
     }
     if (marking !== null) tally(await marking);
     const d = decide(batch, await publishing, o);
@@ -123,7 +126,8 @@ export async function runLane(
       blocked.add(key);
       cursors.delete(key);
     }
-    marking = shared.onConnection(() => markBatch(o, trx, d));
+    const marked = batch;
+    marking = shared.onConnection(() => markBatch(o, trx, marked, d));
     if (!holding) break;
     if (reading !== null && ready.length < o.batchSize) {
       const read = await reading;

@@ -6,7 +6,7 @@ import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
-import type { RelayOptions } from './types';
+import type { RelayClaim, RelayOptions } from './types';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { backoffBoundsOption } from '../retry/backoff';
 import { resolveLogOptions, type ResolvedLogOptions } from './log/options';
@@ -29,6 +29,7 @@ export interface ResolvedRelayOptions {
   readonly pollIntervalMs: number;
   readonly notify: boolean;
   readonly onPublished: 'keep' | 'delete';
+  readonly claim: RelayClaim;
   readonly ownerId: string;
   readonly logger: Logger;
   readonly meter: Meter;
@@ -50,6 +51,7 @@ const RELAY_KEYS = optionKeys<RelayOptions>()([
   'pollIntervalMs',
   'notify',
   'onPublished',
+  'claim',
   'ownerId',
   'logger',
   'meter',
@@ -57,6 +59,28 @@ const RELAY_KEYS = optionKeys<RelayOptions>()([
   'log',
 ]);
 const BACKOFF_KEYS = optionKeys<NonNullable<RelayOptions['backoff']>>()(['baseMs', 'capMs']);
+
+/**
+ * Validates `claim`: `'batch'` or `'per-key'`, the latter only on a PostgreSQL store with the
+ * distributable schema, the one whose outbox rows carry the distribution key its statements
+ * filter by (PGlite and MySQL keep one database: nothing to route).
+ */
+function claimOption(value: unknown, store: Store): RelayClaim {
+  if (value === undefined) return 'batch';
+  if (value !== 'batch' && value !== 'per-key') {
+    throw new ConfigurationError("claim must be 'batch' or 'per-key'", { claim: value });
+  }
+  if (
+    value === 'per-key' &&
+    (store.dialect !== 'postgres' || store.distribution !== 'distributable')
+  ) {
+    throw new ConfigurationError(
+      "claim 'per-key' needs a PostgreSQL store with distribution 'distributable'",
+      { claim: value, dialect: store.dialect, distribution: store.distribution },
+    );
+  }
+  return value;
+}
 
 /** Applies defaults to relay options and refuses anything that cannot work. @internal */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
@@ -86,6 +110,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (onPublished !== 'keep' && onPublished !== 'delete') {
     throw new ConfigurationError("onPublished must be 'keep' or 'delete'", { onPublished });
   }
+  const claim = claimOption(options.claim, store);
   const ownerId = options.ownerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 200) {
     throw new ConfigurationError('ownerId must be a non-empty string of at most 200 characters', {
@@ -137,6 +162,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     pollIntervalMs: integerOption(options.pollIntervalMs, 'pollIntervalMs', 1_000, 1, 3_600_000),
     notify: options.notify ?? true,
     onPublished,
+    claim,
     ownerId,
     logger: resolveLogger(options.logger),
     meter: resolveMeter(options.meter, [

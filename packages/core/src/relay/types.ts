@@ -43,6 +43,9 @@ export interface LogRelayOptions {
   readonly statusIntervalMs?: number;
 }
 
+/** How a relay claims events: see {@link RelayOptions.claim}. */
+export type RelayClaim = 'batch' | 'per-key';
+
 /** Options of {@link createRelay}. Every number is validated when the relay is created. */
 export interface RelayOptions {
   /** The store the outbox lives in. */
@@ -54,7 +57,7 @@ export interface RelayOptions {
    * outbox's inserts from a logical replication slot on PostgreSQL with `wal_level =
    * logical`, with no write per event (docs/relays.md). The options of claims and marks
    * (`concurrency`, `maxConcurrentPublishes`, `leaseMs`, `claimHoldMs`, `pollIntervalMs`,
-   * `notify`, `onPublished`) do not apply to `'log'` and are refused with it.
+   * `notify`, `onPublished`, `claim`) do not apply to `'log'` and are refused with it.
    */
   readonly mode?: RelayMode;
   /** The slot, publication and standby settings of `mode: 'log'`; refused in `'poll'`. */
@@ -120,6 +123,16 @@ export interface RelayOptions {
    * index entries per event: about half the relay's throughput on a busy database).
    */
   readonly onPublished?: 'keep' | 'delete';
+  /**
+   * How the relay claims: `'batch'` (default) locks the heads of many keys in one statement;
+   * `'per-key'` locks each key's head in a statement of its own that names the key's
+   * distribution column by equality (`distribution_key = $1 and id = $2`), and marks and
+   * cleans up per key the same way, so that a distributed PostgreSQL (Citus) can route each
+   * of them to one shard. It costs a round trip per key claimed instead of one per batch.
+   * Needs a PostgreSQL store opened with `distribution: 'distributable'`; refused on PGlite,
+   * MySQL and a store without that option. See docs/scaling.md.
+   */
+  readonly claim?: RelayClaim;
   /** Name of this relay in logs. Default `hostname:pid:random`. */
   readonly ownerId?: string;
   /** Default {@link silentLogger}. */

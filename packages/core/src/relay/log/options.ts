@@ -34,6 +34,7 @@ const POLL_ONLY = [
   'pollIntervalMs',
   'notify',
   'onPublished',
+  'claim',
 ] as const satisfies readonly (keyof RelayOptions)[];
 
 /** A slot or publication name: PostgreSQL's rule for slot names, which publications share here. */

@@ -40,11 +40,26 @@ export async function selectDead(
   return rowsOf<DeadRow>(result);
 }
 
+/** The distribution key of dead event `id` in `table` (a distributable outbox), or null. */
+async function deadDistributionKey(
+  trx: Knex.Transaction,
+  table: string,
+  id: string,
+): Promise<string | null> {
+  const rows = rowsOf<{ key: string }>(
+    await trx.raw(
+      `select ${DISTRIBUTION_COLUMN} as key from ${table} where id = ?::bigint and status = 'dead'`,
+      [id],
+    ),
+  );
+  return rows[0]?.key ?? null;
+}
+
 /**
  * Puts a dead event back at the end of its key's queue: the dead row is deleted and
  * re-inserted with a new id (same message id, attempts reset), so it cannot overtake events
  * of its key that are in flight, and on a distributable schema (as the catalog says) the same
- * distribution key. Returns the new id, or `null` when `id` is not a dead event.
+ * distribution key, the delete naming it. Returns the new id, or `null` when `id` is not a dead event.
  */
 export async function requeueDead(
   knex: Knex,
@@ -57,13 +72,19 @@ export async function requeueDead(
   return knex.transaction(async (trx) => {
     const distributable = await schemaIsDistributable(trx, names);
     const shape = outboxInsertShape(distributable ? 'distributable' : 'none');
+    // On a distributable schema the row is deleted by its distribution key and id, read
+    // first: one shard on a distributed table (docs/scaling.md).
+    const key = distributable ? await deadDistributionKey(trx, t, id) : null;
+    if (distributable && key === null) return null;
     const removed = rowsOf<DeadRow>(
       await trx.raw(
-        `delete from ${t} where id = ?::bigint and status = 'dead'
+        `delete from ${t} where ${
+          distributable ? `${DISTRIBUTION_COLUMN} = ? and ` : ''
+        }id = ?::bigint and status = 'dead'
          returning destination, partition_key, message_id, headers, payload, created_at${
            distributable ? `, ${DISTRIBUTION_COLUMN}` : ''
          }`,
-        [id],
+        distributable ? [key, id] : [id],
       ),
     )[0];
     if (removed === undefined) return null;
