@@ -146,6 +146,9 @@ export {
 export { createRelay } from './relay/create-relay';
 export type {
   RelayOptions,
+  RelayMode,
+  LogRelayOptions,
+  LogRelayStats,
   RelayClaim,
   Relay,
   RelayStats,

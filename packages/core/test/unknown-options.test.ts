@@ -104,9 +104,11 @@ function allInboxOptions(): Required<InboxOptions> {
   };
 }
 
-function allRelayOptions(): Required<RelayOptions> {
+/** Every option of the polling mode (the log mode's own are in relay-log-options.test.ts). */
+function allRelayOptions(): Required<Omit<RelayOptions, 'log'>> {
   return {
     store,
+    mode: 'poll',
     publisher: createMemoryPublisher(),
     batchSize: 10,
     concurrency: 2,

@@ -1,5 +1,6 @@
 import { createOutbox, createRelay, type Publisher } from '@justonce/core';
 import { openTestStore } from '../../core/test/db';
+import { openLogStore } from '../../core/test/fixtures/log-relay-support';
 import { createRabbitPublisher } from '../src';
 import { amqpUrl, openAdmin, uniqueName, type Admin } from './broker';
 
@@ -68,5 +69,34 @@ describe('the outbox relay publishing through createRabbitPublisher', () => {
     ]);
     expect(rows.rows[1]!.attempts).toBe(1);
     expect(rows.rows[1]!.last_error).toMatch(/unroutable/i);
+  });
+
+  it("publishes from the WAL in mode 'log', with the same ids, headers and order", async () => {
+    const logStore = await openLogStore();
+    try {
+      const relay = createRelay({ store: logStore, publisher, mode: 'log' });
+      await relay.runOnce(); // creates the publication and the slot
+      const outbox = createOutbox({ store: logStore });
+      const ids = await logStore.knex.transaction((trx) =>
+        outbox.add(trx, [
+          { destination: queue, key: 'order-1', payload: { n: 1 }, headers: { tenant: 'acme' } },
+          { destination: queue, key: 'order-1', payload: { n: 2 } },
+        ]),
+      );
+      expect(await relay.runOnce()).toMatchObject({ published: 2, failed: 0 });
+      const delivered = await admin.drain(queue);
+      expect(delivered.map((m) => m.properties.messageId)).toEqual(ids);
+      expect(delivered.map((m) => JSON.parse(m.content.toString()) as unknown)).toEqual([
+        { n: 1 },
+        { n: 2 },
+      ]);
+      expect(delivered[0]!.properties.headers).toMatchObject({
+        'message-id': ids[0],
+        'partition-key': 'order-1',
+        tenant: 'acme',
+      });
+    } finally {
+      await logStore.dispose();
+    }
   });
 });

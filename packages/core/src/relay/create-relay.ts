@@ -1,6 +1,7 @@
 import { cleanupPublished } from './cleanup';
 import { listDead, requeue } from './dead-events';
 import { startRelay, stopRelay } from './lifecycle';
+import { createLogRelay } from './log/log-relay';
 import { countedCycle } from './loop';
 import { resolveRelayOptions } from './options';
 import { createRelayRuntime } from './runtime';
@@ -10,6 +11,8 @@ import type { CycleResult, Relay, RelayOptions, RelayStats } from './types';
 /**
  * Creates a relay: it claims committed outbox events, publishes them through the publisher
  * and marks them, at least once and in order per partition key, safely beside other relays.
+ * With `mode: 'log'` (PostgreSQL) it reads them from a logical replication slot instead and
+ * confirms the slot's position once the broker acknowledged them (docs/relays.md).
  *
  * @example
  * ```ts
@@ -20,6 +23,7 @@ import type { CycleResult, Relay, RelayOptions, RelayStats } from './types';
  */
 export function createRelay(options: RelayOptions): Relay {
   const rt = createRelayRuntime(resolveRelayOptions(options));
+  if (rt.options.log !== null) return createLogRelay(rt, rt.options.log);
   const { store } = rt.options;
   const relay: Relay = {
     ownerId: rt.options.ownerId,

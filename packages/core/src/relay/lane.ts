@@ -12,8 +12,8 @@ import { relayStatements } from './statements';
 /** Batches' worth of rows a lane reads ahead in one statement. */
 const READ_AHEAD_BATCHES = 4;
 
-/** Publishes one batch; never rejects (a failed or timed-out call is the outcome). */
-async function publishBatch(
+/** Publishes one batch; never rejects (a failed or timed-out call is the outcome). @internal */
+export async function publishBatch(
   o: ResolvedRelayOptions,
   rows: readonly ClaimedRow[],
   gate: PublishGate,

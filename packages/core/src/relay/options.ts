@@ -9,6 +9,7 @@ import type { Publisher } from '../transport/publisher';
 import type { RelayClaim, RelayOptions } from './types';
 import { integerOption, optionKeys, rejectUnknownOptions } from '../config/options';
 import { backoffBoundsOption } from '../retry/backoff';
+import { resolveLogOptions, type ResolvedLogOptions } from './log/options';
 
 /** The upper bound of the per-call integer options, which have none of their own. @internal */
 export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -32,6 +33,8 @@ export interface ResolvedRelayOptions {
   readonly ownerId: string;
   readonly logger: Logger;
   readonly meter: Meter;
+  /** The `'log'` mode's settings; `null` in `'poll'` mode. */
+  readonly log: ResolvedLogOptions | null;
 }
 
 const RELAY_KEYS = optionKeys<RelayOptions>()([
@@ -52,6 +55,8 @@ const RELAY_KEYS = optionKeys<RelayOptions>()([
   'ownerId',
   'logger',
   'meter',
+  'mode',
+  'log',
 ]);
 const BACKOFF_KEYS = optionKeys<NonNullable<RelayOptions['backoff']>>()(['baseMs', 'capMs']);
 
@@ -91,6 +96,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (!publisher || typeof publisher.publish !== 'function') {
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
+  const log = resolveLogOptions(options, store);
   const leaseMs = integerOption(options.leaseMs, 'leaseMs', 30_000, 100, 24 * 3_600_000);
   const backoff = backoffBoundsOption(
     options.backoff,
@@ -132,25 +138,15 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   // waits and the call must fit in the lease.
   const lanes = claimHoldMs > 0 ? maxConcurrentPublishes : 1;
   const waits = Math.ceil((concurrency * lanes) / maxConcurrentPublishes);
-  const publishTimeoutMs = integerOption(
-    options.publishTimeoutMs,
-    'publishTimeoutMs',
-    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
-    1,
-    leaseMs,
-  );
-  if (publishTimeoutMs >= leaseMs) {
-    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
-      publishTimeoutMs,
-      leaseMs,
-    });
-  }
-  if (publishTimeoutMs * waits >= leaseMs) {
-    throw new ConfigurationError(
-      'publishTimeoutMs times the publish calls a cycle may wait for (its own included) must be below leaseMs',
-      { publishTimeoutMs, concurrency, maxConcurrentPublishes, claimHoldMs, waits, leaseMs },
-    );
-  }
+  const publishTimeoutMs =
+    log === null
+      ? leasedPublishTimeout(options.publishTimeoutMs, leaseMs, waits, {
+          concurrency,
+          maxConcurrentPublishes,
+          claimHoldMs,
+        })
+      : // No claim to outlast in the log mode: the stream waits for the call, whatever it takes.
+        integerOption(options.publishTimeoutMs, 'publishTimeoutMs', 10_000, 1, 3_600_000);
   return {
     store,
     publisher,
@@ -175,5 +171,38 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       'addBatchObservableCallback',
       'removeBatchObservableCallback',
     ]),
+    log,
   };
+}
+
+/**
+ * The polling mode's `publishTimeoutMs`: a cycle holds its claim while it waits for its own
+ * call and those ahead of it, all of which must fit in the lease.
+ */
+function leasedPublishTimeout(
+  value: number | undefined,
+  leaseMs: number,
+  waits: number,
+  context: { concurrency: number; maxConcurrentPublishes: number; claimHoldMs: number },
+): number {
+  const publishTimeoutMs = integerOption(
+    value,
+    'publishTimeoutMs',
+    Math.min(10_000, Math.floor(leaseMs / (waits + 1))),
+    1,
+    leaseMs,
+  );
+  if (publishTimeoutMs >= leaseMs) {
+    throw new ConfigurationError('publishTimeoutMs must be below leaseMs', {
+      publishTimeoutMs,
+      leaseMs,
+    });
+  }
+  if (publishTimeoutMs * waits >= leaseMs) {
+    throw new ConfigurationError(
+      'publishTimeoutMs times the publish calls a cycle may wait for (its own included) must be below leaseMs',
+      { publishTimeoutMs, ...context, waits, leaseMs },
+    );
+  }
+  return publishTimeoutMs;
 }

@@ -3,6 +3,46 @@ import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { Publisher } from '../transport/publisher';
 
+/**
+ * How a relay finds committed events: `'poll'` claims them from the outbox table (every
+ * store); `'log'` reads their inserts from a PostgreSQL logical replication slot
+ * (docs/relays.md, "Logical replication").
+ */
+export type RelayMode = 'poll' | 'log';
+
+/** Options of the `'log'` mode ({@link RelayOptions.log}). Validated when the relay is created. */
+export interface LogRelayOptions {
+  /**
+   * The logical replication slot the relay reads (`pgoutput`). Lower-case letters, digits
+   * and `_`, at most 63. Default `<schema>_<tablePrefix>outbox`.
+   */
+  readonly slot?: string;
+  /**
+   * The publication on the outbox table alone (inserts only). Lower-case letters, digits and
+   * `_`, at most 63. Default: the slot's name.
+   */
+  readonly publication?: string;
+  /**
+   * `true` (default): `start()` creates the publication, then the slot, when missing (the
+   * role needs `REPLICATION` and ownership of the outbox table). `false`: they must exist,
+   * or `start()` throws a {@link ConfigurationError} with the statements that create them.
+   */
+  readonly create?: boolean;
+  /**
+   * How often a relay whose slot another process reads (PostgreSQL allows one reader per
+   * slot) tries to take it over. A standby takes over within about this long once the
+   * reader's connection is gone. From 50 to 60 000; default 2 000.
+   */
+  readonly standbyRetryMs?: number;
+  /**
+   * How often the relay reports its confirmed position to the server when nothing else
+   * makes it (it also does so after each acknowledged batch and when the server asks).
+   * Must stay below the server's `wal_sender_timeout` (default 60 s). From 100 to 30 000;
+   * default 10 000.
+   */
+  readonly statusIntervalMs?: number;
+}
+
 /** How a relay claims events: see {@link RelayOptions.claim}. */
 export type RelayClaim = 'batch' | 'per-key';
 
@@ -12,6 +52,16 @@ export interface RelayOptions {
   readonly store: Store;
   /** Where events go; the caller owns it (the relay never closes it). */
   readonly publisher: Publisher;
+  /**
+   * `'poll'` (default, and the only mode on PGlite, MySQL and MariaDB) or `'log'`: read the
+   * outbox's inserts from a logical replication slot on PostgreSQL with `wal_level =
+   * logical`, with no write per event (docs/relays.md). The options of claims and marks
+   * (`concurrency`, `maxConcurrentPublishes`, `leaseMs`, `claimHoldMs`, `pollIntervalMs`,
+   * `notify`, `onPublished`, `claim`) do not apply to `'log'` and are refused with it.
+   */
+  readonly mode?: RelayMode;
+  /** The slot, publication and standby settings of `mode: 'log'`; refused in `'poll'`. */
+  readonly log?: LogRelayOptions;
   /** Events per claim and at most per `publish` call. Default 200. */
   readonly batchSize?: number;
   /**
@@ -55,7 +105,7 @@ export interface RelayOptions {
    * Longest wait for one `publish` call; after it the batch counts as failed (retriable).
    * Must be below `leaseMs`. Default `min(10 000, leaseMs / (waits + 1))`, where `waits` is
    * the number of calls a lane may wait for (see `maxConcurrentPublishes`): 10 000 with the
-   * defaults.
+   * defaults. In `mode: 'log'`, which holds no claim: up to an hour, default 10 000.
    */
   readonly publishTimeoutMs?: number;
   /**
@@ -138,6 +188,31 @@ export interface RelayStats {
   readonly publishedPerSec: number;
   /** Whether the relay is woken by notifications right now (else it polls). */
   readonly listening: boolean;
+  /**
+   * In `mode: 'log'`: the slot as this relay sees it; absent in `'poll'`. `pending` and
+   * `oldestPendingAgeMs` then count the events this relay has read and the broker has not
+   * yet acknowledged (events still in the WAL show as `lagBytes`), `dead` the dead rows, and
+   * `listening` whether it reads the slot now.
+   */
+  readonly log?: LogRelayStats;
+}
+
+/** The slot of a `mode: 'log'` relay ({@link RelayStats.log}). */
+export interface LogRelayStats {
+  readonly slot: string;
+  /** Whether this relay reads the slot now (`false`: it stands by, or is reconnecting). */
+  readonly active: boolean;
+  /** The slot's `confirmed_flush_lsn` as the server reports it; null before it has one. */
+  readonly confirmedLsn: string | null;
+  /** WAL the slot retains: the server's current position minus the confirmed one, in bytes. */
+  readonly lagBytes: number;
+  /**
+   * Seconds this relay is behind: since the commit of the oldest event it has read and the
+   * broker has not acknowledged (0 when there is none), or, while it reconnects after
+   * losing its stream, since it lost it. Null while it reads nothing of its own accord
+   * (before its first session, or standing by).
+   */
+  readonly lagSeconds: number | null;
 }
 
 /** A dead event, as {@link Relay.listDead} returns it. */
@@ -159,9 +234,13 @@ export interface DeadEvent {
   readonly diedAt: Date;
 }
 
-/** Options of {@link Relay.cleanup}. */
+/**
+ * Options of {@link Relay.cleanup}. In `mode: 'log'` it deletes events older than
+ * `olderThanMs` whatever their status but dead (the relay read them from the WAL, which a
+ * deleted row does not change; docs/relays.md).
+ */
 export interface CleanupOptions {
-  /** Keep published events at least this long. Default 24 hours. */
+  /** Keep published events (in `'log'` mode: every event but dead ones) at least this long. Default 24 hours. */
   readonly olderThanMs?: number;
   /** Rows per delete statement. Default 1 000. */
   readonly batchSize?: number;
@@ -182,7 +261,11 @@ export interface Relay {
   start(): Promise<void>;
   /** Stops gracefully: finishes or rolls back what it holds; see {@link StopOptions}. */
   stop(options?: StopOptions): Promise<void>;
-  /** Runs one claim–publish–mark cycle now (for tests and scripts; needs no `start`). */
+  /**
+   * Runs one claim–publish–mark cycle now (for tests and scripts; needs no `start`). In
+   * `mode: 'log'`: reads the slot up to what had committed when it was called, publishes and
+   * confirms it (nothing, when another process reads the slot).
+   */
   runOnce(): Promise<CycleResult>;
   /** Counts from the table and this relay's counters. */
   stats(): Promise<RelayStats>;
@@ -194,6 +277,9 @@ export interface Relay {
    * `id` is not a dead event.
    */
   requeue(id: string): Promise<string | null>;
-  /** Deletes published events in bounded batches; resolves to the number deleted. */
+  /**
+   * Deletes published events in bounded batches (in `mode: 'log'`, every event older than
+   * the window but dead ones); resolves to the number deleted.
+   */
   cleanup(options?: CleanupOptions): Promise<number>;
 }
