@@ -10,7 +10,16 @@
  */
 export { ensureServices, exportToEnv, resolveServices, stopContainers } from './resolve';
 export { ServiceUnavailableError, type EnsureOptions } from './resolve';
-export { amqpUrl, databaseUrl, kafkaBrokers, mysqlUrl, sqsClientConfig, sqsEndpoint } from './env';
+export {
+  amqpUrl,
+  databaseUrl,
+  kafkaBrokers,
+  kafkaConnectUrl,
+  mysqlUrl,
+  sqsClientConfig,
+  sqsEndpoint,
+} from './env';
+export { CONNECT_LOCAL_URL, CONNECT_PORT, connectVersion, debeziumVersion } from './connect';
 export { serviceStatus, stopServices, type ServiceStatus } from './lifecycle';
 export { SERVICES } from './registry';
 export {

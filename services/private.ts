@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { connectUrl, launchConnect, privateConnectNode, type ConnectNode } from './connect';
 import { elasticmqEndpoint, launchElasticmq, privateElasticmqNode } from './elasticmq';
 import { kafkaAddress, launchKafka, privateKafkaNode, type KafkaNode } from './kafka';
 import { SERVICES_DIR } from './paths';
@@ -122,4 +123,53 @@ export async function startPrivateRabbitmq(timeoutMs = 60_000): Promise<Rabbitmq
     distPort: await freePort(),
     timeoutMs,
   });
+}
+
+/** A private Kafka Connect worker (see {@link startPrivateConnect}). */
+export interface PrivateConnect {
+  /** Its REST URL. */
+  readonly url: string;
+  /** Where it lives; `node.groupId` also prefixes its three internal topics. */
+  readonly node: ConnectNode;
+  /**
+   * SIGKILL: no task shutdown and no last offset commit, so a restarted worker resumes from
+   * the offsets it committed before and may send records again.
+   */
+  kill(): Promise<void>;
+  /** Starts it again on its topics: its connectors and their committed offsets resume. */
+  start(): Promise<void>;
+  /**
+   * Stops it and removes its directory. Idempotent. Its internal topics stay in Kafka (unique
+   * names, nothing reads them again).
+   */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts a private distributed Kafka Connect worker, in a Connect cluster of its own (its own
+ * group id and config, offset and status topics) on a free REST port, from the shared jars
+ * and the Debezium plugin, with its topics in `brokers` (`host:port[,host:port]`).
+ */
+export async function startPrivateConnect(
+  brokers: string,
+  timeoutMs = 120_000,
+): Promise<PrivateConnect> {
+  const node = privateConnectNode(uniqueName('connect'), await freePort());
+  const handle: PrivateConnect = {
+    url: connectUrl(node),
+    node,
+    kill: () => killRecorded(node.service),
+    start: () => launchConnect(node, { brokers, timeoutMs }),
+    dispose: async () => {
+      await killRecorded(node.service);
+      await fs.rm(node.home, { recursive: true, force: true });
+    },
+  };
+  try {
+    await handle.start();
+  } catch (error) {
+    await handle.dispose();
+    throw error;
+  }
+  return handle;
 }

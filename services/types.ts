@@ -1,5 +1,5 @@
 /** The services the tests, benchmarks and examples of justonce need. */
-export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq', 'mysql'] as const;
+export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq', 'mysql', 'connect'] as const;
 
 /** One of {@link SERVICE_NAMES}. `sqs` is served by ElasticMQ when nothing else is configured. */
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -16,6 +16,11 @@ export interface ServiceAddresses {
   amqpUrl: string;
   /** A MySQL or MariaDB connection string (`MYSQL_URL`). */
   mysqlUrl: string;
+  /**
+   * The REST URL of a Kafka Connect worker with Debezium's PostgreSQL plugin
+   * (`KAFKA_CONNECT_URL`), whose cluster keeps its topics in `kafkaBrokers`.
+   */
+  kafkaConnectUrl: string;
 }
 
 /** Which field of {@link ServiceAddresses} each service fills. */
@@ -25,6 +30,7 @@ export interface AddressKeyOf {
   sqs: 'sqsEndpoint';
   rabbitmq: 'amqpUrl';
   mysql: 'mysqlUrl';
+  connect: 'kafkaConnectUrl';
 }
 
 /** The addresses of the services `N`, and only those. */

@@ -6,6 +6,7 @@
  * - `sqsEndpoint(): string`      SQS endpoint, ElasticMQ by default (`SQS_ENDPOINT`)
  * - `sqsClientConfig()`          `{ endpoint, region, credentials }` for `new SQSClient(...)`
  * - `amqpUrl(): string`          RabbitMQ URL for amqplib (`AMQP_URL`)
+ * - `kafkaConnectUrl(): string`  REST URL of a Kafka Connect worker with Debezium (`KAFKA_CONNECT_URL`)
  *
  * The getters read the variables the Jest global setup exported, and throw a clear error when
  * a test runs without it. Scripts and benchmarks outside Jest call `ensureServices` first:
@@ -28,6 +29,7 @@ export {
   databaseUrl,
   ensureServices,
   kafkaBrokers,
+  kafkaConnectUrl,
   resolveServices,
   sqsClientConfig,
   sqsEndpoint,
