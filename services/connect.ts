@@ -128,8 +128,10 @@ export async function launchConnect(
   options: LaunchConnectOptions,
 ): Promise<void> {
   javaExecutable();
-  await resolveJars('connect', libDir);
-  await resolveJars('debezium', path.join(pluginsDir, 'debezium-postgres'));
+  await Promise.all([
+    resolveJars('connect', libDir),
+    resolveJars('debezium', path.join(pluginsDir, 'debezium-postgres')),
+  ]);
   await stopRecorded(node.service);
   await fs.mkdir(node.home, { recursive: true });
   await fs.writeFile(configFileOf(node), workerProperties(node, options.brokers));
