@@ -207,7 +207,13 @@ export async function fillOutbox(
   }
   // Statistics as autovacuum would soon gather them in production, so every round plans its
   // statements on the same footing instead of whenever autoanalyze happens to run.
-  await store.knex.raw(`analyze ${store.names.table('outbox')}`);
+  // Without the store's statement limit: a partitioned outbox of millions of rows is analyzed
+  // partition by partition, which may take longer than any one statement of the hot path.
+  // (`query_timeout: 0` lifts the store's client-side bound of that statement too).
+  await store.knex.transaction(async (trx) => {
+    await trx.raw('set local statement_timeout = 0');
+    await trx.raw(`analyze ${store.names.table('outbox')}`).options({ query_timeout: 0 });
+  });
 }
 
 /**

@@ -8,6 +8,15 @@ import { elasticmqConfig, elasticmqVersion } from './elasticmq';
 import { kafkaVersion } from './kafka';
 import type { ServiceName } from './types';
 
+/**
+ * The image of the MySQL-compatible service when `JUSTONCE_MYSQL_IMAGE` chooses one (e.g.
+ * `mysql:8.4`, to run the store contract suite on MySQL 8 instead of MariaDB). A chosen image
+ * is started even when a local server answers (see docs/services.md).
+ */
+export function mysqlImage(): string | undefined {
+  return process.env.JUSTONCE_MYSQL_IMAGE || undefined;
+}
+
 /** The services Testcontainers can start: Kafka Connect always runs natively. */
 export type ContainerServiceName = Exclude<ServiceName, 'connect'>;
 
@@ -18,7 +27,8 @@ export function containerImages(): Record<ContainerServiceName, string> {
     kafka: `apache/kafka:${kafkaVersion()}`,
     sqs: `softwaremill/elasticmq-native:${elasticmqVersion()}`,
     rabbitmq: 'rabbitmq:4.1-alpine',
-    mysql: 'mariadb:11.4',
+    mysql: mysqlImage() ?? 'mariadb:11.4',
+    'postgres-logical': 'postgres:17-alpine',
   };
 }
 
@@ -102,6 +112,17 @@ export async function startContainer(name: ContainerServiceName): Promise<Servic
       const port = container.getMappedPort(5432);
       return { address: `postgres://postgres@${host}:${port}/test`, container };
     }
+    case 'postgres-logical': {
+      const container = await new GenericContainer(images['postgres-logical'])
+        .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust', POSTGRES_DB: 'test' })
+        .withCommand(['postgres', '-c', 'wal_level=logical', '-c', 'max_replication_slots=32'])
+        .withExposedPorts(5432)
+        .withTmpFs({ '/var/lib/postgresql/data': 'rw' })
+        .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))
+        .start();
+      const port = container.getMappedPort(5432);
+      return { address: `postgres://postgres@${host}:${port}/test`, container };
+    }
     case 'kafka': {
       const port = await freePort();
       const container = await new GenericContainer(images.kafka)
@@ -150,11 +171,22 @@ export async function startContainer(name: ContainerServiceName): Promise<Servic
       return { address: `amqp://guest:guest@${host}:${port}`, container };
     }
     case 'mysql': {
+      // MySQL's image takes its own variables, and logs readiness once for its
+      // initialisation server (port 0) before the real one.
+      const mysql = images.mysql.startsWith('mysql');
       const container = await new GenericContainer(images.mysql)
-        .withEnvironment({ MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: '1', MARIADB_DATABASE: 'test' })
+        .withEnvironment(
+          mysql
+            ? { MYSQL_ALLOW_EMPTY_PASSWORD: 'yes', MYSQL_DATABASE: 'test' }
+            : { MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: '1', MARIADB_DATABASE: 'test' },
+        )
         .withExposedPorts(3306)
         .withTmpFs({ '/var/lib/mysql': 'rw' })
-        .withWaitStrategy(Wait.forLogMessage(/ready for connections/, 2))
+        .withWaitStrategy(
+          mysql
+            ? Wait.forLogMessage(/ready for connections.*port: 3306/)
+            : Wait.forLogMessage(/ready for connections/, 2),
+        )
         .start();
       const port = container.getMappedPort(3306);
       return { address: `mysql://root@${host}:${port}/test`, container };

@@ -53,3 +53,8 @@ export function kafkaConnectUrl(): string {
 export function mysqlUrl(): string {
   return required('MYSQL_URL');
 }
+
+/** The URL of the PostgreSQL with `wal_level = logical` the global setup resolved (`LOGICAL_DATABASE_URL`). */
+export function logicalDatabaseUrl(): string {
+  return required('LOGICAL_DATABASE_URL');
+}

@@ -15,6 +15,7 @@ export {
   databaseUrl,
   kafkaBrokers,
   kafkaConnectUrl,
+  logicalDatabaseUrl,
   mysqlUrl,
   sqsClientConfig,
   sqsEndpoint,

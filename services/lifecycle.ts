@@ -9,6 +9,7 @@ import { stopLocalPostgres } from './postgres';
 import { clearPid, ownProcesses, stopProcess } from './processes';
 import { stopLocalRabbitmq } from './rabbitmq';
 import { stopLocalMysql } from './mysql';
+import { stopLogicalPostgres } from './postgres-logical';
 import { SERVICES } from './registry';
 import { SERVICE_NAMES, type ServiceName } from './types';
 
@@ -116,6 +117,9 @@ export async function stopServices(): Promise<string[]> {
   if (await withLock('postgres', stopLocalPostgres)) done.push('stopped the local PostgreSQL');
   if (await withLock('rabbitmq', stopLocalRabbitmq)) done.push('stopped the local RabbitMQ');
   if (await withLock('mysql', stopLocalMysql)) done.push('stopped the local MySQL/MariaDB');
+  if (await withLock('postgres-logical', stopLogicalPostgres)) {
+    done.push('stopped the logical-replication PostgreSQL');
+  }
   return done;
 }
 

@@ -53,7 +53,7 @@ async function startCommands(): Promise<Commands | undefined> {
 }
 
 /** Creates the database named in `url` through the server's `postgres` database. */
-async function createDatabase(url: string): Promise<void> {
+export async function createDatabase(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.slice(1));
   const admin = new URL(url);

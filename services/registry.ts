@@ -32,6 +32,12 @@ import {
 import { withLock } from './lock';
 import { POSTGRES_LOCAL_URL, POSTGRES_LOG, ensureLocalPostgres } from './postgres';
 import { MYSQL_LOCAL_URL, MYSQL_LOG, ensureLocalMysql } from './mysql';
+import {
+  POSTGRES_LOGICAL_LOCAL_URL,
+  POSTGRES_LOGICAL_LOG,
+  checkLogicalPostgres,
+  ensureLogicalPostgres,
+} from './postgres-logical';
 import { RABBITMQ_LOCAL_URL, RABBITMQ_LOG, ensureLocalRabbitmq } from './rabbitmq';
 import { shown } from './paths';
 import type { ServiceName } from './types';
@@ -138,6 +144,23 @@ export const SERVICES: Record<ServiceName, ServiceDefinition> = {
       'start the local server, e.g. `start-stop-daemon --start --background --exec /usr/sbin/mariadbd` ' +
         `(Debian's MariaDB) or \`brew services start mariadb\`, allowing ${MYSQL_LOCAL_URL}`,
       compose('mariadb'),
+    ],
+  },
+  'postgres-logical': {
+    label: 'PostgreSQL (logical replication)',
+    envVar: 'LOGICAL_DATABASE_URL',
+    localAddress: POSTGRES_LOGICAL_LOCAL_URL,
+    logFile: POSTGRES_LOGICAL_LOG,
+    check: checkLogicalPostgres,
+    ensureLocal: (timeoutMs) =>
+      withLock('postgres-logical', () => ensureLogicalPostgres(timeoutMs)),
+    howTo: () => [
+      'point the tests at a server with wal_level = logical: ' +
+        'LOGICAL_DATABASE_URL=postgres://user@host:5432/db pnpm test',
+      "as root, with PostgreSQL's binaries under /usr/lib/postgresql/<version>/bin and a " +
+        '`postgres` user: `pnpm services:up` creates and starts one on ' +
+        `${POSTGRES_LOGICAL_LOCAL_URL}`,
+      compose('postgres-logical'),
     ],
   },
   connect: {

@@ -1,5 +1,5 @@
 import type { StartedTestContainer } from 'testcontainers';
-import { dockerAnswers, startContainer } from './containers';
+import { dockerAnswers, mysqlImage, startContainer } from './containers';
 import { shown } from './paths';
 import { SERVICES, splitBrokers } from './registry';
 import {
@@ -110,8 +110,10 @@ async function resolveOne(
   };
 
   // 2. Something already serves the local address (a native service from an earlier run,
-  //    the local server, or `docker compose`): reuse it rather than start another.
-  if (await portAnswers(...localHostPort(name))) {
+  //    the local server, or `docker compose`): reuse it rather than start another. An image
+  //    chosen for MySQL asks for that server, not whatever answers locally.
+  const chosenImage = name === 'mysql' && mysqlImage() !== undefined;
+  if (!chosenImage && (await portAnswers(...localHostPort(name)))) {
     try {
       return await local();
     } catch (error) {
@@ -144,7 +146,12 @@ async function resolveOne(
     }
   }
 
-  // 4. Native launchers: the Java services from Maven Central, or the local servers.
+  // 4. Native launchers: the Java services from Maven Central, or the local servers; never
+  //    in place of an image chosen for MySQL.
+  if (chosenImage) {
+    reasons.push(`JUSTONCE_MYSQL_IMAGE=${mysqlImage()} runs only in a container`);
+    throw new ServiceUnavailableError(name, reasons);
+  }
   try {
     return await local();
   } catch (error) {
@@ -158,7 +165,7 @@ async function resolveOne(
 /**
  * Finds or starts each named service, in this order: its environment variable
  * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`, `MYSQL_URL`,
- * `KAFKA_CONNECT_URL`); a service already answering
+ * `LOGICAL_DATABASE_URL`, `KAFKA_CONNECT_URL`); a service already answering
  * at the local address; Testcontainers when a Docker engine answers; the native launchers;
  * else a {@link ServiceUnavailableError} saying how to start it. Services resolve in parallel.
  */
@@ -207,6 +214,7 @@ const ADDRESS_KEY: AddressKeyOf = {
   sqs: 'sqsEndpoint',
   rabbitmq: 'amqpUrl',
   mysql: 'mysqlUrl',
+  'postgres-logical': 'logicalDatabaseUrl',
   connect: 'kafkaConnectUrl',
 };
 

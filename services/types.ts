@@ -1,5 +1,13 @@
 /** The services the tests, benchmarks and examples of justonce need. */
-export const SERVICE_NAMES = ['postgres', 'kafka', 'sqs', 'rabbitmq', 'mysql', 'connect'] as const;
+export const SERVICE_NAMES = [
+  'postgres',
+  'kafka',
+  'sqs',
+  'rabbitmq',
+  'mysql',
+  'postgres-logical',
+  'connect',
+] as const;
 
 /** One of {@link SERVICE_NAMES}. `sqs` is served by ElasticMQ when nothing else is configured. */
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -16,6 +24,8 @@ export interface ServiceAddresses {
   amqpUrl: string;
   /** A MySQL or MariaDB connection string (`MYSQL_URL`). */
   mysqlUrl: string;
+  /** A PostgreSQL connection string of a server with `wal_level = logical` (`LOGICAL_DATABASE_URL`). */
+  logicalDatabaseUrl: string;
   /**
    * The REST URL of a Kafka Connect worker with Debezium's PostgreSQL plugin
    * (`KAFKA_CONNECT_URL`), whose cluster keeps its topics in `kafkaBrokers`.
@@ -30,6 +40,7 @@ export interface AddressKeyOf {
   sqs: 'sqsEndpoint';
   rabbitmq: 'amqpUrl';
   mysql: 'mysqlUrl';
+  'postgres-logical': 'logicalDatabaseUrl';
   connect: 'kafkaConnectUrl';
 }
 

@@ -23,17 +23,29 @@
  * on a WAL write.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, statfs } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import {
+  clusterPsql,
+  clusterUnavailable,
+  dataDirOf,
+  initCluster,
+  postgresBinDir,
+  startCluster,
+  stopCluster,
+  stopCommand,
+  type ClusterSpec,
+  type ServerSettings,
+  type ShutdownMode,
+} from '../services/postgres-cluster';
+
+export { postgresBinDir, LOGICAL_SETTINGS, type ShutdownMode } from '../services/postgres-cluster';
 
 const run = promisify(execFile);
-
-/** How the server is shut down: `immediate` is a crash (recovery on start), `fast` is clean. */
-export type ShutdownMode = 'immediate' | 'fast';
 
 /** Options of {@link startPrivatePostgres}. */
 export interface PrivatePostgresOptions {
@@ -41,6 +53,11 @@ export interface PrivatePostgresOptions {
   readonly dataDir?: string;
   /** Puts the `justonce` database on a tmpfs of this many MB (see {@link PrivateDisk}). */
   readonly sizeMb?: number;
+  /**
+   * Server settings beyond the defaults, e.g. `LOGICAL_SETTINGS` for a server that logical
+   * decoding can read (`wal_level = logical`).
+   */
+  readonly settings?: ServerSettings;
 }
 
 /** The small disk of a cluster started with `sizeMb`. */
@@ -77,33 +94,12 @@ export interface PrivatePostgres {
   dispose(): Promise<void>;
 }
 
-/** The folder holding `initdb`, `pg_ctl` and `postgres`, highest major version first. */
-export function postgresBinDir(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root)
-    .filter((v) => /^\d+$/.test(v))
-    .sort((a, b) => Number(b) - Number(a));
-  return versions
-    .map((v) => join(root, v, 'bin'))
-    .find((bin) => ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(join(bin, b))));
-}
-
 /**
  * Why a private cluster cannot be started here (no binaries, not root, no `postgres` user),
  * or `undefined` when it can. Tests skip with this message.
  */
 export function privatePostgresUnavailable(): string | undefined {
-  if (postgresBinDir() === undefined) {
-    return 'no PostgreSQL binaries under /usr/lib/postgresql/*/bin (initdb, pg_ctl, postgres)';
-  }
-  if (process.getuid?.() !== 0) return 'not root: cannot run the server as `postgres` or mount';
-  try {
-    execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
-  } catch {
-    return 'no `postgres` OS user to run the server as';
-  }
-  return undefined;
+  return clusterUnavailable();
 }
 
 /** A TCP port nobody listens on right now. */
@@ -122,19 +118,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Runs a PostgreSQL binary as the `postgres` user; its output is in the error when it fails. */
-async function asPostgres(bin: string, args: readonly string[]): Promise<string> {
-  try {
-    const { stdout } = await run('runuser', ['-u', 'postgres', '--', bin, ...args], {
-      timeout: 60_000,
-    });
-    return stdout;
-  } catch (error) {
-    const e = error as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`${bin} ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}`);
-  }
-}
-
 /**
  * Creates, starts and returns a private cluster. Skip the test first when
  * {@link privatePostgresUnavailable} gives a reason. On failure, whatever was set up is torn
@@ -148,59 +131,24 @@ export async function startPrivatePostgres(
   const bin = postgresBinDir()!;
   const root = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'jo-pg-')));
   const ownsRoot = options.dataDir === undefined;
-  const dataDir = join(root, 'data');
   const tmpfsDir = options.sizeMb === undefined ? undefined : join(root, 'small');
   const filler = tmpfsDir === undefined ? undefined : join(tmpfsDir, 'filler');
-  const port = await freePort();
-  const ctl = join(bin, 'pg_ctl');
+  const spec: ClusterSpec = { bin, root, port: await freePort(), settings: options.settings };
+  const dataDir = dataDirOf(spec);
+  const port = spec.port;
   let mounted = false;
   let running = false;
   let disposed: Promise<void> | undefined;
 
   const start = async (): Promise<void> => {
-    // fsync off for speed: an `immediate` shutdown kills processes, not the OS, so the
-    // page cache still holds every committed write; synchronous_commit stays on.
-    const serverOptions = [
-      `-p ${port}`,
-      "-c listen_addresses='127.0.0.1'",
-      `-k ${root}`,
-      '-c fsync=off',
-      '-c synchronous_commit=on',
-      '-c full_page_writes=off',
-      '-c max_connections=60',
-      '-c shared_buffers=32MB',
-    ].join(' ');
     running = true;
-    await asPostgres(ctl, [
-      'start',
-      '-w',
-      '-t',
-      '60',
-      '-D',
-      dataDir,
-      '-l',
-      join(root, 'server.log'),
-      '-o',
-      serverOptions,
-    ]);
+    await startCluster(spec);
   };
   const stop = async ({ mode = 'fast' }: { readonly mode?: ShutdownMode } = {}): Promise<void> => {
-    await asPostgres(ctl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir]);
+    await stopCluster(spec, mode);
     running = false;
   };
-  const psql = (sql: string, db = 'postgres'): Promise<string> =>
-    asPostgres(join(bin, 'psql'), [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(port),
-      '-d',
-      db,
-      '-v',
-      'ON_ERROR_STOP=1',
-      '-qAtc',
-      sql,
-    ]);
+  const psql = (sql: string): Promise<string> => clusterPsql(spec, sql);
 
   const dispose = (): Promise<void> => {
     disposed ??= (async () => {
@@ -219,8 +167,10 @@ export async function startPrivatePostgres(
   // A worker that exits without running the test's cleanup must not leave a server behind.
   const onExit = (): void => {
     try {
-      if (running)
-        execFileSync(ctl, ['stop', '-m', 'immediate', '-D', dataDir], { stdio: 'ignore' });
+      if (running) {
+        const [command = '', ...args] = stopCommand(spec, 'immediate');
+        execFileSync(command, args, { stdio: 'ignore' });
+      }
       if (mounted) execFileSync('umount', ['-l', tmpfsDir!], { stdio: 'ignore' });
     } catch {
       // best effort at exit
@@ -236,19 +186,7 @@ export async function startPrivatePostgres(
       mounted = true;
       await mkdir(join(tmpfsDir, 'ts'));
     }
-    await run('chown', ['-R', 'postgres:postgres', root]);
-    await asPostgres(join(bin, 'initdb'), [
-      '--no-sync',
-      '-A',
-      'trust',
-      '-U',
-      'postgres',
-      '-E',
-      'UTF8',
-      '--locale=C',
-      '-D',
-      dataDir,
-    ]);
+    await initCluster(spec);
     await start();
     if (tmpfsDir !== undefined) {
       await psql(`create tablespace small location '${join(tmpfsDir, 'ts')}'`);

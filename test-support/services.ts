@@ -6,6 +6,7 @@
  * - `sqsEndpoint(): string`      SQS endpoint, ElasticMQ by default (`SQS_ENDPOINT`)
  * - `sqsClientConfig()`          `{ endpoint, region, credentials }` for `new SQSClient(...)`
  * - `amqpUrl(): string`          RabbitMQ URL for amqplib (`AMQP_URL`)
+ * - `logicalDatabaseUrl()`       PostgreSQL with `wal_level = logical` (`LOGICAL_DATABASE_URL`)
  * - `kafkaConnectUrl(): string`  REST URL of a Kafka Connect worker with Debezium (`KAFKA_CONNECT_URL`)
  *
  * The getters read the variables the Jest global setup exported, and throw a clear error when
@@ -30,6 +31,8 @@ export {
   ensureServices,
   kafkaBrokers,
   kafkaConnectUrl,
+  logicalDatabaseUrl,
+  mysqlUrl,
   resolveServices,
   sqsClientConfig,
   sqsEndpoint,

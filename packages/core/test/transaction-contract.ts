@@ -57,6 +57,14 @@ export function describeTransactionContract<Tx>(
       await opened?.close();
     });
 
+    it('enters a transaction as the dialect of its database', async () => {
+      const { adapter, store } = lib();
+      const expected = store.dialect === 'mysql' ? 'mysql' : 'postgres';
+      await lib().nativeTransaction(async (tx) => {
+        expect(adapter.enter(tx).dialect).toBe(expected);
+      });
+    });
+
     inboxClauses(lib, features);
     outboxClauses(lib, features);
     operationsClauses(lib);

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { InvalidTransactionError } from './invalid-transaction-error';
+import { isMysqlKnex } from '../store/mysql/connection';
 import { transactionQuery } from './sql';
 import type { SqlTransaction, TransactionAdapter } from './types';
 
@@ -41,7 +42,7 @@ export function enterKnex(trx: Knex.Transaction): SqlTransaction {
   }
   const seen = watch(trx);
   return {
-    dialect: 'postgres',
+    dialect: isMysqlKnex(trx) ? 'mysql' : 'postgres',
     query: async (text, values, options) => {
       try {
         return await transactionQuery(trx, text, values, options);

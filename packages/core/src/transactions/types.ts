@@ -11,8 +11,11 @@ import type { Knex } from 'knex';
  */
 export type KnexTransaction = Knex.Transaction;
 
-/** The SQL dialect of a transaction. Only PostgreSQL (and PGlite) today. */
-export type SqlDialect = 'postgres';
+/**
+ * The SQL dialect of a transaction: PostgreSQL (and PGlite), or MySQL 8 and MariaDB, which
+ * only knex transactions reach today (the other adapters are PostgreSQL's).
+ */
+export type SqlDialect = 'postgres' | 'mysql';
 
 /**
  * Where a transaction stands, as the server reported it after the last statement:
