@@ -24,9 +24,9 @@ import {
   type Store,
 } from '@justonce/core';
 import type { Kafka, KafkaMessage } from 'kafkajs';
-import pg from 'pg';
 import { startPrivateConnect, type PrivateConnect } from '../../../services/private';
 import {
+  LOGICAL_SETTINGS,
   privatePostgresUnavailable,
   startPrivatePostgres,
   type PrivatePostgres,
@@ -160,14 +160,9 @@ describe('Debezium on Kafka Connect relays the outbox', () => {
 
   beforeAll(async () => {
     clients = await connectKafkaClients();
-    postgres = await startPrivatePostgres();
+    // Logical decoding needs wal_level=logical.
+    postgres = await startPrivatePostgres({ settings: LOGICAL_SETTINGS });
     cleanup.push(() => postgres.dispose());
-    // Logical decoding needs wal_level=logical, which takes effect at the next start.
-    const admin = new pg.Client({ connectionString: postgres.url });
-    await admin.connect();
-    await admin.query(`alter system set wal_level = 'logical'`);
-    await admin.end();
-    await postgres.restart({ mode: 'fast' });
     connect = await startPrivateConnect(kafkaBrokers().join(','));
     cleanup.push(() => connect.dispose());
   }, 180_000);
