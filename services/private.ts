@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { connectUrl, launchConnect, privateConnectNode, type ConnectNode } from './connect';
 import { elasticmqEndpoint, launchElasticmq, privateElasticmqNode } from './elasticmq';
 import { kafkaAddress, launchKafka, privateKafkaNode, type KafkaNode } from './kafka';
@@ -138,11 +139,29 @@ export interface PrivateConnect {
   kill(): Promise<void>;
   /** Starts it again on its topics: its connectors and their committed offsets resume. */
   start(): Promise<void>;
-  /**
-   * Stops it and removes its directory. Idempotent. Its internal topics stay in Kafka (unique
-   * names, nothing reads them again).
-   */
+  /** Stops it, deletes its config, offset and status topics and removes its directory. */
   dispose(): Promise<void>;
+}
+
+/** Deletes a private worker's internal topics; best effort (the broker may be gone). */
+async function deleteWorkerTopics(brokers: string, node: ConnectNode): Promise<void> {
+  const admin = new Kafka({
+    brokers: brokers.split(','),
+    clientId: 'justonce-services',
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 1 },
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.deleteTopics({
+      topics: ['configs', 'offsets', 'status'].map((name) => `${node.groupId}-${name}`),
+      timeout: 10_000,
+    });
+  } catch {
+    // Left behind, under names nothing else uses: harmless.
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }
 
 /**
@@ -162,6 +181,7 @@ export async function startPrivateConnect(
     start: () => launchConnect(node, { brokers, timeoutMs }),
     dispose: async () => {
       await killRecorded(node.service);
+      await deleteWorkerTopics(brokers, node);
       await fs.rm(node.home, { recursive: true, force: true });
     },
   };
