@@ -140,3 +140,40 @@ export async function checkRabbitmq(url: string): Promise<CheckResult> {
     return failed(error);
   }
 }
+
+/** The Debezium classes a Connect worker of ours must list among its plugins. */
+export const DEBEZIUM_PLUGIN_CLASSES = [
+  'io.debezium.connector.postgresql.PostgresConnector',
+  'io.debezium.transforms.outbox.EventRouter',
+] as const;
+
+/**
+ * Asks a Kafka Connect worker's REST API for its connectors (`GET /connectors`, which answers
+ * only once the worker has joined its group and read its config topic) and its plugins
+ * (`GET /connector-plugins?connectorsOnly=false`), which must include Debezium's PostgreSQL
+ * connector and outbox event router.
+ */
+export async function checkConnect(url: string): Promise<CheckResult> {
+  const base = url.replace(/\/+$/, '');
+  try {
+    const connectors = await fetch(`${base}/connectors`, { signal: AbortSignal.timeout(3000) });
+    if (!connectors.ok) {
+      return { ok: false, reason: `GET /connectors answered ${connectors.status}` };
+    }
+    const plugins = await fetch(`${base}/connector-plugins?connectorsOnly=false`, {
+      signal: AbortSignal.timeout(3000),
+    });
+    if (!plugins.ok) {
+      return { ok: false, reason: `GET /connector-plugins answered ${plugins.status}` };
+    }
+    const listed = new Set(
+      ((await plugins.json()) as Array<{ class?: unknown }>).map((plugin) => plugin.class),
+    );
+    const missing = DEBEZIUM_PLUGIN_CLASSES.filter((name) => !listed.has(name));
+    return missing.length === 0
+      ? { ok: true }
+      : { ok: false, reason: `the worker lists no plugin ${missing.join(', ')}` };
+  } catch (error) {
+    return failed(error);
+  }
+}

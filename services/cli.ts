@@ -1,7 +1,7 @@
 /**
  * `pnpm services:up | services:down | services:status` — see docs/services.md.
  *
- * - `up [service...]`: finds or starts the services (all four by default) and prints their
+ * - `up [service...]`: finds or starts the services (all of them by default) and prints their
  *   addresses as `export` lines. Idempotent: running services are reused. Uses no
  *   Testcontainers, since containers would end with this command; Docker users run
  *   `docker compose -f docker/compose.yml up -d`, whose ports `up` then finds and reuses.

@@ -17,8 +17,11 @@ export function mysqlImage(): string | undefined {
   return process.env.JUSTONCE_MYSQL_IMAGE || undefined;
 }
 
+/** The services Testcontainers can start: Kafka Connect always runs natively. */
+export type ContainerServiceName = Exclude<ServiceName, 'connect'>;
+
 /** The images the container path runs (the same as `docker/compose.yml`). */
-export function containerImages(): Record<ServiceName, string> {
+export function containerImages(): Record<ContainerServiceName, string> {
   return {
     postgres: 'postgres:17-alpine',
     kafka: `apache/kafka:${kafkaVersion()}`,
@@ -94,7 +97,7 @@ export interface ServiceContainer {
  * document. Kafka and ElasticMQ write their own address into metadata and queue URLs, so they
  * get a host port equal to the container port, known before start.
  */
-export async function startContainer(name: ServiceName): Promise<ServiceContainer> {
+export async function startContainer(name: ContainerServiceName): Promise<ServiceContainer> {
   const { GenericContainer, Wait, getContainerRuntimeClient } = await import('testcontainers');
   const images = containerImages();
   const host = (await getContainerRuntimeClient()).info.containerRuntime.host;

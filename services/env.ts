@@ -41,6 +41,14 @@ export function amqpUrl(): string {
   return required('AMQP_URL');
 }
 
+/**
+ * The REST URL of the Kafka Connect worker the global setup resolved (`KAFKA_CONNECT_URL`):
+ * distributed mode, its topics in {@link kafkaBrokers}, Debezium's PostgreSQL plugin loaded.
+ */
+export function kafkaConnectUrl(): string {
+  return required('KAFKA_CONNECT_URL');
+}
+
 /** The MySQL or MariaDB URL the global setup resolved (`MYSQL_URL`). */
 export function mysqlUrl(): string {
   return required('MYSQL_URL');

@@ -14,11 +14,13 @@ export {
   amqpUrl,
   databaseUrl,
   kafkaBrokers,
+  kafkaConnectUrl,
   logicalDatabaseUrl,
   mysqlUrl,
   sqsClientConfig,
   sqsEndpoint,
 } from './env';
+export { CONNECT_LOCAL_URL, CONNECT_PORT, connectVersion, debeziumVersion } from './connect';
 export { serviceStatus, stopServices, type ServiceStatus } from './lifecycle';
 export { SERVICES } from './registry';
 export {

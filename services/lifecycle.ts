@@ -1,3 +1,4 @@
+import { connectVersion, debeziumVersion } from './connect';
 import { elasticmqVersion } from './elasticmq';
 import { recordedVersion } from './java';
 import { kafkaVersion } from './kafka';
@@ -30,7 +31,23 @@ export interface ServiceStatus {
   logFile?: string;
 }
 
-const JAVA_SERVICE: Partial<Record<ServiceName, string>> = { kafka: 'kafka', sqs: 'elasticmq' };
+const JAVA_SERVICE: Partial<Record<ServiceName, string>> = {
+  kafka: 'kafka',
+  sqs: 'elasticmq',
+  connect: 'connect',
+};
+
+/** The version the pom pins and the label of a Java service, for `services:status`. */
+function javaLabel(name: ServiceName): { pinned: string; label: string } {
+  if (name === 'kafka') return { pinned: kafkaVersion(), label: 'Kafka' };
+  if (name === 'connect') {
+    return {
+      pinned: `${connectVersion()} (Debezium ${debeziumVersion()})`,
+      label: 'Kafka Connect',
+    };
+  }
+  return { pinned: elasticmqVersion(), label: 'ElasticMQ' };
+}
 
 /** Checks each service and says who runs it. */
 export async function serviceStatus(
@@ -49,12 +66,10 @@ export async function serviceStatus(
       let ours = false;
       if (fromEnv) owner = `configured by ${definition.envVar}`;
       else if (javaName && pids.length > 0) {
-        const pinned = name === 'kafka' ? kafkaVersion() : elasticmqVersion();
+        const { pinned, label } = javaLabel(name);
         const running = (await recordedVersion(javaName)) ?? 'of unknown version';
         const stale = running === pinned ? '' : ` (the pom pins ${pinned}: restart to switch)`;
-        owner =
-          `native ${name === 'kafka' ? 'Kafka' : 'ElasticMQ'} ${running}${stale}, ` +
-          `started by justonce (pid ${pids.join(', ')})`;
+        owner = `native ${label} ${running}${stale}, started by justonce (pid ${pids.join(', ')})`;
         ours = true;
       } else if (javaName) {
         owner = result.ok ? 'not ours (another checkout or Docker)' : 'not running';
@@ -76,7 +91,8 @@ export async function serviceStatus(
 }
 
 /**
- * Stops what this checkout started: every Java process carrying its marker (Kafka,
+ * Stops what this checkout started: every Java process carrying its marker (Kafka Connect
+ * workers first, while their Kafka still answers their last offset commit; then Kafka and
  * ElasticMQ), and PostgreSQL or RabbitMQ only if a launcher of ours started them. Servers that
  * were running before us are left alone. Returns one line per action.
  */
@@ -84,13 +100,19 @@ export async function stopServices(): Promise<string[]> {
   const done: string[] = [];
   // Under both start-up locks, so that a run starting a service right now finishes first and
   // nothing starts while we sweep. Every process with our marker goes, in parallel.
-  await withLock('kafka', () =>
-    withLock('elasticmq', async () => {
-      const found = await ownProcesses();
-      await Promise.all(found.map((own) => stopProcess(own.pid)));
-      for (const own of found) done.push(`stopped ${own.service} (pid ${own.pid})`);
-      await Promise.all([clearPid('kafka'), clearPid('elasticmq')]);
-    }),
+  await withLock('connect', () =>
+    withLock('kafka', () =>
+      withLock('elasticmq', async () => {
+        const found = await ownProcesses();
+        const workers = found.filter((own) => isConnectWorker(own.service));
+        const others = found.filter((own) => !isConnectWorker(own.service));
+        for (const group of [workers, others]) {
+          await Promise.all(group.map((own) => stopProcess(own.pid)));
+          for (const own of group) done.push(`stopped ${own.service} (pid ${own.pid})`);
+        }
+        await Promise.all([clearPid('connect'), clearPid('kafka'), clearPid('elasticmq')]);
+      }),
+    ),
   );
   if (await withLock('postgres', stopLocalPostgres)) done.push('stopped the local PostgreSQL');
   if (await withLock('rabbitmq', stopLocalRabbitmq)) done.push('stopped the local RabbitMQ');
@@ -99,4 +121,9 @@ export async function stopServices(): Promise<string[]> {
     done.push('stopped the logical-replication PostgreSQL');
   }
   return done;
+}
+
+/** The shared Connect worker and private ones (`private/connect-…`). */
+function isConnectWorker(service: string): boolean {
+  return service === 'connect' || service.startsWith('private/connect-');
 }

@@ -5,7 +5,7 @@ import { LOGS_DIR, MAVEN_DIR, shown } from './paths';
 import { findExecutable, logTail, runLogged } from './processes';
 
 /** The Maven project (under `services/maven/<project>/pom.xml`) that names a service's jars. */
-export type MavenProject = 'kafka' | 'elasticmq';
+export type MavenProject = 'kafka' | 'elasticmq' | 'connect' | 'debezium';
 
 /** The pom of a Maven project. */
 export function pomOf(project: MavenProject): string {

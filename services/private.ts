@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { connectUrl, launchConnect, privateConnectNode, type ConnectNode } from './connect';
 import { elasticmqEndpoint, launchElasticmq, privateElasticmqNode } from './elasticmq';
 import { kafkaAddress, launchKafka, privateKafkaNode, type KafkaNode } from './kafka';
 import { SERVICES_DIR } from './paths';
@@ -122,4 +124,72 @@ export async function startPrivateRabbitmq(timeoutMs = 60_000): Promise<Rabbitmq
     distPort: await freePort(),
     timeoutMs,
   });
+}
+
+/** A private Kafka Connect worker (see {@link startPrivateConnect}). */
+export interface PrivateConnect {
+  /** Its REST URL. */
+  readonly url: string;
+  /** Where it lives; `node.groupId` also prefixes its three internal topics. */
+  readonly node: ConnectNode;
+  /**
+   * SIGKILL: no task shutdown and no last offset commit, so a restarted worker resumes from
+   * the offsets it committed before and may send records again.
+   */
+  kill(): Promise<void>;
+  /** Starts it again on its topics: its connectors and their committed offsets resume. */
+  start(): Promise<void>;
+  /** Stops it, deletes its config, offset and status topics and removes its directory. */
+  dispose(): Promise<void>;
+}
+
+/** Deletes a private worker's internal topics; best effort (the broker may be gone). */
+async function deleteWorkerTopics(brokers: string, node: ConnectNode): Promise<void> {
+  const admin = new Kafka({
+    brokers: brokers.split(','),
+    clientId: 'justonce-services',
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 1 },
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.deleteTopics({
+      topics: ['configs', 'offsets', 'status'].map((name) => `${node.groupId}-${name}`),
+      timeout: 10_000,
+    });
+  } catch {
+    // Left behind, under names nothing else uses: harmless.
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * Starts a private distributed Kafka Connect worker, in a Connect cluster of its own (its own
+ * group id and config, offset and status topics) on a free REST port, from the shared jars
+ * and the Debezium plugin, with its topics in `brokers` (`host:port[,host:port]`).
+ */
+export async function startPrivateConnect(
+  brokers: string,
+  timeoutMs = 120_000,
+): Promise<PrivateConnect> {
+  const node = privateConnectNode(uniqueName('connect'), await freePort());
+  const handle: PrivateConnect = {
+    url: connectUrl(node),
+    node,
+    kill: () => killRecorded(node.service),
+    start: () => launchConnect(node, { brokers, timeoutMs }),
+    dispose: async () => {
+      await killRecorded(node.service);
+      await deleteWorkerTopics(brokers, node);
+      await fs.rm(node.home, { recursive: true, force: true });
+    },
+  };
+  try {
+    await handle.start();
+  } catch (error) {
+    await handle.dispose();
+    throw error;
+  }
+  return handle;
 }

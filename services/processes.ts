@@ -54,7 +54,7 @@ export async function ownProcesses(): Promise<OwnProcess[]> {
     return found;
   } catch {
     const found: OwnProcess[] = [];
-    for (const service of ['kafka', 'elasticmq']) {
+    for (const service of ['kafka', 'elasticmq', 'connect']) {
       const pid = await readPid(service);
       if (pid !== undefined) found.push({ pid, service });
     }

@@ -1,4 +1,5 @@
 import {
+  checkConnect,
   checkKafka,
   checkMysql,
   checkPostgres,
@@ -20,6 +21,14 @@ import {
   ensureNativeKafka,
   kafkaVersion,
 } from './kafka';
+import {
+  CONNECT_LOCAL_URL,
+  CONNECT_LOG,
+  CONNECT_PORT,
+  connectVersion,
+  debeziumVersion,
+  ensureNativeConnect,
+} from './connect';
 import { withLock } from './lock';
 import { POSTGRES_LOCAL_URL, POSTGRES_LOG, ensureLocalPostgres } from './postgres';
 import { MYSQL_LOCAL_URL, MYSQL_LOG, ensureLocalMysql } from './mysql';
@@ -152,6 +161,21 @@ export const SERVICES: Record<ServiceName, ServiceDefinition> = {
         '`postgres` user: `pnpm services:up` creates and starts one on ' +
         `${POSTGRES_LOGICAL_LOCAL_URL}`,
       compose('postgres-logical'),
+    ],
+  },
+  connect: {
+    label: 'Kafka Connect (Debezium)',
+    envVar: 'KAFKA_CONNECT_URL',
+    localAddress: CONNECT_LOCAL_URL,
+    logFile: CONNECT_LOG,
+    check: checkConnect,
+    ensureLocal: ensureNativeConnect,
+    howTo: () => [
+      'point the tests at a worker whose cluster uses KAFKA_BROKERS and has the Debezium ' +
+        'PostgreSQL plugin: KAFKA_CONNECT_URL=http://host:8083 pnpm test',
+      `install Java 17+ and Maven 3.8+, then \`pnpm services:up\` (Kafka Connect ` +
+        `${connectVersion()} with Debezium ${debeziumVersion()} from Maven Central on ` +
+        `127.0.0.1:${CONNECT_PORT}; log in ${shown(CONNECT_LOG)})`,
     ],
   },
 };

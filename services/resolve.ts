@@ -123,8 +123,9 @@ async function resolveOne(
     }
   }
 
-  // 3. Testcontainers, when a Docker engine answers.
-  if (options.containers) {
+  // 3. Testcontainers, when a Docker engine answers (not for Kafka Connect, which needs the
+  //    Debezium plugin: it always runs natively).
+  if (options.containers && name !== 'connect') {
     if (await docker()) {
       try {
         const started = await startContainer(name);
@@ -164,7 +165,7 @@ async function resolveOne(
 /**
  * Finds or starts each named service, in this order: its environment variable
  * (`DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`, `MYSQL_URL`,
- * `LOGICAL_DATABASE_URL`); a service already answering
+ * `LOGICAL_DATABASE_URL`, `KAFKA_CONNECT_URL`); a service already answering
  * at the local address; Testcontainers when a Docker engine answers; the native launchers;
  * else a {@link ServiceUnavailableError} saying how to start it. Services resolve in parallel.
  */
@@ -214,6 +215,7 @@ const ADDRESS_KEY: AddressKeyOf = {
   rabbitmq: 'amqpUrl',
   mysql: 'mysqlUrl',
   'postgres-logical': 'logicalDatabaseUrl',
+  connect: 'kafkaConnectUrl',
 };
 
 /**

@@ -6,6 +6,7 @@ export const SERVICE_NAMES = [
   'rabbitmq',
   'mysql',
   'postgres-logical',
+  'connect',
 ] as const;
 
 /** One of {@link SERVICE_NAMES}. `sqs` is served by ElasticMQ when nothing else is configured. */
@@ -25,6 +26,11 @@ export interface ServiceAddresses {
   mysqlUrl: string;
   /** A PostgreSQL connection string of a server with `wal_level = logical` (`LOGICAL_DATABASE_URL`). */
   logicalDatabaseUrl: string;
+  /**
+   * The REST URL of a Kafka Connect worker with Debezium's PostgreSQL plugin
+   * (`KAFKA_CONNECT_URL`), whose cluster keeps its topics in `kafkaBrokers`.
+   */
+  kafkaConnectUrl: string;
 }
 
 /** Which field of {@link ServiceAddresses} each service fills. */
@@ -35,6 +41,7 @@ export interface AddressKeyOf {
   rabbitmq: 'amqpUrl';
   mysql: 'mysqlUrl';
   'postgres-logical': 'logicalDatabaseUrl';
+  connect: 'kafkaConnectUrl';
 }
 
 /** The addresses of the services `N`, and only those. */

@@ -2,9 +2,11 @@ import { removeStrayPartitions } from './partition';
 import { exportToEnv, resolveServices, SERVICE_NAMES } from '../services';
 
 /**
- * Jest global setup: finds or starts PostgreSQL, Kafka, SQS (ElasticMQ) and RabbitMQ (see
- * docs/services.md for the order) and exports `DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`
- * and `AMQP_URL`, which the test workers inherit and `test-support/services.ts` reads.
+ * Jest global setup: finds or starts PostgreSQL, Kafka, SQS (ElasticMQ), RabbitMQ,
+ * MySQL/MariaDB, the logical-replication PostgreSQL and Kafka Connect (see docs/services.md
+ * for the order) and exports `DATABASE_URL`, `KAFKA_BROKERS`, `SQS_ENDPOINT`, `AMQP_URL`,
+ * `MYSQL_URL`, `LOGICAL_DATABASE_URL` and `KAFKA_CONNECT_URL`, which the test workers inherit
+ * and `test-support/services.ts` reads.
  * Native services stay running afterwards, so the next run reuses them; containers are
  * stopped by the global teardown.
  */

@@ -7,6 +7,7 @@
  * - `sqsClientConfig()`          `{ endpoint, region, credentials }` for `new SQSClient(...)`
  * - `amqpUrl(): string`          RabbitMQ URL for amqplib (`AMQP_URL`)
  * - `logicalDatabaseUrl()`       PostgreSQL with `wal_level = logical` (`LOGICAL_DATABASE_URL`)
+ * - `kafkaConnectUrl(): string`  REST URL of a Kafka Connect worker with Debezium (`KAFKA_CONNECT_URL`)
  *
  * The getters read the variables the Jest global setup exported, and throw a clear error when
  * a test runs without it. Scripts and benchmarks outside Jest call `ensureServices` first:
@@ -29,6 +30,7 @@ export {
   databaseUrl,
   ensureServices,
   kafkaBrokers,
+  kafkaConnectUrl,
   logicalDatabaseUrl,
   mysqlUrl,
   resolveServices,

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { cleanupCommand } from './commands/cleanup';
 import { dashboardCommand } from './commands/dashboard';
+import { debeziumCommand } from './commands/debezium';
 import { deadLettersCommand } from './commands/dead-letters';
 import { migrateCommand } from './commands/migrate';
 import { operationsCommand } from './commands/operations';
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   cleanupCommand(program, globals);
   slotsCommand(program, globals);
   dashboardCommand(program, globals);
+  debeziumCommand(program, globals);
   throwInsteadOfExit(program);
   return program;
 }

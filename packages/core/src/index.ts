@@ -215,6 +215,15 @@ export type {
   ListDeadLettersOptions,
 } from './dead-letters/types';
 
+export {
+  STANDARD_OUTBOX_HEADERS,
+  debeziumOutboxConnector,
+  debeziumOutboxSchema,
+  type DebeziumConnector,
+  type DebeziumOutboxConnectorOptions,
+  type DebeziumOutboxTable,
+} from './debezium';
+
 /*
  * Deprecated here, kept for one release: the names that moved to the entry of their audience.
  * Import them from there; the root stops exporting them in the next release.
