@@ -121,10 +121,11 @@ async function leftoverBatch(
 ): Promise<ClaimedRow[]> {
   return rowsOf<ClaimedRow>(
     await store.knex.raw(
-      `select id::text as id, destination, partition_key, message_id, headers, payload, attempts
-         from ${store.names.table('outbox')}
-        where status = 'pending' and id > ? and id <= ?
-        order by id
+      // Ordered by the bigint column, not the text it is returned as.
+      `select o.id::text as id, destination, partition_key, message_id, headers, payload, attempts
+         from ${store.names.table('outbox')} o
+        where status = 'pending' and o.id > ? and o.id <= ?
+        order by o.id
         limit ?`,
       [afterId, boundary.toString(), limit],
     ),
