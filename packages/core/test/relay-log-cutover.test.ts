@@ -113,7 +113,8 @@ describe('taking over from polling relays by id (log.takeOverFromPolling)', () =
     const polling = createRelay({ store, publisher, pollIntervalMs: 20, batchSize: 25 });
     relays.push(polling);
     await polling.start();
-    await writers.commit(150);
+    // Stopped early, so that the ids it leaves cross from two digits to three.
+    await writers.commit(60);
     // The slot made beforehand (creating one waits for the transactions running then), so
     // that long transactions can draw their ids before the cut-over's boundary is read and
     // commit (or roll back) after it.
