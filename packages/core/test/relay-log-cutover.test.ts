@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import {
   createMemoryPublisher,
   createOutbox,
+  ConfigurationError,
   createRelay,
   rowsOf,
   type MemoryPublisher,
@@ -164,4 +165,27 @@ describe('taking over from polling relays by id (log.takeOverFromPolling)', () =
     );
     expect(left!.n).toBeGreaterThan(0);
   }, 60_000);
+
+  it('refuses an outbox id sequence that caches values, when it starts', async () => {
+    const [{ seq }] = rowsOf<{ seq: string }>(
+      await store.knex.raw(`select pg_get_serial_sequence(?, 'id') as seq`, [
+        store.names.table('outbox'),
+      ]),
+    ) as [{ seq: string }];
+    await store.knex.raw(`alter sequence ${seq} cache 10`);
+    try {
+      const relay = createRelay({
+        store,
+        publisher: createMemoryPublisher(),
+        mode: 'log',
+        log: { slot: `${store.schema}_cached`, takeOverFromPolling: true },
+      });
+      const error = await relay.start().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as Error).message).toContain('cache 1');
+      expect(relay.running).toBe(false);
+    } finally {
+      await store.knex.raw(`alter sequence ${seq} cache 1`);
+    }
+  });
 });
