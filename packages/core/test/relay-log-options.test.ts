@@ -67,6 +67,10 @@ describe("mode 'log': options refused when the relay is created", () => {
     );
     expect(misspelt.message).toContain('log.slots');
     expect(misspelt.message).toContain('log.slot');
+    const cutOver = refusal(() =>
+      createRelay({ store, publisher, mode: 'log', log: loose({ takeOverFromPolling: 'poll' }) }),
+    );
+    expect(cutOver.message).toContain('log.takeOverFromPolling');
     for (const log of [
       { slot: 'Has-Capitals' },
       { slot: '' },
@@ -75,6 +79,8 @@ describe("mode 'log': options refused when the relay is created", () => {
       { create: 'yes' },
       { standbyRetryMs: 10 },
       { statusIntervalMs: 60_000 },
+      { takeOverFromPolling: 'yes' },
+      { takeOverFromPolling: 1 },
     ]) {
       expect(() =>
         createRelay({ store, publisher, mode: 'log', log: loose<LogRelayOptions>(log) }),
@@ -89,6 +95,7 @@ describe("mode 'log': options refused when the relay is created", () => {
       create: false,
       standbyRetryMs: 500,
       statusIntervalMs: 1_000,
+      takeOverFromPolling: true,
     };
     const options: RelayOptions = {
       store: postgres,

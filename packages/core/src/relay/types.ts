@@ -41,6 +41,16 @@ export interface LogRelayOptions {
    * default 10 000.
    */
   readonly statusIntervalMs?: number;
+  /**
+   * `true`: take over from polling relays by id, so that no event is lost or published twice.
+   * Once the slot exists, the relay records the outbox id sequence's last value (the
+   * boundary) in the `relay_cutover` table of the store, waits for the transactions running
+   * then to end, publishes the pending rows up to the boundary from the table (marking them
+   * published, or dead), and then streams only the inserts above it. Every polling relay of
+   * this outbox must be stopped before this relay starts. The outbox's id sequence must not
+   * cache values. Default `false` (docs/relays.md, "Switching from polling").
+   */
+  readonly takeOverFromPolling?: boolean;
 }
 
 /** How a relay claims events: see {@link RelayOptions.claim}. */

@@ -9,6 +9,7 @@ import { NO_LIMIT } from '../options';
 import type { RelayRuntime } from '../runtime';
 import { deletePublishedBatch } from '../sql/cleanup';
 import type { CleanupOptions, CycleResult, Relay, RelayStats, StopOptions } from '../types';
+import { recordBoundary } from './cut-over';
 import { observeSlot } from './metrics';
 import type { ResolvedLogOptions } from './options';
 import { runSession, type SessionControl, type SessionView } from './session';
@@ -111,6 +112,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     if (state.prepared) return;
     await checkServer(o.store.knex);
     await ensurePublicationAndSlot(o.store, log);
+    if (log.takeOverFromPolling) await recordBoundary(o.store, log);
     state.prepared = true;
   };
 

@@ -15,6 +15,7 @@ export interface ResolvedLogOptions {
   readonly create: boolean;
   readonly standbyRetryMs: number;
   readonly statusIntervalMs: number;
+  readonly takeOverFromPolling: boolean;
 }
 
 const LOG_KEYS = optionKeys<LogRelayOptions>()([
@@ -23,6 +24,7 @@ const LOG_KEYS = optionKeys<LogRelayOptions>()([
   'create',
   'standbyRetryMs',
   'statusIntervalMs',
+  'takeOverFromPolling',
 ]);
 
 /** The relay options that steer claims and marks, which the log mode has none of. */
@@ -98,6 +100,7 @@ export function resolveLogOptions(options: RelayOptions, store: Store): Resolved
       100,
       30_000,
     ),
+    takeOverFromPolling: optionalBoolean(log.takeOverFromPolling, 'log.takeOverFromPolling', false),
   };
 }
 

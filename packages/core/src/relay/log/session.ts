@@ -1,6 +1,7 @@
 import type { ClaimedRow } from '../sql/claimed-row';
 import type { RelayRuntime } from '../runtime';
 import type { ResolvedLogOptions } from './options';
+import { publishLeftovers, readBoundary } from './cut-over';
 import { publishEvents, type Abandon } from './publish';
 import { openReplicationStream, type ReplicationStream } from './stream';
 import { TransactionAssembler, type LogTransaction } from './transactions';
@@ -78,11 +79,13 @@ export async function runSession(
   /** Marker tokens of confirmed transactions (this session's and other relays' alike). */
   const markersConfirmed = new Set<string>();
   const view = (): SessionView => ({ queue, headDone });
+  const cutOver = log.takeOverFromPolling ? await readBoundary(store, log) : null;
   const assembler = new TransactionAssembler(
     MARKER_PREFIX,
     store.schema,
     store.names.raw('outbox'),
-    (t) => {
+    (committed) => {
+      const t = cutOver === null ? committed : aboveBoundary(committed, cutOver.boundary);
       queue.push(t);
       buffered += t.events.length;
       if (!paused && buffered > batchSize * BUFFER_BATCHES) {
@@ -145,6 +148,10 @@ export async function runSession(
   control.onView(view());
   ask();
   try {
+    // The slot is ours alone while the stream is open: no other relay publishes the leftovers.
+    if (cutOver !== null && !cutOver.done) {
+      if (!(await publishLeftovers(rt, log, cutOver.boundary, control))) return;
+    }
     for (;;) {
       if (failure !== null) throw failure;
       if (control.stopping()) return;
@@ -179,6 +186,15 @@ export async function runSession(
     control.onView(null);
     await open.close();
   }
+}
+
+/**
+ * A transaction without its events up to the cut-over's boundary: those were in the table
+ * when the relay took over from polling, and are published from there.
+ */
+function aboveBoundary(t: LogTransaction, boundary: bigint): LogTransaction {
+  const events = t.events.filter((event) => BigInt(event.id) > boundary);
+  return events.length === t.events.length ? t : { ...t, events };
 }
 
 /** The next batch: whole transactions from the head while they fit, else a part of the head. */
