@@ -32,6 +32,11 @@ export async function readStartedNote(service: string): Promise<StartedNote | un
   return JSON.parse(await fs.readFile(noteFile(service), 'utf8')) as StartedNote;
 }
 
+/** Forgets that we started the local server of `service` (it is gone already). */
+export async function clearStartedNote(service: string): Promise<void> {
+  await fs.rm(noteFile(service), { force: true });
+}
+
 /** Stops the local server of `service` if, and only if, we started it. */
 export async function stopIfWeStarted(service: string, logFile: string): Promise<boolean> {
   const note = await readStartedNote(service);

@@ -8,7 +8,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { checkPostgres, type CheckResult } from './checks';
-import { stopIfWeStarted, writeStartedNote } from './local-server';
+import { clearStartedNote, stopIfWeStarted, writeStartedNote } from './local-server';
 import { LOGS_DIR, SERVICES_DIR, shown } from './paths';
 import { createDatabase } from './postgres';
 import {
@@ -115,6 +115,11 @@ export async function ensureLogicalPostgres(timeoutMs: number): Promise<'running
 }
 
 /** Stops the logical-replication cluster if, and only if, {@link ensureLogicalPostgres} started it. */
-export function stopLogicalPostgres(): Promise<boolean> {
+export async function stopLogicalPostgres(): Promise<boolean> {
+  // A cluster that already stopped (killed, or stopped by hand) leaves only the note.
+  if (!(await portAnswers(HOST, POSTGRES_LOGICAL_PORT))) {
+    await clearStartedNote('postgres-logical');
+    return false;
+  }
   return stopIfWeStarted('postgres-logical', COMMAND_LOG);
 }
