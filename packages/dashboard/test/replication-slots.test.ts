@@ -7,7 +7,11 @@
  */
 import { ConfigurationError, createAdmin, createStore, type Store } from '@justonce/core';
 import { createDashboard } from '@justonce/dashboard';
-import { logicalDatabaseUrl } from '../../../test-support/services';
+import {
+  LOGICAL_SETTINGS,
+  startPrivatePostgres,
+  type PrivatePostgres,
+} from '../../../test-support/private-postgres';
 import {
   createSlotFixture,
   type SlotFixture,
@@ -24,6 +28,7 @@ import {
 /** 256 KiB: the far slot's thousands of rows pass it, the near slot's few do not. */
 const WARN_BYTES = 256 * 1024;
 
+let server: PrivatePostgres;
 let store: Store;
 let near: SlotFixture;
 let far: SlotFixture;
@@ -32,17 +37,20 @@ let reader: SlotReader;
 let dashboard: BrowserDashboard;
 
 beforeAll(async () => {
+  // A server of its own: on the shared one, other files' WAL would put the slots this test
+  // expects to be caught up past the threshold.
+  server = await startPrivatePostgres({ settings: LOGICAL_SETTINGS });
   store = await createStore({
-    connectionString: logicalDatabaseUrl(),
+    connectionString: server.url,
     schema: `dash_slots_${process.pid}_${Date.now().toString(36)}`,
   });
   await store.migrate();
-  // The WAL of `far` comes after `near` was created: `near` is behind by it too. So `near`
-  // goes last, and `busy`'s reader confirms whatever comes before it reads.
-  busy = await createSlotFixture('jo_dash_busy');
-  far = await createSlotFixture('jo_dash_far');
+  far = await createSlotFixture('jo_dash_far', server.url);
   await far.writeWal(4000);
-  near = await createSlotFixture('jo_dash_near');
+  // A slot is behind by all WAL written after its creation, whatever it reads: `busy` and
+  // `near` come after `far`'s WAL, so only `far` passes the threshold.
+  busy = await createSlotFixture('jo_dash_busy', server.url);
+  near = await createSlotFixture('jo_dash_near', server.url);
   await near.writeWal(10);
   reader = await busy.hold();
   dashboard = await browserDashboard({
@@ -59,6 +67,7 @@ afterAll(async () => {
     await store.knex.raw(`drop schema if exists ${store.names.schema} cascade`);
     await store.close();
   }
+  await server?.dispose();
 });
 
 /** The text of each cell of the slot's row, and whether the row is marked. */
@@ -97,7 +106,6 @@ describe('the replication slots panel', () => {
     expect(busyRow.cells[1]).toMatch(/^yes \(pid \d+\)$/);
     expect(busyRow.marked).toBe(false);
 
-    // Other helpers' slots on the shared server may be marked too: count at least ours.
     const note = await page.locator('#slot-warning').innerText();
     expect(note).toMatch(/^\d+ of \d+ replication slots? (is|are) 256\.0 KiB or more behind/);
     await screenshot(page, 'replication-slots');
