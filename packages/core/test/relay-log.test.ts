@@ -263,7 +263,7 @@ describe("mode 'log' on a server with wal_level = logical", () => {
       );
       await waitFor('a failed call', async () => (await relay.stats()).failed > 0);
       const behind = await collect(reader);
-      expect(behind[`justonce.replication_slot.lag{slot=${slot}}`]).toBeGreaterThan(10_000);
+      expect(behind[`justonce.relay.slot.lag{slot=${slot}}`]).toBeGreaterThan(10_000);
       expect(behind[`justonce.relay.slot.lag_seconds{slot=${slot}}`]).toBeGreaterThanOrEqual(0);
       expect((await relay.stats()).pending).toBe(1);
       publisher.heal();
@@ -274,7 +274,7 @@ describe("mode 'log' on a server with wal_level = logical", () => {
       );
       const caughtUp = await collect(reader);
       expect(caughtUp[`justonce.relay.slot.lag_seconds{slot=${slot}}`]).toBe(0);
-      expect(caughtUp[`justonce.replication_slot.lag{slot=${slot}}`]).toBeLessThan(10_000);
+      expect(caughtUp[`justonce.relay.slot.lag{slot=${slot}}`]).toBeLessThan(10_000);
       await relay.stop();
     } finally {
       await provider.shutdown();

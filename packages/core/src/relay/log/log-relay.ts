@@ -169,7 +169,10 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.draining = false;
     state.abandon = new AbortController();
     state.stopSignal = new AbortController();
-    state.stopObserving = observeSlot(o, log.slot, () => lagSeconds(state));
+    state.stopObserving = observeSlot(o.meter, log.slot, {
+      position: () => readSlotPosition(o.store.knex, log.slot).catch(() => null),
+      lagSeconds: () => lagSeconds(state),
+    });
     state.loop = run().catch((error: unknown) => {
       o.logger.error('relay: stopped on an unexpected error', { error: String(error) });
     });
