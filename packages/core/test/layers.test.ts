@@ -14,7 +14,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['observability', 'retry', 'adapters'],
   ['store'],
   ['transport', 'messages'],
-  ['outbox', 'operations', 'retention', 'dead-letters'],
+  ['outbox', 'operations', 'retention', 'dead-letters', 'debezium'],
   ['relay', 'inbox'],
   ['consumer'],
   ['admin'],

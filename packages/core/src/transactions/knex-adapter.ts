@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { InvalidTransactionError } from './invalid-transaction-error';
-import { isMysqlKnex } from '../store/mysql/connection';
+import { isMysqlKnex } from './knex-dialect';
 import { transactionQuery } from './sql';
 import type { SqlTransaction, TransactionAdapter } from './types';
 
