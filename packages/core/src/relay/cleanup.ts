@@ -5,14 +5,12 @@ import type { RelayRuntime } from './runtime';
 import { relayStatements } from './statements';
 import type { CleanupOptions } from './types';
 
-/**
- * `Relay.cleanup`: deletes published rows older than `olderThanMs`, `batchSize` at a time,
- * until a batch comes back short or `maxBatches` ran; resolves to how many went. @internal
- */
-export async function cleanupPublished(
-  rt: RelayRuntime,
-  cleanupOptions: CleanupOptions = {},
-): Promise<number> {
+/** {@link CleanupOptions} with defaults applied and checked: one reading for both modes. @internal */
+export function cleanupLimits(cleanupOptions: CleanupOptions): {
+  olderThanMs: number;
+  batchSize: number;
+  maxBatches: number;
+} {
   const olderThanMs = integerOption(
     cleanupOptions.olderThanMs,
     'olderThanMs',
@@ -25,6 +23,18 @@ export async function cleanupPublished(
   if (!(maxBatches >= 1)) {
     throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
   }
+  return { olderThanMs, batchSize, maxBatches };
+}
+
+/**
+ * `Relay.cleanup`: deletes published rows older than `olderThanMs`, `batchSize` at a time,
+ * until a batch comes back short or `maxBatches` ran; resolves to how many went. @internal
+ */
+export async function cleanupPublished(
+  rt: RelayRuntime,
+  cleanupOptions: CleanupOptions = {},
+): Promise<number> {
+  const { olderThanMs, batchSize, maxBatches } = cleanupLimits(cleanupOptions);
   const { store, claim } = rt.options;
   const statements = relayStatements(claim);
   let total = 0;

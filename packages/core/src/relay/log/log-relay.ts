@@ -5,6 +5,7 @@ import { ConfigurationError } from '../../errors/configuration-error';
 import { StoreUnavailableError } from '../../errors/store-unavailable-error';
 import { fullJitterBackoff } from '../../retry/backoff';
 import { listDead, requeue } from '../dead-events';
+import { cleanupLimits } from '../cleanup';
 import { NO_LIMIT } from '../options';
 import type { RelayRuntime } from '../runtime';
 import { deletePublishedBatch } from '../sql/cleanup';
@@ -289,17 +290,7 @@ async function cleanupByAge(
   rt: RelayRuntime,
   cleanupOptions: CleanupOptions = {},
 ): Promise<number> {
-  const olderThanMs = integerOption(
-    cleanupOptions.olderThanMs,
-    'olderThanMs',
-    24 * 3_600_000,
-    0,
-    NO_LIMIT,
-  );
-  const batchSize = integerOption(cleanupOptions.batchSize, 'batchSize', 1_000, 1, NO_LIMIT);
-  const maxBatches = cleanupOptions.maxBatches ?? Number.POSITIVE_INFINITY;
-  if (!(maxBatches >= 1))
-    throw new ConfigurationError('maxBatches must be at least 1', { maxBatches });
+  const { olderThanMs, batchSize, maxBatches } = cleanupLimits(cleanupOptions);
   const { knex, names } = rt.options.store;
   let total = 0;
   let afterId: string | null = null;
