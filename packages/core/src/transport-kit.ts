@@ -50,6 +50,7 @@ export {
   ERROR_TEXT_LIMIT,
   NEVER_ABORTED,
   asError,
+  crashPoint,
   errorMessage,
   errorText,
   finishesWithin,
