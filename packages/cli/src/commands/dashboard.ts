@@ -8,6 +8,7 @@ interface DashboardFlags {
   readonly port?: string;
   readonly host?: string;
   readonly token?: string;
+  readonly slotLagWarning?: string;
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */
@@ -23,6 +24,16 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** `--slot-lag-warning`: a positive whole number of bytes, or the dashboard's default. */
+function slotLagWarning(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  return parseInteger(value, '--slot-lag-warning', {
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    fallback: 1,
+  });
+}
+
 /** `justonce dashboard`: serves the dashboard until SIGINT or SIGTERM, then exits 0. */
 export function dashboardCommand(program: Command, globals: () => GlobalOptions): void {
   program
@@ -34,6 +45,10 @@ export function dashboardCommand(program: Command, globals: () => GlobalOptions)
     .option('--port <port>', 'port to listen on, 0 for any free one (default 4100)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: this machine only)')
     .option('--token <token>', 'token every action needs (default: $JUSTONCE_DASHBOARD_TOKEN)')
+    .option(
+      '--slot-lag-warning <bytes>',
+      'mark a replication slot this many bytes behind or more (default 1073741824: 1 GiB)',
+    )
     .action(async (flags: DashboardFlags) => {
       checkGlobalOptions(globals());
       const port = parseInteger(flags.port, '--port', { min: 0, max: 65_535, fallback: 4100 });
@@ -42,11 +57,18 @@ export function dashboardCommand(program: Command, globals: () => GlobalOptions)
       const token = flags.token ?? (process.env['JUSTONCE_DASHBOARD_TOKEN'] || undefined);
       // Its length is the dashboard's rule: it refuses a short one (ConfigurationError, exit 2).
       if (token === '') throw new UsageError('--token must not be empty');
+      const slotLag = slotLagWarning(flags.slotLagWarning);
       // Loaded here, not at the top: the other commands need not load a web server.
       const { serveDashboard } = await import('@justonce/dashboard');
       await withAdmin(globals(), async (admin) => {
         const stopped = untilSignal();
-        const server = await serveDashboard({ admin, host, port, ...(token ? { token } : {}) });
+        const server = await serveDashboard({
+          admin,
+          host,
+          port,
+          ...(token ? { token } : {}),
+          ...(slotLag === undefined ? {} : { slotLagWarningBytes: slotLag }),
+        });
         say(`justonce dashboard on ${server.url}`);
         if (!token) {
           complain(
