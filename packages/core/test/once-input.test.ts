@@ -67,21 +67,22 @@ describe('ctx.once refuses what it cannot use, before running anything', () => {
   });
 });
 
+// One PGlite (each takes seconds to start): as the handler's store, and as a ledger's.
 describe('ctx.once on PGlite', () => {
-  let store: TestStore;
-  let second: TestStore;
+  let lite: TestStore;
+  let pg: TestStore;
   beforeAll(async () => {
-    store = await openTestStore('pglite');
-    second = await openTestStore('pglite');
+    lite = await openTestStore('pglite');
+    pg = await openTestStore('postgres');
   });
   afterAll(async () => {
-    await second.dispose();
-    await store.dispose();
+    await pg.dispose();
+    await lite.dispose();
   });
 
   it("says why it cannot record on the PGlite the handler's transaction holds", async () => {
     let runs = 0;
-    const outcome = await createInbox({ store, consumer: freshId('c') }).process(
+    const outcome = await createInbox({ store: lite, consumer: freshId('c') }).process(
       envelope(freshId()),
       (ctx) =>
         refusal(ctx, 'charge', async () => {
@@ -92,15 +93,15 @@ describe('ctx.once on PGlite', () => {
     expect(runs).toBe(0);
     // Given explicitly, the same mistake is refused at construction.
     expect(() =>
-      createInbox({ store, consumer: 'c', ledger: createOperations({ store }) }),
+      createInbox({ store: lite, consumer: 'c', ledger: createOperations({ store: lite }) }),
     ).toThrow(/PGlite/);
   });
 
-  it('records on a ledger on a second PGlite', async () => {
+  it('records in a ledger on PGlite', async () => {
     const inbox = createInbox({
-      store,
+      store: pg,
       consumer: freshId('c'),
-      ledger: createOperations({ store: second }),
+      ledger: createOperations({ store: lite }),
     });
     const id = freshId();
     let runs = 0;
@@ -112,5 +113,6 @@ describe('ctx.once on PGlite', () => {
     const replay = await inbox.process(envelope(id), handler);
     expect(replay).toMatchObject({ status: 'processed', result: 1 });
     expect(runs).toBe(1);
+    expect(await countRows(lite, 'idempotency')).toBe(1);
   });
 });
