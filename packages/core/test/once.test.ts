@@ -4,7 +4,6 @@ import {
   createOperations,
   isInvalidOperationInputError,
   isOnceResultError,
-  isOnceUnavailableError,
   isOperationFailedError,
   isOperationInProgressError,
   onceKey,
