@@ -225,6 +225,31 @@ describe.each(['postgres', 'mysql'] as const)('ctx.once on %s', (kind) => {
     expect(impatient).toMatchObject({ status: 'processed', result: true });
   });
 
+  it('works per message in a batch: each message has its own steps and keys', async () => {
+    const box = inbox();
+    const ids = [freshId(), freshId()];
+    const keys = new Map<string, string>();
+    let fail = true;
+    const handler: Handler = async (ctx) => {
+      const key = await ctx.once('charge', async (stepKey) => {
+        expect(keys.has(ctx.messageId)).toBe(false);
+        keys.set(ctx.messageId, stepKey);
+        return stepKey;
+      });
+      if (fail && ctx.messageId === ids[1]) throw new Error('this one fails');
+      return key;
+    };
+    const first = await box.processBatch(
+      ids.map((id) => envelope(id)),
+      handler,
+    );
+    expect(first.map((outcome) => outcome.status)).toEqual(['processed', 'failed']);
+    fail = false;
+    const second = await box.processBatch([envelope(ids[1])], handler);
+    expect(second).toMatchObject([{ status: 'processed', result: keys.get(ids[1]!) }]);
+    expect(new Set(keys.values()).size).toBe(2);
+  });
+
   it('is available in operations: a retry of the operation replays its steps', async () => {
     const operation = freshId('op');
     const ops = createOperations({ store: ledgerStore, operation });
