@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import {
   createInbox,
   createOperations,
+  createStore,
   isInvalidOperationInputError,
   isOnceResultError,
   isOperationFailedError,
@@ -14,7 +15,7 @@ import {
   type OperationContext,
   type Operations,
 } from '../src';
-import { openTestStore } from './db';
+import { databaseUrl, mysqlUrl, openTestStore } from './db';
 import { envelope, freshId } from './fixtures/inbox-support';
 import { gate } from './fixtures/gate';
 
@@ -223,6 +224,49 @@ describe.each(['postgres', 'mysql'] as const)('ctx.once on %s', (kind) => {
       return isOperationInProgressError(second);
     });
     expect(impatient).toMatchObject({ status: 'processed', result: true });
+  });
+
+  it('calls fn again with the same key when its record could not be written', async () => {
+    // A ledger on a store client of its own, closed by fn: a real failure of the record's
+    // write after the effect succeeded.
+    const own = await createStore({
+      connectionString: kind === 'mysql' ? mysqlUrl() : databaseUrl(),
+      schema: store.schema,
+    });
+    const consumer = freshId('c');
+    const id = freshId();
+    const keys: string[] = [];
+    const handler =
+      (before: () => Promise<void>): Handler =>
+      (ctx) =>
+        ctx.once('charge', async (key) => {
+          keys.push(key);
+          await before();
+          return 'charged';
+        });
+    const broken = createInbox({
+      store,
+      consumer,
+      ledger: createOperations({ store: own, leaseMs: 300 }),
+    });
+    const first = await broken.process(
+      envelope(id),
+      handler(() => own.close()),
+    );
+    expect(first.status).toBe('failed');
+    // The record stays IN_PROGRESS; after its lease the next delivery takes it over.
+    const healthy = createInbox({
+      store,
+      consumer,
+      ledger: createOperations({ store, waitForInProgressMs: 5_000, pollIntervalMs: 20 }),
+    });
+    const second = await healthy.process(
+      envelope(id),
+      handler(async () => undefined),
+    );
+    expect(second).toMatchObject({ status: 'processed', result: 'charged' });
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
   });
 
   it('works per message in a batch: each message has its own steps and keys', async () => {
