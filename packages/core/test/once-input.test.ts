@@ -97,6 +97,18 @@ describe('ctx.once on PGlite', () => {
     ).toThrow(/PGlite/);
   });
 
+  it("works in an operation's run on PGlite, and refuses in runInTransaction (its transaction holds the connection)", async () => {
+    const ops = createOperations({ store: lite, operation: freshId('op') });
+    let runs = 0;
+    const step = async () => (runs += 1);
+    expect(await ops.run('k', {}, (ctx) => ctx.once('charge', step))).toBe(1);
+    const refused = await ops
+      .runInTransaction('k2', {}, (_trx, ctx) => ctx.once('charge', step))
+      .catch((error: unknown) => error);
+    expect(isOnceUnavailableError(refused)).toBe(true);
+    expect(runs).toBe(1);
+  });
+
   it('records in a ledger on PGlite', async () => {
     const inbox = createInbox({
       store: pg,
@@ -105,6 +117,7 @@ describe('ctx.once on PGlite', () => {
     });
     const id = freshId();
     let runs = 0;
+    const before = await countRows(lite, 'idempotency');
     const handler = (ctx: HandlerContext) => ctx.once('charge', async () => (runs += 1));
     await inbox.process(envelope(id), async (ctx) => {
       await handler(ctx);
@@ -113,6 +126,6 @@ describe('ctx.once on PGlite', () => {
     const replay = await inbox.process(envelope(id), handler);
     expect(replay).toMatchObject({ status: 'processed', result: 1 });
     expect(runs).toBe(1);
-    expect(await countRows(lite, 'idempotency')).toBe(1);
+    expect(await countRows(lite, 'idempotency')).toBe(before + 1);
   });
 });
