@@ -131,12 +131,13 @@ export interface InboxOptions<Tx = Knex.Transaction> {
   readonly outbox?: Outbox<Tx>;
   /**
    * Where `ctx.once` records its steps: operations (`createOperations`) whose store, lease,
-   * wait, `maxResponseBytes`, `isRetriable`, logger and meter it uses. Default: operations on
+   * wait, `maxResponseBytes`, `isRetriable`, logger and meter it uses (not their
+   * `transactions`: steps are never written in a business transaction). Default: operations on
    * this inbox's store with their defaults. On PGlite the default has no usable connection
    * (the handler's transaction holds the only one), so there `ctx.once` needs a ledger on a
    * second store. See docs/side-effects.md.
    */
-  readonly ledger?: Operations<Tx>;
+  readonly ledger?: Operations<unknown>;
   /**
    * Turns the raw body into the handler's `ctx.payload`. A throw here is bad input: the
    * message is dead-lettered with reason `UNDECODABLE_BODY`. Default: no decoding.
