@@ -20,7 +20,7 @@ afterAll(async () => {
   await store.dispose();
 });
 
-it('ctx.once on RabbitMQ: killed between the remote call and its record, the redelivery calls again with the same key, once', async () => {
+it('ctx.once on RabbitMQ: killed between the remote call and its record, the redelivery calls again with the same key, once; killed after the record, never again', async () => {
   const queue = uniqueName('once');
   const consumer = uniqueName('c');
   const messageId = `${consumer}-1`;
@@ -32,6 +32,7 @@ it('ctx.once on RabbitMQ: killed between the remote call and its record, the red
     consumer,
     messageId,
     transport: { kind: 'rabbitmq', options: { url: amqpUrl(), queue } },
+    afterRecord: true,
     finish: async (inbox, handler) => {
       const rabbit = createRabbitConsumer({ url: amqpUrl(), queue, inbox, handler });
       await rabbit.start();
