@@ -38,8 +38,11 @@ export interface SpawnedChild<R extends ChildReport> {
 
 /** One kind of child: its module, and how its job and its reports travel. */
 export interface ChildModule<Job, R extends ChildReport> {
-  /** The parent's half: spawns a child on the module (through tsx) with the job. */
-  spawn(job: Job): SpawnedChild<R>;
+  /**
+   * The parent's half: spawns a child on the module (through tsx) with the job, and `env`
+   * added to its environment (e.g. `JUSTONCE_CRASH_AT`, read when core loads).
+   */
+  spawn(job: Job, env?: Readonly<Record<string, string>>): SpawnedChild<R>;
   /** The child's half: the job the parent gave it. */
   job(): Job;
   /** The child's half: writes one report for the parent. */
@@ -61,7 +64,8 @@ export function childModule<Job, R extends ChildReport>(
   const jobEnv = `${name}_JOB`;
   const prefix = `${name} `;
   return {
-    spawn: (job) => spawnChild<R>(file, { [jobEnv]: JSON.stringify(job) }, prefix),
+    spawn: (job, env = {}) =>
+      spawnChild<R>(file, { ...env, [jobEnv]: JSON.stringify(job) }, prefix),
     job() {
       const job = process.env[jobEnv];
       if (job === undefined) throw new Error(`${jobEnv} is not set`);

@@ -10,6 +10,7 @@
  */
 import {
   createInbox,
+  createOperations,
   createStore,
   type DeliveryFacts,
   type Handler,
@@ -24,7 +25,7 @@ import type { KafkaConsumerOptions } from '@justonce/kafka';
 import type { RabbitConsumerOptions } from '@justonce/rabbitmq';
 import type { SqsConsumerOptions } from '@justonce/sqs';
 import { childModule, hang, killChildren, runChild, type SpawnedChild } from './child-process';
-import { writeEffect } from './effects';
+import { writeEffect, writeRemoteEffect } from './effects';
 
 /** How the child gets its messages: the part of a crash job that differs per transport. */
 export type CrashTransport =
@@ -75,6 +76,16 @@ export interface CrashJob {
   readonly stopInHandlerOn?: string;
   /** Use a decoder that always throws. */
   readonly decodeFails?: boolean;
+  /**
+   * Before its business write, the handler makes a remote call through `ctx.once(step, …)`
+   * (`writeRemoteEffect`), recorded in a ledger with this lease and wait.
+   */
+  readonly once?: { readonly step: string; readonly leaseMs: number; readonly waitMs?: number };
+  /**
+   * Sets `JUSTONCE_CRASH_AT` in the child: it kills itself at this crash point of core
+   * (`once.after-effect`: the remote call made, its record not written).
+   */
+  readonly crashAt?: string;
   readonly transport: CrashTransport;
 }
 
@@ -109,7 +120,7 @@ export type CrashChild = SpawnedChild<CrashReport>;
 
 /** Spawns a child on this file (through tsx) with the job. */
 export function spawnCrashChild(job: CrashJob): CrashChild {
-  return crashChild.spawn(job);
+  return crashChild.spawn(job, job.crashAt === undefined ? {} : { JUSTONCE_CRASH_AT: job.crashAt });
 }
 
 /** Kills every child still running; for a test file's `afterEach`, so none outlives its test. */
@@ -178,6 +189,15 @@ async function childMain(): Promise<void> {
     consumer: job.consumer,
     maxAttempts: job.maxAttempts,
     ...(job.dedup === undefined ? {} : { dedup: job.dedup }),
+    ...(job.once === undefined
+      ? {}
+      : {
+          ledger: createOperations({
+            store,
+            leaseMs: job.once.leaseMs,
+            waitForInProgressMs: job.once.waitMs ?? 0,
+          }),
+        }),
     onStep: async (step, messageId) => {
       if (stopped || step !== job.stopAt || written < (job.stopAfter ?? 0)) return;
       await stop({ type: 'stopped', at: step, messageId });
@@ -189,6 +209,12 @@ async function childMain(): Promise<void> {
       : undefined,
   });
   const handler: Handler = async (ctx) => {
+    const { once } = job;
+    if (once !== undefined) {
+      await ctx.once(once.step, (key) =>
+        writeRemoteEffect(store, ctx.messageId, key, job.consumer),
+      );
+    }
     await writeEffect(ctx.trx, store, ctx.messageId, {
       scope: ctx.scope,
       consumer: job.consumer,

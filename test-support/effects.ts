@@ -67,9 +67,12 @@ export interface EffectFields {
   readonly note?: string;
 }
 
-/** The business write a handler makes in its transaction: one row per effect. */
+/**
+ * The business write a handler makes in its transaction (`trx`): one row per effect. Given
+ * the store's knex instead, the row commits at once, outside any transaction.
+ */
 export async function writeEffect(
-  trx: Knex.Transaction,
+  trx: Knex,
   store: Store,
   messageId: string,
   fields: EffectFields = {},
@@ -88,6 +91,31 @@ export async function writeEffect(
       fields.note ?? null,
     ],
   );
+}
+
+/**
+ * The remote call a `ctx.once` step makes in the ledger's crash tests, standing in for a
+ * payment provider: a row noted `remote` with the idempotency key the step was given, written
+ * on the store's own connection, so that no rollback of the handler's transaction undoes it.
+ */
+export async function writeRemoteEffect(
+  store: Store,
+  messageId: string,
+  key: string,
+  consumer?: string,
+): Promise<void> {
+  await writeEffect(store.knex, store, messageId, { consumer, key, note: 'remote' });
+}
+
+/** The keys of a message's remote calls ({@link writeRemoteEffect}), in the order made. */
+export async function remoteEffectKeys(store: Store, messageId: string): Promise<string[]> {
+  const key = store.dialect === 'mysql' ? '`key`' : 'key';
+  const result = await store.knex.raw(
+    `select ${key} as k from ${effectsTable(store)}
+      where message_id = ? and note = 'remote' order by seq`,
+    [messageId],
+  );
+  return rowsOf<{ k: string }>(result).map((r) => r.k);
 }
 
 /** Narrows which effects a count or listing sees. */

@@ -76,10 +76,9 @@ export async function startDemoServices(
   );
   const consumers: Consumer[] = [
     broker.consume(ORDER_TOPIC, {
-      inbox: createPaymentsInbox(payments, broker.onStep),
+      inbox: createPaymentsInbox(payments, createCharges(stores.charges), broker.onStep),
       handler: paymentsHandler({
         store: payments,
-        charges: createCharges(stores.charges),
         provider: createProviderClient({ url: providerUrl, timeoutMs: PROVIDER_TIMEOUT_MS }),
         destination: PAYMENT_QUEUE,
         onStep: failures.onPaymentStep,

@@ -3,11 +3,12 @@
  * provider, record the payment and emit `payment.captured`.
  *
  * The charge is outside the database, so the inbox's transaction cannot undo it: it runs as
- * an idempotent operation keyed by the order id (`operations.run`), whose record is written
- * in transactions of its own and survives a rollback of the inbox's. A redelivery after any
- * failure finds the charge's stored answer and does not call the provider again; a call cut
- * short (time-out, crash during the call) is made again with the same key, which the
- * provider dedupes. The payment row and the event are written in the inbox's transaction.
+ * the step `charge` of the side-effect ledger (`ctx.once`), whose record is written outside
+ * the inbox's transaction (in the inbox's `ledger`) and survives a rollback of it. A
+ * redelivery after any failure finds the charge's stored answer and does not call the
+ * provider again; a call cut short (time-out, crash during the call or before its record) is
+ * made again with the same idempotency key, which the provider dedupes. The payment row and
+ * the event are written in the inbox's transaction.
  */
 import {
   createInbox,
@@ -27,7 +28,7 @@ import type { ProviderClient } from './provider-client';
 
 /** Where a failure can be injected (the one-process demo does). */
 export type PaymentStep =
-  /** The provider charged; the operation's record is not written yet. */
+  /** The provider charged; the step's record is not written yet. */
   | 'charged'
   /** The payment row and the event are written; the inbox's transaction is not committed. */
   | 'recorded';
@@ -36,8 +37,6 @@ export type PaymentStep =
 export interface PaymentsOptions {
   /** The payments service's store (its own schema). */
   readonly store: Store;
-  /** The charge records (`createOperations`). */
-  readonly charges: Operations;
   readonly provider: ProviderClient;
   /** The queue (or topic) `payment.captured` goes to. */
   readonly destination: string;
@@ -79,27 +78,28 @@ export function classifyPaymentError(error: unknown): InboxErrorClass | undefine
 }
 
 /**
- * The charge records: a charge whose process died is taken over after leaseMs; a
- * redelivery waits for that.
+ * The ledger the charges are recorded in (`ctx.once`): a charge whose process died is taken
+ * over after leaseMs; a redelivery waits for that.
  */
 export function createCharges(store: Store): Operations {
-  return createOperations({
-    store,
-    operation: 'charge-order',
-    leaseMs: 4_000,
-    waitForInProgressMs: 6_000,
-  });
+  return createOperations({ store, leaseMs: 4_000, waitForInProgressMs: 6_000 });
 }
 
 /**
- * The payments consumer's inbox: 20 attempts, a charge whose lease ran out retried as a
- * transient failure (`classifyPaymentError`). `onStep`: the inbox's step hook (the demo
- * crashes deliveries through it).
+ * The payments consumer's inbox: 20 attempts, the charges recorded in `charges`
+ * (`createCharges`), a charge whose lease ran out retried as a transient failure
+ * (`classifyPaymentError`). `onStep`: the inbox's step hook (the demo crashes deliveries
+ * through it).
  */
-export function createPaymentsInbox(store: Store, onStep?: InboxOptions['onStep']): Inbox {
+export function createPaymentsInbox(
+  store: Store,
+  charges: Operations,
+  onStep?: InboxOptions['onStep'],
+): Inbox {
   return createInbox({
     store,
     consumer: 'payments',
+    ledger: charges,
     onStep,
     maxAttempts: 20,
     classify: classifyPaymentError,
@@ -108,22 +108,21 @@ export function createPaymentsInbox(store: Store, onStep?: InboxOptions['onStep'
 
 /** The handler of the payments consumer. */
 export function paymentsHandler(options: PaymentsOptions): Handler {
-  const { store, charges, provider, destination, onStep } = options;
+  const { store, provider, destination, onStep } = options;
   return messageHandler({
     routes: [
       on(OrderCreated, async (order, ctx) => {
-        const charge = await charges.run(
-          order.orderId, // the key: one charge per order, however often this runs
-          { amountCents: order.amountCents, currency: order.currency },
-          async (op) => {
-            const charged = await provider.charge(
-              { orderId: order.orderId, amountCents: order.amountCents, currency: order.currency },
-              { idempotencyKey: op.key, signal: op.signal },
-            );
-            onStep?.('charged', order.orderId);
-            return charged;
-          },
-        );
+        // One charge per order message, however often it is delivered; `key` goes to the
+        // provider for the one window the ledger cannot close (charged, then a crash before
+        // the record).
+        const charge = await ctx.once('charge', async (key, step) => {
+          const charged = await provider.charge(
+            { orderId: order.orderId, amountCents: order.amountCents, currency: order.currency },
+            { idempotencyKey: key, signal: step.signal },
+          );
+          onStep?.('charged', order.orderId);
+          return charged;
+        });
         await ctx.trx.withSchema(store.schema).table('payments').insert({
           order_id: order.orderId,
           payment_id: charge.paymentId,

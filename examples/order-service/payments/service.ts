@@ -49,10 +49,9 @@ export async function startPaymentsService(
     batchSize: 20,
     // A killed member is noticed after the session timeout: keep it short.
     consumerConfig: { sessionTimeout: 6_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 200 },
-    inbox: createPaymentsInbox(store),
+    inbox: createPaymentsInbox(store, createCharges(store)),
     handler: paymentsHandler({
       store,
-      charges: createCharges(store),
       provider: createProviderClient({ url: options.providerUrl, timeoutMs: PROVIDER_TIMEOUT_MS }),
       destination: options.queue,
     }),

@@ -143,6 +143,19 @@ export {
   INVALID_OPERATION_INPUT,
   isInvalidOperationInputError,
 } from './operations/errors/invalid-operation-input-error';
+export type { Once, OnceEffect, OnceOptions } from './operations/once/types';
+export { onceKey, MAX_STEP_LENGTH } from './operations/once/key';
+export type { OnceParent } from './operations/once/key';
+export {
+  OnceResultError,
+  ONCE_RESULT_INVALID,
+  isOnceResultError,
+} from './operations/errors/once-result-error';
+export {
+  OnceUnavailableError,
+  ONCE_UNAVAILABLE,
+  isOnceUnavailableError,
+} from './operations/errors/once-unavailable-error';
 export { createRelay } from './relay/create-relay';
 export type {
   RelayOptions,

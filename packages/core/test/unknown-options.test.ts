@@ -88,6 +88,7 @@ function allInboxOptions(): Required<InboxOptions> {
     maxIdLength: 100,
     fingerprintHeaders: ['content-type'],
     outbox: createOutbox({ store }),
+    ledger: createOperations({ store }),
     decode: (body) => body,
     retentionMs: 60_000,
     redeliveryHorizonMs: 30_000,

@@ -1,5 +1,7 @@
 import { bindOutbox } from '../outbox/create-outbox';
 import type { HandlerOutbox } from '../outbox/types';
+import { bindOnce } from '../operations/once/bind';
+import type { Once } from '../operations/once/types';
 import type { SqlTransaction } from '../transactions/types';
 import type { GoodDelivery } from './inspect-envelope';
 import type { ResolvedInboxOptions } from './options';
@@ -29,6 +31,7 @@ class Context implements HandlerContext<unknown> {
   readonly #good: GoodDelivery;
   readonly #tx: SqlTransaction;
   #outbox: HandlerOutbox | undefined;
+  #once: Once | undefined;
 
   constructor(
     options: ResolvedInboxOptions,
@@ -59,6 +62,17 @@ class Context implements HandlerContext<unknown> {
       tracestate: header(good.headers, 'tracestate'),
     });
     return this.#outbox;
+  }
+
+  get once(): Once {
+    const good = this.#good;
+    this.#once ??= bindOnce(
+      this.#options.ledger,
+      { kind: 'inbox', namespace: this.#options.consumer, scope: good.scope, id: good.messageId },
+      // A step's record answers as long as the message's own: the broker may redeliver that long.
+      { retentionMs: this.#options.retentionMs, signal: this.signal },
+    );
+    return this.#once;
   }
 }
 

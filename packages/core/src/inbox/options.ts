@@ -6,6 +6,13 @@ import { resolveLogger, type Logger } from '../observability/logger';
 import { resolveMeter } from '../observability/metrics';
 import { createOutbox } from '../outbox/create-outbox';
 import type { Outbox } from '../outbox/types';
+import {
+  createOperationsRuntime,
+  operationsRuntimeOf,
+  type OperationsRuntime,
+} from '../operations/runtime';
+import { resolveOperationsOptions } from '../operations/options';
+import { ledgerConflict } from '../operations/once/bind';
 import { BACKOFF_DEFAULTS, backoffBoundsOption, type BackoffOptions } from '../retry/backoff';
 import type { Store } from '../store/store';
 import { transactionsOption } from '../transactions/option';
@@ -43,6 +50,7 @@ export const INBOX_OPTION_KEYS = optionKeys<InboxOptions<unknown>>()([
   'maxIdLength',
   'fingerprintHeaders',
   'outbox',
+  'ledger',
   'transactions',
   'decode',
   'retentionMs',
@@ -70,6 +78,8 @@ export interface ResolvedInboxOptions {
   readonly maxIdLength: number;
   readonly fingerprintHeaders: readonly string[];
   readonly outbox: Outbox<unknown>;
+  /** Where `ctx.once` records, or why it cannot. */
+  readonly ledger: OperationsRuntime | { readonly unavailable: string };
   readonly transactions: TransactionAdapter<unknown>;
   readonly decode: ((body: Uint8Array | string, envelope: Envelope) => unknown) | undefined;
   readonly retentionMs: number;
@@ -215,6 +225,7 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     fingerprintHeaders,
     transactions,
     outbox: options.outbox ?? createOutbox({ store, transactions }),
+    ledger: ledgerOption(options.ledger, store, logger, meter),
     decode: optionalFunction(options.decode, 'decode'),
     retentionMs,
     onStep: optionalFunction(options.onStep, 'onStep'),
@@ -233,4 +244,31 @@ export function resolveInboxOptions(options: InboxOptions<unknown>): ResolvedInb
     ),
     ...dedupOptions(options, retentionMs),
   };
+}
+
+/**
+ * The inbox's `ledger`: the runtime of the operations given, or of operations on the inbox's
+ * own store. A given ledger on the PGlite the inbox uses is refused now (every `ctx.once`
+ * would wait for the connection the handler holds); the default one there is left
+ * unavailable, so `ctx.once` says why when a handler calls it.
+ */
+function ledgerOption(
+  value: unknown,
+  store: Store,
+  logger: Logger,
+  meter: Meter,
+): OperationsRuntime | { readonly unavailable: string } {
+  if (value === undefined) {
+    const rt = createOperationsRuntime(resolveOperationsOptions({ store, logger, meter }));
+    return ledgerConflict(rt, store) ?? rt;
+  }
+  const rt = operationsRuntimeOf(value);
+  if (rt === undefined) {
+    throw new ConfigurationError('ledger must be operations made by createOperations(...)');
+  }
+  const conflict = ledgerConflict(rt, store);
+  if (conflict !== undefined) {
+    throw new ConfigurationError(`ledger: ${conflict.unavailable}`);
+  }
+  return rt;
 }

@@ -7,6 +7,8 @@ import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
 import type { ErrorClass } from '../retry/error-class';
+import type { Once } from '../operations/once/types';
+import type { Operations } from '../operations/types';
 
 /** What an inbox's `classify` option may answer: a retry class, or `'infrastructure'`. */
 export type InboxErrorClass = ErrorClass | 'infrastructure';
@@ -39,6 +41,13 @@ export interface HandlerContext<Tx = Knex.Transaction> {
   readonly outbox: HandlerOutbox;
   /** The body as decoded by the inbox's `decode` option (the raw body when none is set). */
   readonly payload: unknown;
+  /**
+   * Runs a non-transactional side effect once for this message and step, recorded outside
+   * the business transaction (in the inbox's `ledger`), so a redelivery replays the result
+   * instead of calling `fn` again; `fn` gets a stable idempotency key for the remote API.
+   * See docs/side-effects.md.
+   */
+  readonly once: Once;
 }
 
 /** Named points inside the inbox's processing, for fault injection in tests. */
@@ -120,6 +129,15 @@ export interface InboxOptions<Tx = Knex.Transaction> {
   readonly transactions?: TransactionAdapter<Tx>;
   /** Outbox used for `ctx.outbox`, on the same adapter. Default: one on the same store. */
   readonly outbox?: Outbox<Tx>;
+  /**
+   * Where `ctx.once` records its steps: operations (`createOperations`) whose store, lease,
+   * wait, `maxResponseBytes`, `isRetriable`, logger and meter it uses (not their
+   * `transactions`: steps are never written in a business transaction). Default: operations on
+   * this inbox's store with their defaults. On PGlite the default has no usable connection
+   * (the handler's transaction holds the only one), so there `ctx.once` needs a ledger on a
+   * second store. See docs/side-effects.md.
+   */
+  readonly ledger?: Operations<unknown>;
   /**
    * Turns the raw body into the handler's `ctx.payload`. A throw here is bad input: the
    * message is dead-lettered with reason `UNDECODABLE_BODY`. Default: no decoding.

@@ -7,7 +7,11 @@ import { requestHash } from './request-hash';
 import { reserveRecord } from './reserve';
 import { run } from './run';
 import { runInTransaction } from './run-in-transaction';
-import { createOperationsRuntime, type OperationsRuntime } from './runtime';
+import {
+  createOperationsRuntime,
+  registerOperationsRuntime,
+  type OperationsRuntime,
+} from './runtime';
 import { readRow } from './sql/read';
 import { poolRunner } from '../transactions/sql';
 import { toRecord } from './sql/row';
@@ -48,7 +52,7 @@ export function createOperations<Tx = Knex.Transaction>(
     resolveOperationsOptions(options as OperationsOptions<unknown>),
   );
   const { store } = rt.options;
-  return {
+  return registerOperationsRuntime<Operations<Tx>>(rt, {
     transactions: rt.options.transactions as TransactionAdapter<Tx>,
     run: (key, request, effect, given) => run(rt, key, request, effect, given),
     runInTransaction: <R>(
@@ -86,5 +90,5 @@ export function createOperations<Tx = Knex.Transaction>(
       if (current === undefined || current.expired) return undefined;
       return toRecord(current.row);
     },
-  };
+  });
 }

@@ -1,4 +1,5 @@
 import { effectContext } from './effect-context';
+import { ledgerConflict } from './once/bind';
 import { InvalidOperationInputError } from './errors/invalid-operation-input-error';
 import { isLeaseLostError } from './errors/lease-lost-error';
 import type { Acquired } from './execute';
@@ -85,7 +86,8 @@ async function executeInTransaction<R>(
     json = await transactions.transaction(async (trx) => {
       phase = 'effect';
       const tx = transactions.enter(trx);
-      const context = effectContext(rt, ref, watch, extendVia(rt, tx));
+      const ledger = ledgerConflict(rt, rt.options.store) ?? rt;
+      const context = effectContext(rt, ref, watch, extendVia(rt, tx), ledger);
       const started = performance.now();
       let response: R;
       try {

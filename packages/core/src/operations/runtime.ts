@@ -63,3 +63,25 @@ export function createOperationsRuntime(options: ResolvedOperationsOptions): Ope
     effectDuration: (operation, ms) => effectDuration.record(ms, { operation }),
   };
 }
+
+/** The runtime behind each `Operations` that `createOperations` made. */
+const runtimes = new WeakMap<object, OperationsRuntime>();
+
+/** Remembers that `operations` runs on `rt`, for {@link operationsRuntimeOf}. @internal */
+export function registerOperationsRuntime<T extends object>(
+  rt: OperationsRuntime,
+  operations: T,
+): T {
+  runtimes.set(operations, rt);
+  return operations;
+}
+
+/**
+ * The runtime of an `Operations` that `createOperations` made (an inbox's `ledger` uses its
+ * store and settings); `undefined` for any other value. @internal
+ */
+export function operationsRuntimeOf(operations: unknown): OperationsRuntime | undefined {
+  return typeof operations === 'object' && operations !== null
+    ? runtimes.get(operations)
+    : undefined;
+}

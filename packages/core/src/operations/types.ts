@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { TransactionAdapter } from '../transactions/types';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
+import type { Once } from './once/types';
 
 /**
  * Where a record is in its life (seed 004's state machine). A record that does not exist,
@@ -147,6 +148,13 @@ export interface OperationContext {
    * execution no longer owns the record.
    */
   extendLease(ms?: number): Promise<Date>;
+  /**
+   * Runs a side effect once per step of this execution and records its result in the
+   * operations' store, outside any transaction: a later execution of the same record (a retry
+   * after a retriable failure, a takeover after a lost lease) replays it instead of running it
+   * again. See {@link Once} and docs/side-effects.md.
+   */
+  readonly once: Once;
 }
 
 /**

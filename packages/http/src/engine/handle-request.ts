@@ -3,6 +3,8 @@ import {
   isOperationConflictError,
   isOperationFailedError,
   isOperationInProgressError,
+  OnceUnavailableError,
+  type Once,
 } from '@justonce/core';
 import { RollbackError } from '../errors/rollback-error';
 import { fingerprintOf, type RequestView } from './fingerprint';
@@ -98,7 +100,7 @@ async function runKeyed<Req>(
       key,
       fingerprint,
       async (trx, ctx) => {
-        const response = await execution.run({ trx, key }, ctx.signal);
+        const response = await execution.run({ trx, key, once: ctx.once }, ctx.signal);
         return toStoredResponse(response, route.storedHeaders);
       },
       {
@@ -130,7 +132,7 @@ async function runPlain<Req>(route: ResolvedRoute<Req>, runHandler: RunHandler):
   const execution = new Execution(route, runHandler);
   try {
     const response = await route.operations.transactions.transaction((trx) =>
-      execution.run({ trx, key: undefined }, NEVER_ABORTED),
+      execution.run({ trx, key: undefined, once: keylessOnce }, NEVER_ABORTED),
     );
     return { kind: 'committed', response };
   } catch (error) {
@@ -139,6 +141,11 @@ async function runPlain<Req>(route: ResolvedRoute<Req>, runHandler: RunHandler):
     throw error;
   }
 }
+
+/** `once` of a keyless request: no record to key its steps by. */
+const keylessOnce: Once = async () => {
+  throw new OnceUnavailableError('the request has no Idempotency-Key to record its steps under');
+};
 
 /** One run of the handler inside a transaction, and what it left. */
 class Execution<Req> {

@@ -1,4 +1,4 @@
-import type { KnexTransaction, Logger, Operations, Store } from '@justonce/core';
+import type { KnexTransaction, Logger, Once, Operations, Store } from '@justonce/core';
 
 /** What counts in the default fingerprint besides the method, the path and the body. */
 export interface FingerprintOptions {
@@ -102,6 +102,14 @@ export interface IdempotencyContext<Tx = KnexTransaction> {
   readonly trx: Tx;
   /** The request's idempotency key; `undefined` on a route where it is optional and absent. */
   readonly key: string | undefined;
+  /**
+   * Runs a non-transactional side effect (a payment provider's charge) once for this
+   * request's record and step, recorded outside `trx` in the route's operations: a retry of
+   * the request after a crash or a rolled-back response replays its result instead of calling
+   * again. Rejects with `OnceUnavailableError` on a request without a key (there is no record
+   * to key it by). See docs/side-effects.md.
+   */
+  readonly once: Once;
 }
 
 /**

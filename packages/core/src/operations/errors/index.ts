@@ -24,3 +24,9 @@ export {
   INVALID_OPERATION_INPUT,
   isInvalidOperationInputError,
 } from './invalid-operation-input-error';
+export { OnceResultError, ONCE_RESULT_INVALID, isOnceResultError } from './once-result-error';
+export {
+  OnceUnavailableError,
+  ONCE_UNAVAILABLE,
+  isOnceUnavailableError,
+} from './once-unavailable-error';
