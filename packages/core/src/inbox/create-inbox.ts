@@ -13,6 +13,8 @@ import type { Envelope } from '../transport/envelope';
 import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
 import { isInfrastructureFailure, storeOutage } from './outage';
+import type { MessagingSystem } from '../observability/tracing';
+import { processBatchTraced, processTraced } from './trace-process';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
 const NO_STEP: Promise<void> = Promise.resolve();
@@ -54,6 +56,27 @@ function signalOf(options: InboxProcessOptions | undefined): AbortSignal {
     throw new ConfigurationError('signal must be an AbortSignal');
   }
   return signal;
+}
+
+function messagingOf(options: InboxProcessOptions | undefined): MessagingSystem | undefined {
+  const messaging: unknown = options?.messaging;
+  if (messaging === undefined) return undefined;
+  const given = messaging as Partial<Record<keyof MessagingSystem, unknown>> | null;
+  const wrong =
+    typeof given !== 'object' || given === null
+      ? 'messaging'
+      : (['system', 'destination', 'consumerGroup'] as const).find(
+          (name) =>
+            (name === 'system' || given[name] !== undefined) && typeof given[name] !== 'string',
+        );
+  if (wrong !== undefined) {
+    throw new ConfigurationError(
+      wrong === 'messaging'
+        ? 'messaging must be an object with a system'
+        : `messaging.${wrong} must be a string`,
+    );
+  }
+  return messaging as MessagingSystem;
 }
 
 /**
@@ -113,17 +136,17 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
     ) => {
       checkEnvelope(envelope);
       checkHandler(handler);
+      const signal = signalOf(processOptions);
       // The adapter checked at construction opens transactions of type Tx.
-      const work =
+      const work = (): Promise<InboxOutcome<R>> =>
         resolved.dedup === 'ids'
-          ? processOne(runtime, envelope, handler as Handler<R, unknown>, signalOf(processOptions))
-          : processWatermarked(
-              runtime,
-              [envelope],
-              handler as Handler<R, unknown>,
-              signalOf(processOptions),
-            ).then(([outcome]) => outcome as InboxOutcome<R>);
-      return work.catch((error: unknown) => rethrowAsOutage(runtime, error));
+          ? processOne(runtime, envelope, handler as Handler<R, unknown>, signal)
+          : processWatermarked(runtime, [envelope], handler as Handler<R, unknown>, signal).then(
+              ([outcome]) => outcome as InboxOutcome<R>,
+            );
+      return processTraced(envelope, resolved.consumer, messagingOf(processOptions), work).catch(
+        (error: unknown) => rethrowAsOutage(runtime, error),
+      );
     },
     processBatch: async <R>(
       envelopes: readonly Envelope[],
@@ -138,11 +161,9 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
       checkHandler(handler);
       const run = resolved.dedup === 'ids' ? processBatch : processWatermarked;
-      return run(
-        runtime,
-        envelopes,
-        handler as Handler<R, unknown>,
-        signalOf(processOptions),
+      const signal = signalOf(processOptions);
+      return processBatchTraced(envelopes, resolved.consumer, messagingOf(processOptions), () =>
+        run(runtime, envelopes, handler as Handler<R, unknown>, signal),
       ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     flushActivity: () => runtime.activity.flush(),
