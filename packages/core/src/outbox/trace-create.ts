@@ -35,7 +35,9 @@ export async function insertCreated(
   events: readonly EncodedEvent[],
   insert: (events: readonly EncodedEvent[]) => Promise<void>,
 ): Promise<void> {
-  const spans = events.map((e) => startMessagingSpan('create', e.destination, { operationName: 'add' }));
+  const spans = events.map((e) =>
+    startMessagingSpan('create', e.destination, { operationName: 'add' }),
+  );
   try {
     await insert(events.map((event, i) => carrying(event, spans[i] as Span)));
   } catch (error) {
