@@ -240,4 +240,29 @@ describe('traces of the outbox, the relay and the inbox', () => {
     expect(send.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'no route' });
     expect(send.attributes['justonce.relay.outage']).toBe(false);
   });
+
+  it('refuses a malformed messaging option or publisher name before any work, with a typed error', async () => {
+    const destination = freshId('orders');
+    await addInRequest(destination);
+    const [message] = await relayed(destination);
+    let ran = false;
+    const handler = async (): Promise<void> => {
+      ran = true;
+    };
+    for (const messaging of [{ system: '' }, { system: 'kafka', group: 'g' }, 'kafka']) {
+      await expect(
+        inbox.process(message as Envelope, handler, {
+          messaging: messaging as unknown as { system: string },
+        }),
+      ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    }
+    expect(ran).toBe(false);
+    const publisher = Object.assign(createMemoryPublisher(), { messagingSystem: 42 });
+    expect(() =>
+      createRelay({
+        store,
+        publisher: publisher as unknown as ReturnType<typeof createMemoryPublisher>,
+      }),
+    ).toThrow('publisher.messagingSystem must be a string or omitted');
+  });
 });

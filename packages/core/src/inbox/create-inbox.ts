@@ -13,7 +13,7 @@ import type { Envelope } from '../transport/envelope';
 import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
 import { isInfrastructureFailure, storeOutage } from './outage';
-import type { MessagingSystem } from '../observability/tracing';
+import { messagingOption } from '../observability/tracing';
 import { processBatchTraced, processTraced } from './trace-process';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
@@ -56,27 +56,6 @@ function signalOf(options: InboxProcessOptions | undefined): AbortSignal {
     throw new ConfigurationError('signal must be an AbortSignal');
   }
   return signal;
-}
-
-function messagingOf(options: InboxProcessOptions | undefined): MessagingSystem | undefined {
-  const messaging: unknown = options?.messaging;
-  if (messaging === undefined) return undefined;
-  const given = messaging as Partial<Record<keyof MessagingSystem, unknown>> | null;
-  const wrong =
-    typeof given !== 'object' || given === null
-      ? 'messaging'
-      : (['system', 'destination', 'consumerGroup'] as const).find(
-          (name) =>
-            (name === 'system' || given[name] !== undefined) && typeof given[name] !== 'string',
-        );
-  if (wrong !== undefined) {
-    throw new ConfigurationError(
-      wrong === 'messaging'
-        ? 'messaging must be an object with a system'
-        : `messaging.${wrong} must be a string`,
-    );
-  }
-  return messaging as MessagingSystem;
 }
 
 /**
@@ -144,9 +123,12 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
           : processWatermarked(runtime, [envelope], handler as Handler<R, unknown>, signal).then(
               ([outcome]) => outcome as InboxOutcome<R>,
             );
-      return processTraced(envelope, resolved.consumer, messagingOf(processOptions), work).catch(
-        (error: unknown) => rethrowAsOutage(runtime, error),
-      );
+      return processTraced(
+        envelope,
+        resolved.consumer,
+        messagingOption(processOptions?.messaging, 'inbox.process'),
+        work,
+      ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     processBatch: async <R>(
       envelopes: readonly Envelope[],
@@ -162,8 +144,11 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       checkHandler(handler);
       const run = resolved.dedup === 'ids' ? processBatch : processWatermarked;
       const signal = signalOf(processOptions);
-      return processBatchTraced(envelopes, resolved.consumer, messagingOf(processOptions), () =>
-        run(runtime, envelopes, handler as Handler<R, unknown>, signal),
+      return processBatchTraced(
+        envelopes,
+        resolved.consumer,
+        messagingOption(processOptions?.messaging, 'inbox.processBatch'),
+        () => run(runtime, envelopes, handler as Handler<R, unknown>, signal),
       ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     flushActivity: () => runtime.activity.flush(),

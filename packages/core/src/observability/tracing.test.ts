@@ -7,10 +7,12 @@ import {
   carriedContext,
   headerLookup,
   injectSpan,
+  messagingOption,
   startMessagingSpan,
   TRACER_VERSION,
 } from './tracing';
 import corePackage from '../../package.json';
+import { ConfigurationError } from '../errors/configuration-error';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SPAN_ID = 'b7ad6b7169203331';
@@ -139,5 +141,55 @@ describe('tracing with an SDK', () => {
       propagation.disable();
       propagation.setGlobalPropagator(new W3CTraceContextPropagator());
     }
+  });
+});
+
+describe('the messaging option of inbox.process', () => {
+  it('takes a system, a destination and a consumer group, and refuses anything else by name', () => {
+    const given = { system: 'kafka', consumerGroup: 'billing' };
+    expect(messagingOption(given, 'inbox.process')).toBe(given);
+    expect(messagingOption(undefined, 'inbox.process')).toBeUndefined();
+    expect(() => messagingOption({ system: 'kafka', consumerGrop: 'x' }, 'inbox.process')).toThrow(
+      /messaging\.consumerGrop.*consumerGroup/,
+    );
+    expect(() => messagingOption({ destination: 'q' }, 'inbox.process')).toThrow(
+      'inbox.process: messaging.system must be a non-empty string',
+    );
+    expect(() => messagingOption('kafka', 'inbox.process')).toThrow(
+      'inbox.process: messaging must be an object with a system',
+    );
+  });
+
+  it('any value is either a valid messaging object or a ConfigurationError', () => {
+    const field = fc.oneof(fc.string(), fc.constant(undefined), fc.integer(), fc.constant(null));
+    const value = fc.oneof(
+      fc.anything(),
+      fc.record(
+        { system: field, destination: field, consumerGroup: field, other: field },
+        { requiredKeys: [] },
+      ),
+    );
+    fc.assert(
+      fc.property(value, (given) => {
+        let accepted: unknown;
+        try {
+          accepted = messagingOption(given, 'inbox.process');
+        } catch (error) {
+          expect(error).toBeInstanceOf(ConfigurationError);
+          return;
+        }
+        if (given === undefined) return;
+        expect(accepted).toBe(given);
+        const { system, destination, consumerGroup, ...rest } = given as Record<string, unknown>;
+        expect(typeof system === 'string' && system !== '').toBe(true);
+        for (const optional of [destination, consumerGroup]) {
+          expect(optional === undefined || (typeof optional === 'string' && optional !== '')).toBe(
+            true,
+          );
+        }
+        expect(rest).toEqual({});
+      }),
+      { numRuns: fcRuns(500) },
+    );
   });
 });

@@ -19,6 +19,8 @@ import {
   type TextMapGetter,
   type Tracer,
 } from '@opentelemetry/api';
+import { optionKeys, rejectUnknownOptions } from '../config/options';
+import { ConfigurationError } from '../errors/configuration-error';
 import { METER_NAME } from './metrics';
 
 /** The instrumentation scope of justonce's spans: the meter's name. */
@@ -43,6 +45,41 @@ export interface MessagingSystem {
   readonly destination?: string;
   /** `messaging.consumer.group.name` (a Kafka consumer group). */
   readonly consumerGroup?: string;
+}
+
+const MESSAGING_KEYS = optionKeys<MessagingSystem>()(['system', 'destination', 'consumerGroup']);
+/** Objects already checked: a transport passes the same one with every delivery. */
+const CHECKED = new WeakSet<object>();
+
+/**
+ * The `messaging` option of `inbox.process` and `processBatch` (`context` names the call),
+ * checked: an object with a non-empty `system` and, if given, string `destination` and
+ * `consumerGroup`, and nothing else; else a {@link ConfigurationError}. Each object is
+ * checked once.
+ */
+export function messagingOption(value: unknown, context: string): MessagingSystem | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigurationError(`${context}: messaging must be an object with a system`, {
+      given: Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value,
+    });
+  }
+  if (CHECKED.has(value)) return value as MessagingSystem;
+  rejectUnknownOptions(value, MESSAGING_KEYS, context, 'messaging');
+  const given = value as Partial<Record<keyof MessagingSystem, unknown>>;
+  for (const name of MESSAGING_KEYS) {
+    const field = given[name];
+    const required = name === 'system';
+    if (required || field !== undefined) {
+      if (typeof field !== 'string' || field === '') {
+        throw new ConfigurationError(`${context}: messaging.${name} must be a non-empty string`, {
+          [name]: typeof field,
+        });
+      }
+    }
+  }
+  CHECKED.add(value);
+  return value as MessagingSystem;
 }
 
 let cachedTracer: Tracer | undefined;
