@@ -1,7 +1,8 @@
 /**
  * justonce's spans, by the OpenTelemetry semantic conventions for messaging, on
- * `@opentelemetry/api` alone: without a registered SDK every span is a no-op and nothing here
- * builds a string or touches a header. The trace context travels in the message headers
+ * `@opentelemetry/api` alone: without a registered SDK every span is a no-op; beyond a span's
+ * name and the attributes samplers read at its start, nothing is computed or written unless
+ * the span records (`isRecording()`). The trace context travels in the message headers
  * through the application's registered propagator (W3C `traceparent`/`tracestate` with the
  * SDK's defaults): nothing here parses it. docs/observability.md lists every span.
  */
