@@ -59,7 +59,7 @@ async function addInRequest(destination: string): Promise<{ request: ReadableSpa
     .getTracer('test')
     .startActiveSpan('POST /orders', async (span) => {
       const [added] = await store.knex.transaction((trx) =>
-        outbox.add(trx, { destination, key: 'k1', payload: { n: 1 } }),
+        outbox.add(trx, { destination, key: destination, payload: { n: 1 } }),
       );
       span.end();
       return { id: added as string, spanId: span.spanContext().spanId };
