@@ -47,6 +47,14 @@ export {
 export { resolveLogger } from './observability/logger';
 export { resolveMeter, METER_NAME } from './observability/metrics';
 export {
+  carriedContext,
+  failSpan,
+  inSpan,
+  tracer,
+  TRACER_NAME,
+  type MessagingSystem,
+} from './observability/tracing';
+export {
   ERROR_TEXT_LIMIT,
   NEVER_ABORTED,
   asError,

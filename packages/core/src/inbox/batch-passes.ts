@@ -11,6 +11,7 @@ import { handlerContext } from './context';
 import type { GoodDelivery } from './inspect-envelope';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import { assertUsable } from './run-handler';
+import { inMessageContext } from './trace-process';
 import { isMysql } from '../store/dialect';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
@@ -94,7 +95,7 @@ export async function runInPass<R>(
   // same through every adapter; the handler writes through the one transaction object it knows.
   if (isolate) await tx.query(`savepoint ${SAVEPOINT}`, []);
   try {
-    const result = await handler(context);
+    const result = await inMessageContext(good.envelope, () => handler(context));
     await assertUsable(tx, isMysql(rt.options.store));
     if (isolate) await tx.query(`release savepoint ${SAVEPOINT}`, []);
     rt.instruments.handlerDuration((performance.now() - started) / 1000, true);

@@ -13,6 +13,8 @@ import type { Envelope } from '../transport/envelope';
 import { InvalidEnvelopeError } from './errors/invalid-envelope-error';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
 import { isInfrastructureFailure, storeOutage } from './outage';
+import { messagingOption } from '../observability/tracing';
+import { processBatchTraced, processTraced } from './trace-process';
 
 /** What `step` returns when there is no `onStep` hook: nothing to wait for. */
 const NO_STEP: Promise<void> = Promise.resolve();
@@ -113,17 +115,20 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
     ) => {
       checkEnvelope(envelope);
       checkHandler(handler);
+      const signal = signalOf(processOptions);
       // The adapter checked at construction opens transactions of type Tx.
-      const work =
+      const work = (): Promise<InboxOutcome<R>> =>
         resolved.dedup === 'ids'
-          ? processOne(runtime, envelope, handler as Handler<R, unknown>, signalOf(processOptions))
-          : processWatermarked(
-              runtime,
-              [envelope],
-              handler as Handler<R, unknown>,
-              signalOf(processOptions),
-            ).then(([outcome]) => outcome as InboxOutcome<R>);
-      return work.catch((error: unknown) => rethrowAsOutage(runtime, error));
+          ? processOne(runtime, envelope, handler as Handler<R, unknown>, signal)
+          : processWatermarked(runtime, [envelope], handler as Handler<R, unknown>, signal).then(
+              ([outcome]) => outcome as InboxOutcome<R>,
+            );
+      return processTraced(
+        envelope,
+        resolved.consumer,
+        messagingOption(processOptions?.messaging, 'inbox.process'),
+        work,
+      ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     processBatch: async <R>(
       envelopes: readonly Envelope[],
@@ -138,11 +143,12 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
       envelopes.forEach((envelope: unknown, index) => checkEnvelope(envelope, index));
       checkHandler(handler);
       const run = resolved.dedup === 'ids' ? processBatch : processWatermarked;
-      return run(
-        runtime,
+      const signal = signalOf(processOptions);
+      return processBatchTraced(
         envelopes,
-        handler as Handler<R, unknown>,
-        signalOf(processOptions),
+        resolved.consumer,
+        messagingOption(processOptions?.messaging, 'inbox.processBatch'),
+        () => run(runtime, envelopes, handler as Handler<R, unknown>, signal),
       ).catch((error: unknown) => rethrowAsOutage(runtime, error));
     },
     flushActivity: () => runtime.activity.flush(),

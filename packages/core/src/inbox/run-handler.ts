@@ -11,6 +11,7 @@ import type { GoodDelivery } from './inspect-envelope';
 import { isInfrastructureFailure, storeOutage } from './outage';
 import type { InboxRuntime } from './runtime';
 import { settleFailure } from './settle-failure';
+import { inMessageContext } from './trace-process';
 import { isMysql } from '../store/dialect';
 import { mysqlProbeTransaction } from './sql/mysql/run-handler';
 import type { Handler, InboxOutcome } from './types';
@@ -65,7 +66,9 @@ export async function runHandler<R>(
   const started = performance.now();
   let result: R;
   try {
-    result = await handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal));
+    result = await inMessageContext(good.envelope, () =>
+      handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal)),
+    );
     await assertUsable(tx, isMysql(rt.options.store));
   } catch (error) {
     rt.instruments.handlerDuration((performance.now() - started) / 1000, false);

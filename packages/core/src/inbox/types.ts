@@ -3,6 +3,7 @@ import type { TransactionAdapter } from '../transactions/types';
 import type { Meter } from '@opentelemetry/api';
 import type { DeliveryPosition, Envelope } from '../transport/envelope';
 import type { Logger } from '../observability/logger';
+import type { MessagingSystem } from '../observability/tracing';
 import type { Store } from '../store/store';
 import type { HandlerOutbox, Outbox } from '../outbox/types';
 import type { BackoffOptions } from '../retry/backoff';
@@ -220,6 +221,12 @@ export interface InboxProcessOptions {
    * delivery went stale. Default: a signal that never aborts.
    */
   readonly signal?: AbortSignal;
+  /**
+   * The broker the delivery came from, for its `process` span (`messaging.system`, the
+   * destination when it is not the delivery's `source`, the consumer group). Each transport
+   * passes its own; see docs/observability.md.
+   */
+  readonly messaging?: MessagingSystem;
 }
 
 /** The inbox of one consumer. */

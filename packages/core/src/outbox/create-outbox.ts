@@ -12,6 +12,7 @@ import { encodeMessage, handlerMessageOptions } from './add-message';
 import { outboxChannel } from './channel';
 import { encodeEvents, type EventLimits } from './encode';
 import { insertAll } from './insert-all';
+import { insertCreated } from './trace-create';
 import type {
   AddMessageOptions,
   AddOptions,
@@ -143,14 +144,18 @@ export function createOutbox<Tx = Knex.Transaction>(options: OutboxOptions<Tx>):
   ): Promise<string[] | string> {
     if (isMessageType(target)) {
       const event = await encodeMessage(target, third, fourth, limits);
-      await insertAll(tx, store.names, [event], channel, distribution);
+      await insertCreated([event], (traced) =>
+        insertAll(tx, store.names, traced, channel, distribution),
+      );
       return event.messageId;
     }
     // Plain JavaScript may pass anything: encodeEvents refuses it with a typed error.
     const list: readonly unknown[] = Array.isArray(target) ? target : [target];
     const encoded = encodeEvents(list, third, limits);
     if (encoded.length === 0) return [];
-    await insertAll(tx, store.names, encoded, channel, distribution);
+    await insertCreated(encoded, (traced) =>
+      insertAll(tx, store.names, traced, channel, distribution),
+    );
     return encoded.map((e) => e.messageId);
   }
 

@@ -8,6 +8,7 @@ import { ascendingId } from './row-order';
 import type { ClaimedRow } from './sql/claim';
 import type { FailureMark } from './sql/mark';
 import { relayStatements } from './statements';
+import { publishSent } from './trace-send';
 
 /** Batches' worth of rows a lane reads ahead in one statement. */
 const READ_AHEAD_BATCHES = 4;
@@ -20,10 +21,9 @@ export async function publishBatch(
 ): Promise<PublishResult[] | Error> {
   const release = await gate.acquire();
   try {
-    return await withTimeout(
-      o.publisher.publish(rows.map(toMessage)),
-      o.publishTimeoutMs,
-      'publish',
+    const messages = rows.map(toMessage);
+    return await publishSent(o.publisher, messages, () =>
+      withTimeout(o.publisher.publish(messages), o.publishTimeoutMs, 'publish'),
     );
   } catch (error) {
     o.logger.warn('relay: publish call failed', { error: lastError(error), events: rows.length });

@@ -96,6 +96,11 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (!publisher || typeof publisher.publish !== 'function') {
     throw new ConfigurationError('createRelay needs a publisher with a publish(messages) method');
   }
+  if (publisher.messagingSystem !== undefined && typeof publisher.messagingSystem !== 'string') {
+    throw new ConfigurationError('publisher.messagingSystem must be a string or omitted', {
+      messagingSystem: typeof publisher.messagingSystem,
+    });
+  }
   const log = resolveLogOptions(options, store);
   const leaseMs = integerOption(options.leaseMs, 'leaseMs', 30_000, 100, 24 * 3_600_000);
   const backoff = backoffBoundsOption(

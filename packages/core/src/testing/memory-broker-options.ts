@@ -83,8 +83,14 @@ function processorOf<R>(options: ConsumeOptions<R>): ResolvedConsumeOptions<R>['
   if (!inbox || typeof inbox.process !== 'function' || typeof handler !== 'function') {
     throw new ConfigurationError('consume needs an inbox and a handler, or a process');
   }
-  return (envelope, signal) => inbox.process(envelope, handler, { signal });
+  return (envelope, signal) => inbox.process(envelope, handler, { signal, messaging: MEMORY });
 }
+
+/** The in-memory broker's `messaging.system` in justonce's spans. @internal */
+export const MEMORY_SYSTEM = 'justonce_memory';
+
+/** The in-memory broker, for the inbox's `process` spans: its queue is the destination. */
+const MEMORY = { system: MEMORY_SYSTEM } as const;
 
 /** Validates {@link ConsumeOptions}; every problem is a {@link ConfigurationError}. @internal */
 export function resolveConsumeOptions<R>(

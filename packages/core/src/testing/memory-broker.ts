@@ -2,7 +2,7 @@ import { messageHeaders } from '../transport/message-headers';
 import type { OutgoingMessage, Publisher, PublishResult } from '../transport/publisher';
 import { BrokerClosedError, IdleTimeoutError, SimulatedCrashError } from './errors';
 import { FaultPlan, checkCount, type FaultInjector } from './faults';
-import { checkDelay, resolveBrokerOptions } from './memory-broker-options';
+import { checkDelay, MEMORY_SYSTEM, resolveBrokerOptions } from './memory-broker-options';
 import type {
   BrokerRuntime,
   MemoryBroker,
@@ -35,6 +35,7 @@ export { rejectUnknownBrokerOptions } from './memory-broker-options';
 function brokerPublisher(rt: BrokerRuntime): Publisher {
   let publisherClosed = false;
   return {
+    messagingSystem: MEMORY_SYSTEM,
     async publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
       if (publisherClosed) throw new BrokerClosedError('publish on a closed publisher');
       // Refused even for an empty call, which would not reach `send`'s own check.

@@ -82,6 +82,7 @@ export function createMemoryPublisher(options: MemoryPublisherOptions = {}): Mem
   };
 
   const publisher: MemoryPublisher = {
+    messagingSystem: 'justonce_memory',
     get published() {
       return published;
     },

@@ -42,6 +42,11 @@ export type PublishResult =
  * - `close` is idempotent.
  */
 export interface Publisher {
+  /**
+   * The broker's `messaging.system` (`kafka`, `aws_sqs`, `rabbitmq`, …) for the relay's
+   * `send` spans (docs/observability.md). Optional: a publisher without it sends unnamed.
+   */
+  readonly messagingSystem?: string;
   publish(messages: readonly OutgoingMessage[]): Promise<PublishResult[]>;
   close(): Promise<void>;
 }

@@ -24,6 +24,7 @@ import {
 import type { ResolvedRoute } from './resolve-options';
 import { IDEMPOTENT_REPLAYED_HEADER, type HeldResponse } from './response';
 import { fromStoredResponse, toStoredResponse } from './stored-response';
+import { traceOperation } from './trace-operation';
 
 /**
  * What the adapter does with a request once the engine has decided:
@@ -67,6 +68,14 @@ export interface EngineRequest<Req> {
  * send. See docs/http.md for the table of cases.
  */
 export async function handleRequest<Req>(
+  route: ResolvedRoute<Req>,
+  input: EngineRequest<Req>,
+  runHandler: RunHandler,
+): Promise<Outcome> {
+  return traceOperation(route.operation, input.view, () => decide(route, input, runHandler));
+}
+
+async function decide<Req>(
   route: ResolvedRoute<Req>,
   input: EngineRequest<Req>,
   runHandler: RunHandler,

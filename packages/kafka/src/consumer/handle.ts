@@ -36,7 +36,10 @@ export async function handleOne<R>(
   try {
     const ended = await unlessHalted(
       runtime,
-      inbox.process(envelope, handler, { signal: run.abort.signal }),
+      inbox.process(envelope, handler, {
+        signal: run.abort.signal,
+        messaging: runtime.deps.messaging,
+      }),
     );
     return 'halted' in ended ? { halted: ended.halted } : { outcome: ended.value };
   } catch (error) {
@@ -55,7 +58,10 @@ export async function handleTogether<R>(
   try {
     const ended = await unlessHalted(
       runtime,
-      inbox.processBatch(envelopes, handler, { signal: run.abort.signal }),
+      inbox.processBatch(envelopes, handler, {
+        signal: run.abort.signal,
+        messaging: runtime.deps.messaging,
+      }),
     );
     return 'halted' in ended ? { halted: ended.halted } : { outcome: ended.value };
   } catch (error) {

@@ -62,6 +62,7 @@ export function createConsumerRuntime<R>(options: ResolvedConsumerOptions<R>): C
       },
       onSettled: options.onSettled,
       logger: options.logger,
+      messaging: { system: 'kafka', consumerGroup: options.groupId },
     }),
   };
   return runtime;

@@ -3,6 +3,7 @@ import type {
   Consumer,
   DeadLetterFacts,
   MessageIdOptions,
+  MessagingSystem,
   ResolvedMessageId,
   SettledEvent,
 } from '@justonce/core/transport';
@@ -166,6 +167,8 @@ export interface ProcessorDeps<R> {
   readonly forwardDeadLetter: (delivery: KafkaDelivery, facts: DeadLetterFacts) => Promise<string>;
   readonly onSettled?: (event: SettledEvent<R, KafkaDelivery>) => void;
   readonly logger: Logger;
+  /** The broker, for the inbox's `process` spans: `kafka` and the consumer group. */
+  readonly messaging?: MessagingSystem;
 }
 
 /**

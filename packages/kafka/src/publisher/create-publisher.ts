@@ -58,6 +58,7 @@ export function createKafkaPublisher(options: KafkaPublisherOptions): KafkaPubli
   const send: SendDeps = { slot, timeout, outage: createOutageNotes(logger) };
 
   return {
+    messagingSystem: 'kafka',
     connect: () => {
       if (closing) return Promise.reject(new KafkaStateError('the Kafka publisher is closed'));
       return slot.connect();

@@ -5,6 +5,7 @@ import {
   type Decision,
   type DecisionContext,
   type Envelope,
+  type MessagingSystem,
   errorMessage,
   sleep,
 } from '@justonce/core/transport';
@@ -118,6 +119,9 @@ async function decideHolding<R>(
   return decided;
 }
 
+/** The broker, for the inbox's `process` spans; the destination is each delivery's queue. */
+const RABBITMQ: MessagingSystem = { system: 'rabbitmq' };
+
 /**
  * One inbox call for `batch`, a decision per delivery: `process` in message mode,
  * `processBatch` in batch mode. A throw is one decision for the whole batch.
@@ -137,9 +141,9 @@ async function runInbox<R>(
         ? await inbox.processBatch(
             batch.map((p) => p.envelope),
             handler,
-            { signal },
+            { signal, messaging: RABBITMQ },
           )
-        : [await inbox.process(batch[0]!.envelope, handler, { signal })];
+        : [await inbox.process(batch[0]!.envelope, handler, { signal, messaging: RABBITMQ })];
   } catch (error) {
     const decision = decideOnThrow(error, where);
     return batch.map(() => decision);

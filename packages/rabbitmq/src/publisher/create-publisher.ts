@@ -47,6 +47,7 @@ export function createRabbitPublisher(options: RabbitPublisherOptions): Publishe
     nextAttemptAt: 0,
   };
   return {
+    messagingSystem: 'rabbitmq',
     publish: (messages) => publishBatch(rt, messages),
     close: () => closePublisher(rt),
   };

@@ -49,6 +49,7 @@ export async function handleOne<R>(
       const { inbox, handler } = rt.options;
       const outcome = await inbox.process(envelopeOf(setup, h), handler, {
         signal: h.controller.signal,
+        messaging: rt.messaging,
       });
       rt.storeOutage.recovered('sqs consumer: the store answers again; held messages go on');
       decision = decide(outcome, contextOf(rt, holds));
@@ -113,7 +114,10 @@ async function handleRound<R>(
     try {
       const envelopes = live.map((h) => envelopeOf(setup, h));
       const { inbox, handler } = rt.options;
-      const outcomes = await inbox.processBatch(envelopes, handler, { signal });
+      const outcomes = await inbox.processBatch(envelopes, handler, {
+        signal,
+        messaging: rt.messaging,
+      });
       rt.storeOutage.recovered('sqs consumer: the store answers again; held messages go on');
       decisions = live.map((_, i) => {
         const outcome = outcomes[i];

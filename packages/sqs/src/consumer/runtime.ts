@@ -1,6 +1,7 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
-import type { SettledEvent } from '@justonce/core/transport';
+import type { MessagingSystem, SettledEvent } from '@justonce/core/transport';
 import { resolveClient } from '../client/client';
+import { queueNameOfUrl } from '../client/queue-names';
 import type { EnvelopeSettings } from './envelope';
 import { Permits } from '../client/limiter';
 import { OutageNotice } from '../client/outage-notice';
@@ -84,6 +85,8 @@ export interface ConsumerRuntime<R> {
   pollers: Promise<void>[];
   /** The last `seq` given out. */
   seq: number;
+  /** The broker and the queue's name, for the inbox's `process` spans. */
+  readonly messaging: MessagingSystem;
 }
 
 /** Builds the runtime of a consumer; no call to SQS yet. @internal */
@@ -126,6 +129,7 @@ export function createRuntime<R>(
     live: false,
     pollers: [],
     seq: 0,
+    messaging: { system: 'aws_sqs', destination: queueNameOfUrl(queueUrl) ?? queueUrl },
   };
 }
 

@@ -47,6 +47,7 @@ export function createSqsPublisher(options: SqsPublisherOptions): Publisher {
     closed: false,
   };
   return {
+    messagingSystem: 'aws_sqs',
     publish: (messages) => publish(rt, messages),
     async close(): Promise<void> {
       if (rt.closed) return;
