@@ -108,10 +108,9 @@ async function startPayments(hop: Hop, providerUrl: string): Promise<void> {
     topics: [topic],
     fromBeginning: true,
     consumerConfig: { sessionTimeout: 6_000, heartbeatInterval: 500, maxWaitTimeInMs: 100 },
-    inbox: createPaymentsInbox(store),
+    inbox: createPaymentsInbox(store, createCharges(store)),
     handler: paymentsHandler({
       store,
-      charges: createCharges(store),
       provider: createProviderClient({ url: providerUrl, timeoutMs: 5_000 }),
       destination: hop === 'rabbitmq' ? rabbitQueue : sqsQueueUrl,
     }),
