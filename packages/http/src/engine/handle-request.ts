@@ -22,6 +22,7 @@ import {
 import type { ResolvedRoute } from './resolve-options';
 import { IDEMPOTENT_REPLAYED_HEADER, type HeldResponse } from './response';
 import { fromStoredResponse, toStoredResponse } from './stored-response';
+import { throughGate } from './shed';
 
 /**
  * What the adapter does with a request once the engine has decided:
@@ -62,9 +63,21 @@ export interface EngineRequest<Req> {
  * The engine, the same for every framework: reads the key, finds the scope, makes the
  * fingerprint, then runs the handler through `operations.runInTransaction` (or a plain
  * transaction for a keyless request on a route where the key is optional) and says what to
- * send. See docs/http.md for the table of cases.
+ * send. See docs/http.md for the table of cases. With the route's `resilience` option, an
+ * open breaker answers 503 and a spent retry budget 429 (see docs/load-shedding.md).
  */
 export async function handleRequest<Req>(
+  route: ResolvedRoute<Req>,
+  input: EngineRequest<Req>,
+  runHandler: RunHandler,
+): Promise<Outcome> {
+  const gate = route.resilience;
+  if (gate === undefined) return decideRequest(route, input, runHandler);
+  return throughGate(gate, input.request, () => decideRequest(route, input, runHandler));
+}
+
+/** {@link handleRequest} without the route's `resilience` gate. */
+async function decideRequest<Req>(
   route: ResolvedRoute<Req>,
   input: EngineRequest<Req>,
   runHandler: RunHandler,
