@@ -139,7 +139,6 @@ export function createResilienceGate<S>(
     }
   };
   const shed = { breakerOpen: 0, budgetSpent: 0 };
-  let instruments: ResilienceInstruments | undefined;
   const spentDelayMs = budgetSettings?.spentDelayMs ?? 0;
 
   const gate: ResilienceGate<S> = {
@@ -153,7 +152,7 @@ export function createResilienceGate<S>(
       if (permit !== undefined) return { admitted: true, key, permit };
       const retryAfterMs = breaker.retryAfterMs();
       shed.breakerOpen += 1;
-      instruments?.shed(key, 'breaker-open');
+      instruments.shed(key, 'breaker-open');
       emit({ type: 'shed', name, key, reason: 'breaker-open', retryAfterMs });
       return { admitted: false, key, retryAfterMs };
     },
@@ -172,11 +171,11 @@ export function createResilienceGate<S>(
     spend(key) {
       if (budget === undefined) return true;
       if (budget.tryWithdraw()) {
-        instruments?.retryPaid();
+        instruments.retryPaid();
         return true;
       }
       shed.budgetSpent += 1;
-      instruments?.shed(key, 'budget-spent');
+      instruments.shed(key, 'budget-spent');
       emit({ type: 'shed', name, key, reason: 'budget-spent', retryAfterMs: spentDelayMs });
       return false;
     },
@@ -189,6 +188,7 @@ export function createResilienceGate<S>(
       };
     },
   };
-  instruments = resilienceInstruments(resolveMeter(meter), name, gate);
+  // Read by the methods above only once they are called, after this line.
+  const instruments: ResilienceInstruments = resilienceInstruments(resolveMeter(meter), name, gate);
   return gate;
 }
