@@ -11,7 +11,12 @@ import { withResilience } from '../src/resilience/resilient-inbox';
 import type { SettledEvent } from '../src/consumer';
 import type { Envelope } from '../src/transport/envelope';
 import { createMemoryBroker, type MemoryBroker } from '../src/testing';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { createResilienceGate } from '../src/resilience/gate';
+import { resolveResilience } from '../src/resilience/options';
+import { createManualClock } from '../src/retry/manual-clock';
 import { openTestStore } from './db';
+import { collect, TestReader } from './fixtures/metric-reader';
 
 type TestStore = Awaited<ReturnType<typeof openTestStore>>;
 
@@ -142,5 +147,42 @@ describe('a consumer with the resilience option', () => {
       withResilience(inbox, { breaker: { trip: { failureRatio: 0.5 } } }, 'consume'),
     ).not.toThrow();
     expect(() => withResilience(inbox, { breaker: false }, 'consume')).not.toThrow();
+  });
+});
+
+describe('the resilience metrics', () => {
+  it('count shed work and paid retries, and report breaker state and budget left', async () => {
+    const reader = new TestReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    const clock = createManualClock(0);
+    const gate = createResilienceGate<{ tenant: string }>(
+      'orders',
+      resolveResilience(
+        {
+          clock,
+          budget: { ratio: 0, minRetriesPerSecond: 0.2, windowMs: 10_000 },
+          breaker: { trip: { consecutiveFailures: 1 }, key: (m) => m.tenant },
+        },
+        'test',
+      ),
+      provider.getMeter('test'),
+    );
+    const a = gate.admit('a');
+    if (!a.admitted) throw new Error('refused');
+    gate.report(a, 'failure');
+    gate.admit('a'); // refused: shed
+    gate.admit('b');
+    expect(gate.spend('b')).toBe(true);
+    expect(gate.spend('b')).toBe(true);
+    expect(gate.spend('b')).toBe(false);
+    expect(await collect(reader)).toEqual({
+      'justonce.resilience.shed{consumer=orders,key=a,reason=breaker-open}': 1,
+      'justonce.resilience.shed{consumer=orders,key=b,reason=budget-spent}': 1,
+      'justonce.resilience.budget.spent{consumer=orders}': 2,
+      'justonce.resilience.breaker.state{consumer=orders,key=a}': 2,
+      'justonce.resilience.breaker.state{consumer=orders,key=b}': 0,
+      'justonce.resilience.budget.remaining{consumer=orders}': 0,
+    });
+    await provider.shutdown();
   });
 });
