@@ -73,6 +73,15 @@ export { messageHeaders, MESSAGE_ID_HEADER } from './transport/message-headers';
 
 export type { BackoffOptions } from './retry/backoff';
 export type { ErrorClass, ErrorClassifier } from './retry/error-class';
+export { RESILIENCE_DEFAULTS } from './resilience/options';
+export type {
+  ResilienceBreakerOptions,
+  ResilienceBudgetOptions,
+  ResilienceEvent,
+  ResilienceOptions,
+  ResilienceSnapshot,
+} from './resilience/types';
+export type { ResilientInbox } from './resilience/resilient-inbox';
 
 export { createOutbox, bindOutbox } from './outbox/create-outbox';
 export type { OutboxOptions } from './outbox/create-outbox';

@@ -36,6 +36,20 @@ export type {
   SettledEvent,
 } from './consumer';
 export {
+  createResilienceGate,
+  resolveResilience,
+  withResilience,
+  WHOLE_CONSUMER_KEY,
+} from './resilience';
+export type {
+  Admitted,
+  Refused,
+  ResilienceGate,
+  ResilienceOptions,
+  ResilientInbox,
+  ResolvedResilience,
+} from './resilience';
+export {
   durationOption,
   integerOption,
   optionalBoolean,

@@ -28,6 +28,7 @@ function memoryConsumer(broker: MemoryBroker, queue: string, s: ContractConsumer
       ...(extract === undefined ? {} : { extract: (m: MemoryMessage) => extract(bodyText(m)) }),
     },
     ...(s.concurrency === undefined ? {} : { concurrency: s.concurrency }),
+    ...(s.resilience === undefined ? {} : { resilience: s.resilience }),
   });
 }
 
@@ -122,16 +123,17 @@ describe.each(ALL_STORE_KINDS)('checkConsumerContract on %s', (kind) => {
     }, 60_000);
   }
 
-  it('fails a consumer that ignores messageId.extract, or does not drain at stop', async () => {
+  it('fails a consumer that ignores messageId.extract or resilience, or does not drain at stop', async () => {
     // A shorter wait than the default: the clause that fails waits it out; the others pass
     // within it, on PGlite too while other suites load the machine (2 s was not always enough).
     const noExtract = memoryContract(broker, store, {
       timeoutMs: 6_000,
-      createConsumer: (queue, s) =>
+      createConsumer: (queue, { resilience: _ignored, ...s }) =>
         memoryConsumer(broker, queue, { ...s, messageId: { fallback: s.messageId.fallback } }),
     });
     expect(failed(await checkConsumerContract(noExtract))).toEqual([
       CONSUMER_CONTRACT_CLAUSES.extract,
+      CONSUMER_CONTRACT_CLAUSES.resilience,
     ]);
 
     const noDrain = memoryContract(broker, store, {

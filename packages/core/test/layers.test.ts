@@ -16,7 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['transport', 'messages'],
   ['outbox', 'operations', 'retention', 'dead-letters', 'debezium'],
   ['relay', 'inbox'],
-  ['consumer'],
+  ['consumer', 'resilience'],
   ['admin'],
   ['testing'],
 ];

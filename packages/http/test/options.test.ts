@@ -92,6 +92,16 @@ describe('options are validated at construction', () => {
       /storeStatuses must be a function/,
     ],
     ['a logger without its four methods', { logger: console.log }, /logger must have debug/],
+    [
+      'an unknown resilience key',
+      { resilience: { breaker: { opneMs: 1 } } },
+      /unknown option `resilience.breaker.opneMs`; did you mean `resilience.breaker.openMs`/,
+    ],
+    [
+      'a budget ratio above 1',
+      { resilience: { budget: { ratio: 2 } } },
+      /budget.ratio must be a number >= 0 and <= 1/,
+    ],
   ])('refuses %s', (_what, change, message) => {
     const options = { ...base(), ...change } as unknown as IdempotencyOptions<Request>;
     expect(configurationError(() => idempotent(options, ok)).message).toMatch(message);
@@ -115,6 +125,10 @@ describe('options are validated at construction', () => {
       inProgress: { waitMs: 100 },
       retentionMs: 60_000,
       maxKeyLength: 64,
+      resilience: {
+        budget: { ratio: 0.1 },
+        breaker: { openMs: 5_000, key: (request) => new URL(request.url).pathname },
+      },
       logger: silentLogger,
     };
     expect(typeof idempotent(every, ok)).toBe('function');

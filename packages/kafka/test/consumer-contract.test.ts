@@ -102,6 +102,7 @@ function contractConsumer(
       ...(extract === undefined ? {} : { extract: (d: KafkaDelivery) => extract(bodyText(d)) }),
     },
     ...(s.concurrency === undefined ? {} : { concurrency: s.concurrency }),
+    ...(s.resilience === undefined ? {} : { resilience: s.resilience }),
     ...(s.logger === undefined ? {} : { logger: s.logger }),
   });
 }

@@ -74,6 +74,11 @@ function allConsumerOptions(): Omit<
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
     },
     onSettled: () => undefined,
+    resilience: {
+      budget: { ratio: 0.1, minRetriesPerSecond: 1, windowMs: 5_000, spentDelayMs: 10_000 },
+      breaker: { trip: { consecutiveFailures: 3 }, openMs: 5_000, key: (e) => e.scope ?? '' },
+      onEvent: () => undefined,
+    },
     logger: silentLogger,
   };
 }
@@ -101,6 +106,10 @@ describe('createKafkaConsumer', () => {
       // The consumer sets the group id itself; one in consumerConfig would be dropped.
       [{ consumerConfig: { groupId: 'other' } }, 'unknown option `consumerConfig.groupId`'],
       [{ timeouts: { requestTimeout: 1_000 } }, 'unknown option `timeouts.requestTimeout`'],
+      [
+        { resilience: { breaker: { openms: 1 } } },
+        named('resilience.breaker.openms', 'resilience.breaker.openMs'),
+      ],
     ];
     for (const [change, message] of cases) {
       const options = loose<KafkaConsumerOptions>({ ...base, brokers: BROKERS, ...change });

@@ -161,6 +161,7 @@ describe('the RabbitMQ consumer keeps the consumer contract (real broker)', () =
           : { extract: (m: ConsumeMessage) => extract(m.content.toString('utf8')) }),
       },
       ...(s.concurrency === undefined ? {} : { concurrency: s.concurrency }),
+      ...(s.resilience === undefined ? {} : { resilience: s.resilience }),
       ...(s.logger === undefined ? {} : { logger: s.logger }),
     });
     // A private node's topology goes with the node.

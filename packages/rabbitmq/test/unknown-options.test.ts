@@ -69,6 +69,10 @@ function allConsumerOptions(): Omit<Required<RabbitConsumerOptions>, 'connect'> 
     meter: resolveMeter(),
     onSettled: () => undefined,
     onConnection: () => undefined,
+    resilience: {
+      budget: { ratio: 0.1, spentDelayMs: 10_000 },
+      breaker: { trip: { failureRatio: 0.5 }, key: (e) => e.scope ?? '' },
+    },
   };
 }
 
@@ -84,6 +88,10 @@ describe('createRabbitConsumer', () => {
       [{ reconnect: { capMS: 100 } }, named('reconnect.capMS', 'reconnect.capMs')],
       [{ storeRetry: { baseMS: 100 } }, named('storeRetry.baseMS', 'storeRetry.baseMs')],
       [{ connectTimeoutMS: 100 }, named('connectTimeoutMS', 'connectTimeoutMs')],
+      [
+        { resilience: { budget: { ratoi: 0.1 } } },
+        named('resilience.budget.ratoi', 'resilience.budget.ratio'),
+      ],
     ];
     for (const [change, message] of cases) {
       const options = loose<RabbitConsumerOptions>({ ...allConsumerOptions(), ...change });

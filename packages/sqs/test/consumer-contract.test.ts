@@ -148,6 +148,7 @@ function consumerOf(
       ...(extract === undefined ? {} : { extract: (m: Message) => extract(m.Body ?? '') }),
     },
     ...(s.concurrency === undefined ? {} : { concurrency: s.concurrency }),
+    ...(s.resilience === undefined ? {} : { resilience: s.resilience }),
     // Short long polls and holds, so the clauses' stops and outage rounds stay short.
     waitTimeSeconds: WAIT_SECONDS,
     retry: { baseMs: 100, capMs: 1_000 },

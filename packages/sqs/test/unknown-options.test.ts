@@ -81,6 +81,10 @@ function allConsumerOptions(): Omit<Required<SqsConsumerOptions>, 'clientConfig'
     logger: silentLogger,
     meter: resolveMeter(),
     timeouts: { connectMs: 1_000, requestMs: 2_000 },
+    resilience: {
+      budget: false,
+      breaker: { trip: { consecutiveFailures: 2 }, openMs: 1_000, maxKeys: 10 },
+    },
   };
 }
 
@@ -97,6 +101,10 @@ describe('createSqsConsumer', () => {
       ],
       [{ timeouts: { requestms: 1_000 } }, named('timeouts.requestms', 'timeouts.requestMs')],
       [{ scopeHeadr: 'tenant' }, named('scopeHeadr', 'scopeHeader')],
+      [
+        { resilience: { breaker: { maxkeys: 1 } } },
+        named('resilience.breaker.maxkeys', 'resilience.breaker.maxKeys'),
+      ],
     ];
     for (const [change, message] of cases) {
       const options = loose<SqsConsumerOptions>({ ...allConsumerOptions(), ...change });

@@ -2,6 +2,7 @@ import { hasErrorCode } from '../errors/justonce-error';
 import { asError } from '../common/errors';
 import type { InboxOutcome } from '../inbox/types';
 import { fullJitterBackoff } from '../retry/backoff';
+import { isCircuitOpenError } from '../retry/errors/circuit-open-error';
 import { deadLetterFacts, type DeadLetterFacts } from './dead-letter-facts';
 
 /**
@@ -96,15 +97,20 @@ function isStoreUnavailable(error: unknown): boolean {
 /**
  * The decision when `inbox.process` threw instead of answering: an outage of the store
  * (`STORE_UNAVAILABLE`) holds the delivery in flight and tries again after a growing,
- * jittered delay, charging nothing. Anything else (a broken hook, a bug) releases it
- * unacknowledged for the broker to deliver again; the transport logs it.
+ * jittered delay, charging nothing; so does an open circuit breaker (`CIRCUIT_OPEN`, the
+ * `resilience` option), at the earliest when the breaker lets its probe through. Anything
+ * else (a broken hook, a bug) releases it unacknowledged for the broker to deliver again;
+ * the transport logs it.
  */
 export function decideOnThrow(error: unknown, context: DecisionContext): Decision<never> {
-  if (!isStoreUnavailable(error)) return { kind: 'release', error: asError(error) };
+  const open = isCircuitOpenError(error);
+  if (!open && !isStoreUnavailable(error)) return { kind: 'release', error: asError(error) };
   const holds = (context.holds ?? 0) + 1;
-  const delayMs = fullJitterBackoff(holds, {
+  const backoff = fullJitterBackoff(holds, {
     baseMs: context.holdBackoff?.baseMs ?? 200,
     capMs: context.holdBackoff?.capMs ?? 5_000,
   });
+  // Held deliveries spread out after the open interval, so one of them gets the probe.
+  const delayMs = open ? error.retryAfterMs + backoff : backoff;
   return { kind: 'hold', error: asError(error), delayMs };
 }

@@ -1,5 +1,6 @@
 import { finishesWithin } from '../common/time';
 import { StoreUnavailableError } from '../errors/store-unavailable-error';
+import { isCircuitOpenError, type CircuitOpenError } from '../retry/errors/circuit-open-error';
 import { isStoreOutage, isTransactionConflict } from '../store/outage';
 import type { InboxRuntime } from './runtime';
 import type { InboxErrorClass } from './types';
@@ -17,8 +18,9 @@ export function userClass(rt: InboxRuntime, error: unknown): InboxErrorClass | u
 
 /**
  * Whether a failure belongs to the infrastructure: the user says so, it bears the store's own
- * signs (see {@link isStoreOutage}), or it is a collision of the inbox's own statements with
- * other transactions. `handler` when it came out of the handler. @internal
+ * signs (see {@link isStoreOutage}), it is a collision of the inbox's own statements with
+ * other transactions, or a circuit breaker opened on it (a consumer's `resilience` option).
+ * `handler` when it came out of the handler. @internal
  */
 export function isInfrastructureFailure(
   rt: InboxRuntime,
@@ -27,6 +29,7 @@ export function isInfrastructureFailure(
 ): boolean {
   return (
     userClass(rt, error) === 'infrastructure' ||
+    isCircuitOpenError(error) ||
     isStoreOutage(error, { handler }) ||
     // A deadlock or serialization failure of the inbox's own statements (the claim, the
     // commit) is no fault of the message; a handler's own stays its failure, so that a
@@ -52,7 +55,7 @@ export async function storeOutage(
   rt: InboxRuntime,
   error: unknown,
   charged: readonly MessageKey[],
-): Promise<StoreUnavailableError> {
+): Promise<StoreUnavailableError | CircuitOpenError> {
   const { store, consumer } = rt.options;
   let refunded = charged.length === 0;
   if (!refunded) {
@@ -62,6 +65,8 @@ export async function storeOutage(
     );
     refunded = (await finishesWithin(succeeded, REFUND_WAIT_MS)) && (await succeeded);
   }
+  // An open breaker is reported by the resilience layer; the store is fine.
+  if (isCircuitOpenError(error)) return error;
   rt.instruments.storeUnavailable(error, charged.length, refunded);
   return error instanceof StoreUnavailableError
     ? error

@@ -17,6 +17,7 @@ import {
   rejectsWithState,
 } from './consumer-contract-run';
 import type { ClauseName } from './consumer-contract-types';
+import { resilienceClause } from './consumer-contract-resilience';
 
 async function duplicateClause(run: ContractRun): Promise<string | undefined> {
   return withConsumer(run, 'duplicate', {}, async (opened) => {
@@ -229,4 +230,5 @@ export const CLAUSES: Readonly<
   outage: outageClause,
   drain: drainClause,
   lifecycle: lifecycleClause,
+  resilience: resilienceClause,
 };

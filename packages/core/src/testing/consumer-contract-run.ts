@@ -95,6 +95,7 @@ export interface ClauseSetup {
   readonly before?: (ctx: HandlerContext) => Promise<void> | void;
   readonly messageId?: ContractConsumerSettings['messageId'];
   readonly concurrency?: number;
+  readonly resilience?: ContractConsumerSettings['resilience'];
 }
 
 /** The test error of the outage clause, which its inbox's `classify` calls infrastructure. */
@@ -214,6 +215,7 @@ export async function open(
     onSettled: (event) => seen.push({ event, at: Date.now() }),
     messageId: setup.messageId ?? { fallback: false },
     ...(setup.concurrency === undefined ? {} : { concurrency: setup.concurrency }),
+    ...(setup.resilience === undefined ? {} : { resilience: setup.resilience }),
   });
   await consumer.start();
   return {

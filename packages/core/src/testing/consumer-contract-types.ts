@@ -1,4 +1,6 @@
 import type { Handler, Inbox, InboxDedupMode } from '../inbox/types';
+import type { ResilienceOptions } from '../resilience/types';
+import type { Envelope } from '../transport/envelope';
 import type { Logger } from '../observability/logger';
 import type { Store } from '../store/store';
 import type { Consumer, SettledEvent } from '../consumer';
@@ -35,6 +37,8 @@ export interface ContractConsumerSettings {
   };
   /** The consumer's `concurrency`, when the clause needs more than one at a time. */
   readonly concurrency?: number;
+  /** Pass as the consumer's `resilience` option when present (the `resilience` clause). */
+  readonly resilience?: ResilienceOptions<Envelope>;
   /**
    * Pass as the consumer's `logger` when present: the restart and partition clauses read
    * what the consumer said (see {@link PartitionFeature.noticeMs}).
@@ -174,6 +178,8 @@ export const CONSUMER_CONTRACT_CLAUSES = {
   outage: 'a failing store means no ack: the delivery is held, then acked once',
   drain: 'a graceful stop lets in-flight work commit and be acked before it resolves',
   lifecycle: 'start twice and start after stop reject with ConsumerStateError; stop twice resolves',
+  resilience:
+    'a downstream failing for a while: the breaker holds deliveries, handler calls stay bounded, nothing dead-lettered or lost, flow resumes by itself',
   restart:
     'a broker stopped and started under load: nothing lost, doubled, dead or charged; flow resumes within the bound',
   partition:

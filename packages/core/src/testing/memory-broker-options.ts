@@ -1,3 +1,4 @@
+import { withResilience } from '../resilience/resilient-inbox';
 import { optionKeys, rejectUnknownOptions } from '../config/options';
 import { ConfigurationError } from '../errors';
 import { resolveMessageIdOptions, type MessageIdOptions } from '../consumer';
@@ -21,8 +22,17 @@ const BROKER_KEYS = optionKeys<MemoryBrokerOptions>()([
 const FAULT_KEYS = optionKeys<FaultRates>()(['duplicateRate', 'concurrentRate', 'crashRate']);
 /** Both forms of {@link ConsumeOptions}, in one list. */
 const CONSUME_KEYS = optionKeys<
-  ConsumeSettings & { inbox?: unknown; handler?: unknown; process?: unknown }
->()(['inbox', 'handler', 'process', 'concurrency', 'messageId', 'scopeHeader', 'onSettled']);
+  ConsumeSettings & { inbox?: unknown; handler?: unknown; process?: unknown; resilience?: unknown }
+>()([
+  'inbox',
+  'handler',
+  'process',
+  'resilience',
+  'concurrency',
+  'messageId',
+  'scopeHeader',
+  'onSettled',
+]);
 const MESSAGE_ID_KEYS = optionKeys<MessageIdOptions>()(['header', 'extract', 'fallback']);
 
 /** Refuses keys {@link MemoryBrokerOptions} (and its `faults`) do not declare. @internal */
@@ -74,15 +84,26 @@ function optionalFunctionOption<F>(value: F | undefined, name: string): F | unde
 /** How the consumer turns an envelope into an outcome: its inbox and handler, or `process`. */
 function processorOf<R>(options: ConsumeOptions<R>): ResolvedConsumeOptions<R>['process'] {
   if (options.process !== undefined) {
+    if (options.resilience !== undefined) {
+      throw new ConfigurationError('resilience needs an inbox and a handler, not a process');
+    }
     const process = optionalFunctionOption(options.process, 'process');
     if (process === undefined) throw new ConfigurationError('process must be a function');
     // A scripted processor answers for any R; the broker only reads the status.
     return (envelope) => process(envelope) as ReturnType<ResolvedConsumeOptions<R>['process']>;
   }
-  const { inbox, handler } = options;
-  if (!inbox || typeof inbox.process !== 'function' || typeof handler !== 'function') {
+  const { handler } = options;
+  if (
+    !options.inbox ||
+    typeof options.inbox.process !== 'function' ||
+    typeof handler !== 'function'
+  ) {
     throw new ConfigurationError('consume needs an inbox and a handler, or a process');
   }
+  const inbox =
+    options.resilience === undefined
+      ? options.inbox
+      : withResilience(options.inbox, options.resilience, 'consume');
   return (envelope, signal) => inbox.process(envelope, handler, { signal, messaging: MEMORY });
 }
 

@@ -1,3 +1,4 @@
+import type { ResilienceOptions } from '../resilience/types';
 import type { FaultPlan, CrashPoint, FaultRates, FaultInjector, InjectedFaults } from './faults';
 import type { Handler, Inbox, InboxOutcome, InboxStep } from '../inbox/types';
 import type { Envelope } from '../transport/envelope';
@@ -137,8 +138,19 @@ export interface ConsumeSettings<R = unknown> {
 /** Options of {@link MemoryBroker.consume}. Give `inbox` and `handler`, or `process`. */
 export type ConsumeOptions<R = unknown> = ConsumeSettings<R> &
   (
-    | { readonly inbox: Inbox; readonly handler: Handler<R>; readonly process?: never }
-    | { readonly process: DeliveryProcessor; readonly inbox?: never; readonly handler?: never }
+    | {
+        readonly inbox: Inbox;
+        readonly handler: Handler<R>;
+        readonly process?: never;
+        /** Retry budget and circuit breakers, as on every transport (docs/load-shedding.md). */
+        readonly resilience?: ResilienceOptions<Envelope>;
+      }
+    | {
+        readonly process: DeliveryProcessor;
+        readonly inbox?: never;
+        readonly handler?: never;
+        readonly resilience?: never;
+      }
   );
 
 /**

@@ -25,6 +25,7 @@ import type { ResolvedRoute } from './resolve-options';
 import { IDEMPOTENT_REPLAYED_HEADER, type HeldResponse } from './response';
 import { fromStoredResponse, toStoredResponse } from './stored-response';
 import { traceOperation } from './trace-operation';
+import { throughGate } from './shed';
 
 /**
  * What the adapter does with a request once the engine has decided:
@@ -65,16 +66,22 @@ export interface EngineRequest<Req> {
  * The engine, the same for every framework: reads the key, finds the scope, makes the
  * fingerprint, then runs the handler through `operations.runInTransaction` (or a plain
  * transaction for a keyless request on a route where the key is optional) and says what to
- * send. See docs/http.md for the table of cases.
+ * send. See docs/http.md for the table of cases. With the route's `resilience` option, an
+ * open breaker answers 503 and a spent retry budget 429 (see docs/load-shedding.md).
  */
 export async function handleRequest<Req>(
   route: ResolvedRoute<Req>,
   input: EngineRequest<Req>,
   runHandler: RunHandler,
 ): Promise<Outcome> {
-  return traceOperation(route.operation, input.view, () => decide(route, input, runHandler));
+  return traceOperation(route.operation, input.view, () => {
+    const gate = route.resilience;
+    if (gate === undefined) return decide(route, input, runHandler);
+    return throughGate(gate, input.request, () => decide(route, input, runHandler));
+  });
 }
 
+/** {@link handleRequest} without its span and the route's `resilience` gate. */
 async function decide<Req>(
   route: ResolvedRoute<Req>,
   input: EngineRequest<Req>,

@@ -1,4 +1,11 @@
-import type { KnexTransaction, Logger, Once, Operations, Store } from '@justonce/core';
+import type {
+  KnexTransaction,
+  Logger,
+  Once,
+  Operations,
+  ResilienceOptions,
+  Store,
+} from '@justonce/core';
 
 /** What counts in the default fingerprint besides the method, the path and the body. */
 export interface FingerprintOptions {
@@ -91,6 +98,14 @@ export interface IdempotencyOptions<Req, Tx = KnexTransaction> {
    * `maxKeyLength` (also 255 by default).
    */
   readonly maxKeyLength?: number;
+  /**
+   * Retry budget and circuit breakers of the route, the same option as every consumer's
+   * (docs/load-shedding.md): while the breaker is open a request gets 503 with `Retry-After`
+   * (seconds until the probe) without running; a failure the budget does not pay for gets
+   * 429 with `Retry-After` (`budget.spentDelayMs`) instead of its error. `breaker.key` gets
+   * the framework's request. Default: none.
+   */
+  readonly resilience?: ResilienceOptions<Req>;
 }
 
 /** What a handler gets besides the request. */

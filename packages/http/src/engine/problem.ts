@@ -22,6 +22,10 @@ export const PROBLEM_TYPES = {
    * failed); nothing of the error is told, `instance` names its log line. Retriable.
    */
   requestFailed: 'urn:justonce:problem:request-failed',
+  /** 503: the route's circuit breaker is open; retry after `Retry-After` seconds. */
+  circuitOpen: 'urn:justonce:problem:circuit-open',
+  /** 429: the request failed and the route's retry budget is spent; retry after `Retry-After`. */
+  retryBudgetSpent: 'urn:justonce:problem:retry-budget-spent',
 } as const;
 
 /** An RFC 9457 problem details object, sent as `application/problem+json`. */
@@ -143,4 +147,26 @@ export function clientError(status: number, phrase: string): Problem {
 /** The bytes of a problem's body: its JSON. */
 export function problemBody(problem: Problem): Uint8Array {
   return Buffer.from(JSON.stringify(problem), 'utf8');
+}
+
+/** 503: the route's breaker is open, so the request did not run. */
+export function circuitOpen(): Problem {
+  return {
+    type: PROBLEM_TYPES.circuitOpen,
+    title: 'Service temporarily unavailable',
+    status: 503,
+    detail:
+      'A dependency of this operation keeps failing; the request did not run. Retry after the Retry-After delay.',
+  };
+}
+
+/** 429: the request failed and the route's retry budget is spent. */
+export function retryBudgetSpent(): Problem {
+  return {
+    type: PROBLEM_TYPES.retryBudgetSpent,
+    title: 'Too many retries',
+    status: 429,
+    detail:
+      'The request failed, and retries of this operation are over their budget. Retry after the Retry-After delay.',
+  };
 }

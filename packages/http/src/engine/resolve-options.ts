@@ -1,5 +1,12 @@
 import { ConfigurationError, type Logger, type Operations, type Store } from '@justonce/core';
-import { optionKeys, rejectUnknownOptions, resolveLogger } from '@justonce/core/transport';
+import {
+  createResilienceGate,
+  optionKeys,
+  rejectUnknownOptions,
+  resolveLogger,
+  resolveResilience,
+  type ResilienceGate,
+} from '@justonce/core/transport';
 import type { ErrorLogging, FingerprintOptions, IdempotencyOptions } from './options';
 
 /** Every option of {@link IdempotencyOptions}, for the unknown-key check. */
@@ -15,6 +22,7 @@ export const IDEMPOTENCY_KEYS = optionKeys<IdempotencyOptions<unknown> & ErrorLo
   'inProgress',
   'retentionMs',
   'maxKeyLength',
+  'resilience',
   'logger',
 ]);
 const FINGERPRINT_KEYS = optionKeys<FingerprintOptions>()(['headers', 'ignoreFields']);
@@ -46,6 +54,8 @@ export interface ResolvedRoute<Req> {
   readonly retentionMs: number | undefined;
   readonly maxKeyLength: number;
   readonly logger: Logger;
+  /** The route's breakers and budget, from the `resilience` option. */
+  readonly resilience: ResilienceGate<Req> | undefined;
 }
 
 const DEFAULT_MAX_KEY_LENGTH = 255;
@@ -102,6 +112,10 @@ export function resolveRoute<Req>(
     retentionMs: durationOption(options.retentionMs, 'retentionMs', 1, context),
     maxKeyLength: keyLengthOption(options.maxKeyLength, context),
     logger: loggerOption(options.logger, context),
+    resilience:
+      options.resilience === undefined
+        ? undefined
+        : createResilienceGate(operation, resolveResilience(options.resilience, context)),
   };
 }
 

@@ -108,6 +108,8 @@ async function serve(
   holds.delete(res);
   switch (outcome.kind) {
     case 'respond':
+      // A shed request (a spent retry budget) may have run the handler: its response goes.
+      hold?.discard();
       send(res, outcome.response);
       return;
     case 'committed':

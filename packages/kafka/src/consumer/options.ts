@@ -4,6 +4,7 @@ import {
   rejectUnknownOptions,
   resolveLogger,
   resolveMessageIdOptions,
+  withResilience,
   type MessageIdOptions,
   type ResolvedMessageId,
   type SettledEvent,
@@ -77,7 +78,10 @@ export function resolveConsumerOptions<R>(
   // `??`: an explicit `undefined` in `consumerConfig` spreads over the default.
   const heartbeatInterval = consumerConfig.heartbeatInterval ?? DEFAULT_GROUP.heartbeatInterval;
   return {
-    inbox: options.inbox,
+    inbox:
+      options.resilience === undefined
+        ? options.inbox
+        : withResilience(options.inbox, options.resilience, CONTEXT),
     handler: options.handler,
     groupId: options.groupId,
     topics: [...options.topics],
@@ -124,6 +128,7 @@ const CONSUMER_KEYS = optionKeys<KafkaConsumerOptions>()([
   'deadLetter',
   'consumerConfig',
   'onSettled',
+  'resilience',
   'logger',
 ]);
 const MESSAGE_ID_KEYS = optionKeys<MessageIdOptions>()(['header', 'extract', 'fallback']);

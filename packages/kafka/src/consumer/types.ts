@@ -2,8 +2,10 @@ import type { KnexTransaction, Handler, Inbox, InboxDedupMode, Logger } from '@j
 import type {
   Consumer,
   DeadLetterFacts,
+  Envelope,
   MessageIdOptions,
   MessagingSystem,
+  ResilienceOptions,
   ResolvedMessageId,
   SettledEvent,
 } from '@justonce/core/transport';
@@ -129,6 +131,12 @@ export interface KafkaConsumerOptions<R = unknown, Tx = KnexTransaction> {
    * `abandoned`. For metrics and tests; a throw is logged and ignored.
    */
   readonly onSettled?: (event: SettledEvent<R, KafkaDelivery>) => void;
+  /**
+   * Retry budget and circuit breakers (docs/load-shedding.md): while the breaker is open the
+   * records are held and their partitions paused; a retry the budget does not pay for waits
+   * `budget.spentDelayMs`. Default: none.
+   */
+  readonly resilience?: ResilienceOptions<Envelope>;
   /** Default: silent. */
   readonly logger?: Logger;
 }

@@ -57,6 +57,7 @@ const IDEMPOTENCY_KEYS = optionKeys<IdempotencyDefaults>()([
   'inProgress',
   'retentionMs',
   'maxKeyLength',
+  'resilience',
 ]);
 const SHUTDOWN_KEYS = optionKeys<ShutdownSettings>()(['timeoutMs']);
 const CONTEXT = 'JustonceModule';

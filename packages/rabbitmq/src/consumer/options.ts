@@ -11,7 +11,10 @@ import {
   rejectUnknownOptions,
   resolveLogger,
   resolveMessageIdOptions,
+  withResilience,
+  type Envelope,
   type MessageIdOptions,
+  type ResilienceOptions,
   type ResolvedMessageId,
   type SettledEvent,
   integerOption,
@@ -149,6 +152,13 @@ export interface RabbitConsumerOptions<
   readonly meter?: InboxOptions['meter'];
   /** Called synchronously for each delivery settled (and each hold); must not throw. */
   readonly onSettled?: (event: SettledEvent<R, ConsumeMessage>) => void;
+  /**
+   * Retry budget and circuit breakers (docs/load-shedding.md): while the breaker is open the
+   * deliveries in hand are held unacknowledged (not run, not charged), so the broker sends
+   * no more than `prefetch`; a retry the budget does not pay for waits `budget.spentDelayMs`
+   * (its delay tier). Default: none.
+   */
+  readonly resilience?: ResilienceOptions<Envelope>;
   /** Called synchronously for each {@link RabbitConnectionEvent}; must not throw. */
   readonly onConnection?: (event: RabbitConnectionEvent) => void;
 }
@@ -177,6 +187,7 @@ const CONSUMER_KEYS = optionKeys<RabbitConsumerOptions>()([
   'meter',
   'onSettled',
   'onConnection',
+  'resilience',
 ]);
 const RETRY_KEYS = optionKeys<RabbitRetryOptions>()(['delaysMs', 'backoff', 'ladderMs']);
 const BACKOFF_KEYS = optionKeys<RabbitBackoffOptions>()(['baseMs', 'capMs']);
@@ -294,7 +305,7 @@ function hook<F>(value: F | undefined, what: string): F | undefined {
 }
 
 function inboxFrom(
-  options: Pick<RabbitConsumerOptions, 'inbox'>,
+  options: Pick<RabbitConsumerOptions, 'inbox' | 'resilience'>,
   mode: ResolvedConsumerOptions<unknown>['mode'],
 ): Inbox {
   const inbox: unknown = options.inbox;
@@ -310,7 +321,9 @@ function inboxFrom(
       'createRabbitConsumer: inbox must be an Inbox (createInbox({ store, consumer, … }))',
     );
   }
-  return inbox as Inbox;
+  return options.resilience === undefined
+    ? (inbox as Inbox)
+    : withResilience(inbox as Inbox, options.resilience, 'createRabbitConsumer');
 }
 
 function messageIdFrom(

@@ -11,6 +11,7 @@ import {
   type ResolvedMessageId,
   type SettledEvent,
   optionalFunction,
+  withResilience,
 } from '@justonce/core/transport';
 import { attributeNameProblem } from '../client/attributes';
 import { isQueueUrl } from '../client/queue-names';
@@ -70,6 +71,7 @@ const CONSUMER_KEYS = optionKeys<SqsConsumerOptions>()([
   'scopeHeader',
   'shutdownTimeoutMs',
   'onSettled',
+  'resilience',
   'logger',
   'meter',
   'timeouts',
@@ -226,7 +228,10 @@ export function resolveConsumerOptions<R>(
   const meter = resolveMeter(options.meter, ['createCounter']);
   return {
     queueUrl,
-    inbox: options.inbox,
+    inbox:
+      options.resilience === undefined
+        ? options.inbox
+        : withResilience(options.inbox, options.resilience, WHO),
     handler,
     mode,
     concurrency: integerOption(options.concurrency, 'concurrency', 10, 1, 1_000),

@@ -7,7 +7,13 @@ import type {
   InboxOptions,
   Logger,
 } from '@justonce/core';
-import type { Consumer, MessageIdOptions, SettledEvent } from '@justonce/core/transport';
+import type {
+  Consumer,
+  Envelope,
+  MessageIdOptions,
+  ResilienceOptions,
+  SettledEvent,
+} from '@justonce/core/transport';
 import type { SqsClientSource } from '../client/client';
 import type { SqsTimeoutOptions } from '../client/time-limits';
 
@@ -109,6 +115,13 @@ export interface SqsConsumerOptions<R = unknown, Tx = KnexTransaction> extends S
   readonly shutdownTimeoutMs?: number;
   /** Called after the consumer acted on each message; for metrics and tests. Must not throw. */
   readonly onSettled?: (event: SettledEvent<R, Message>) => void;
+  /**
+   * Retry budget and circuit breakers (docs/load-shedding.md): while the breaker is open the
+   * messages in hand are held (not run, not charged) and no more are received once
+   * `concurrency` are held; a retry the budget does not pay for waits `budget.spentDelayMs`
+   * (its visibility timeout). Default: none.
+   */
+  readonly resilience?: ResilienceOptions<Envelope>;
   /** Where log lines go. Default: a silent logger. */
   readonly logger?: Logger;
   /** OpenTelemetry meter for the consumer's counters. Default: the global provider's `@justonce/core` meter. */

@@ -1,0 +1,16 @@
+export type {
+  ResilienceBreakerOptions,
+  ResilienceBudgetOptions,
+  ResilienceEvent,
+  ResilienceOptions,
+  ResilienceSnapshot,
+} from './types';
+export { RESILIENCE_DEFAULTS, resolveResilience, type ResolvedResilience } from './options';
+export {
+  createResilienceGate,
+  WHOLE_CONSUMER_KEY,
+  type Admitted,
+  type Refused,
+  type ResilienceGate,
+} from './gate';
+export { withResilience, type ResilientInbox } from './resilient-inbox';
