@@ -11,6 +11,13 @@ import type { RelayRuntime } from '../runtime';
 import { deletePublishedBatch } from '../sql/cleanup';
 import type { CleanupOptions, CycleResult, Relay, RelayStats, StopOptions } from '../types';
 import { recordBoundary } from './cut-over';
+import {
+  dropHandedBackSlot,
+  handBackIncomplete,
+  handedBackError,
+  isHandedBack,
+  readHandBack,
+} from './hand-back';
 import { observeSlot } from './metrics';
 import type { ResolvedLogOptions } from './options';
 import { runSession, type SessionControl, type SessionView } from './session';
@@ -26,6 +33,10 @@ interface LogState {
   running: boolean;
   stopping: boolean;
   draining: boolean;
+  /** Set by `stop({ handBackToPolling: true })`. */
+  handingBack: boolean;
+  /** Set once a session handed the outbox back to polling relays: the loop reads no more. */
+  handedBack: boolean;
   /** Aborted when a stop gave up waiting: the session stops at once, confirming nothing more. */
   abandon: AbortController;
   /** Aborted by `stop`: wakes an idle session and ends a wait between attempts. */
@@ -99,6 +110,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     running: false,
     stopping: false,
     draining: false,
+    handingBack: false,
+    handedBack: false,
     abandon: new AbortController(),
     stopSignal: new AbortController(),
     prepared: false,
@@ -112,6 +125,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
   const prepare = async (): Promise<void> => {
     if (state.prepared) return;
     await checkServer(o.store.knex);
+    // Before the slot: a handed-back slot that was dropped must not be created again.
+    if ((await readHandBack(o.store, log.slot))?.done === true) throw handedBackError(log.slot);
     await ensurePublicationAndSlot(o.store, log);
     if (log.takeOverFromPolling) await recordBoundary(o.store, log);
     state.prepared = true;
@@ -122,6 +137,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     stopping: () => state.stopping && !state.draining,
     untilCaughtUp,
     poke: state.stopSignal.signal,
+    handBack: () => state.handingBack,
     onView: (view) => {
       state.view = view;
       if (view === null) return;
@@ -138,15 +154,26 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
       let delayMs: number;
       try {
         await prepare();
-        await runSession(
+        const end = await runSession(
           rt,
           log,
           control(() => state.draining),
         );
-        if (state.draining) return;
+        if (end === 'handed back') {
+          state.handedBack = true;
+          await dropHandedBackSlot(o.store, log, o.logger);
+          return;
+        }
+        if (state.draining && !state.handingBack) return;
         failures = 0;
         continue;
       } catch (error) {
+        if (isHandedBack(error)) {
+          o.logger.error('relay: the slot was handed back to polling; this relay reads it no more', {
+            slot: log.slot,
+          });
+          return;
+        }
         delayMs = onSessionError(rt, log, state, error, (failures += 1));
       }
       // A drain goes on trying until its time is up; a plain stop ends the wait.
@@ -168,6 +195,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.running = true;
     state.stopping = false;
     state.draining = false;
+    state.handingBack = false;
     state.abandon = new AbortController();
     state.stopSignal = new AbortController();
     state.stopObserving = observeSlot(o.meter, log.slot, {
@@ -181,10 +209,14 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
   };
 
   const stopRelay = async (stopOptions: StopOptions = {}): Promise<void> => {
-    if (!state.running) return;
+    if (!state.running) {
+      if (stopOptions.handBackToPolling === true) throw handBackIncomplete(log, 0);
+      return;
+    }
     const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
     state.stopping = true;
-    state.draining = stopOptions.drain === true;
+    state.handingBack = stopOptions.handBackToPolling === true;
+    state.draining = stopOptions.drain === true || state.handingBack;
     state.stopSignal.abort();
     const loop = state.loop ?? Promise.resolve();
     if (!(await finishesWithin(loop, timeoutMs))) {
@@ -197,6 +229,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.stopObserving = null;
     state.running = false;
     o.logger.info('relay: stopped', { ownerId: o.ownerId });
+    if (state.handingBack && !state.handedBack) throw handBackIncomplete(log, timeoutMs);
   };
 
   return {

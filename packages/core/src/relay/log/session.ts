@@ -1,7 +1,8 @@
 import type { ClaimedRow } from '../sql/claimed-row';
 import type { RelayRuntime } from '../runtime';
 import type { ResolvedLogOptions } from './options';
-import { publishLeftovers, readBoundary } from './cut-over';
+import { publishLeftovers, readBoundary, waitForRunningTransactions } from './cut-over';
+import { beginHandBack, finishHandBack, handedBackError, readHandBack } from './hand-back';
 import { publishEvents, type Abandon } from './publish';
 import { openReplicationStream, type ReplicationStream } from './stream';
 import { TransactionAssembler, type LogTransaction } from './transactions';
@@ -30,7 +31,12 @@ export interface SessionControl extends Abandon {
   readonly onView: (view: SessionView | null) => void;
   /** Aborted when the relay is told to stop or drain: an idle session looks again at once. */
   readonly poke: AbortSignal;
+  /** True once the relay was told to hand the outbox back to polling relays. */
+  readonly handBack: () => boolean;
 }
+
+/** How a session ended: `'handed back'` once the outbox is the polling relays' (hand-back.ts). */
+export type SessionEnd = 'stopped' | 'handed back';
 
 /** Events above which the session stops reading the socket until the broker catches up. */
 const BUFFER_BATCHES = 8;
@@ -65,8 +71,8 @@ export async function runSession(
   rt: RelayRuntime,
   log: ResolvedLogOptions,
   control: SessionControl,
-): Promise<void> {
-  const { store, batchSize } = rt.options;
+): Promise<SessionEnd> {
+  const { store, batchSize, logger } = rt.options;
   const queue: LogTransaction[] = [];
   let headDone = 0;
   let buffered = 0;
@@ -80,12 +86,17 @@ export async function runSession(
   const markersConfirmed = new Set<string>();
   const view = (): SessionView => ({ queue, headDone });
   const cutOver = log.takeOverFromPolling ? await readBoundary(store, log) : null;
+  /** The hand-back's boundary once it began: later events belong to the polling relays. */
+  const handBack: { boundary: bigint | null } = { boundary: null };
+  /** Set when a hand-back a dead reader began is found: this session finishes it. */
+  let resumeHandBack = false;
+  const wantsHandBack = (): boolean => resumeHandBack || control.handBack();
   const assembler = new TransactionAssembler(
     MARKER_PREFIX,
     store.schema,
     store.names.raw('outbox'),
     (committed) => {
-      const t = cutOver === null ? committed : aboveBoundary(committed, cutOver.boundary);
+      const t = within(committed, cutOver?.boundary ?? null, handBack.boundary);
       queue.push(t);
       buffered += t.events.length;
       if (!paused && buffered > batchSize * BUFFER_BATCHES) {
@@ -127,7 +138,9 @@ export async function runSession(
   };
   open.ended.then(() => fail(new Error('replication stream ended')), fail);
   const ask = (): void => {
-    if (marker !== null || !control.untilCaughtUp()) return;
+    if (marker !== null) return;
+    // A hand-back's marker must follow its boundary and its wait (beginHandBackHere).
+    if (handBack.boundary === null && (wantsHandBack() || !control.untilCaughtUp())) return;
     marker = writeMarker(rt);
     marker.then((token) => {
       markerToken = token;
@@ -145,19 +158,53 @@ export async function runSession(
   // A stop that gave up waiting lets go of the slot at once, for a standby to take.
   const abandoned = (): void => void open.close();
   control.signal.addEventListener('abort', abandoned);
+  /**
+   * Begins (or resumes) the hand-back: the boundary, then the wait for every transaction that
+   * may hold an id up to it, then this session's marker. Events above the boundary are dropped
+   * from what is queued and from what comes (they are the polling relays'). Resolves to false
+   * when abandoned during the wait.
+   */
+  const beginHandBackHere = async (): Promise<boolean> => {
+    const boundary = await beginHandBack(store, log);
+    handBack.boundary = boundary;
+    for (const [i, t] of queue.entries()) {
+      const kept = within(t, null, boundary);
+      buffered -= t.events.length - kept.events.length;
+      queue[i] = kept;
+    }
+    if (!(await waitForRunningTransactions(store.knex, control))) return false;
+    ask();
+    return true;
+  };
   control.onView(view());
-  ask();
   try {
+    // Only the session that holds the slot reads this: a hand-back cannot finish under it.
+    const handedBack = await readHandBack(store, log.slot);
+    if (handedBack?.done === true) throw handedBackError(log.slot);
+    resumeHandBack = handedBack !== null;
+    ask();
     // The slot is ours alone while the stream is open: no other relay publishes the leftovers.
     if (cutOver !== null && !cutOver.done) {
-      if (!(await publishLeftovers(rt, log, cutOver.boundary, control))) return;
+      if (!(await publishLeftovers(rt, log, cutOver.boundary, control))) return 'stopped';
     }
     for (;;) {
       if (failure !== null) throw failure;
-      if (control.stopping()) return;
+      if (handBack.boundary === null && wantsHandBack() && !(await beginHandBackHere())) {
+        return 'stopped';
+      }
+      if (control.stopping()) return 'stopped';
       if (queue.length === 0) {
-        if (markerToken !== null && markersConfirmed.has(markerToken) && control.untilCaughtUp()) {
-          return;
+        if (markerToken !== null && markersConfirmed.has(markerToken)) {
+          if (handBack.boundary !== null) {
+            const marked = await finishHandBack(store, log, handBack.boundary);
+            logger.info('relay: handed the outbox back to polling', {
+              slot: log.slot,
+              boundary: handBack.boundary.toString(),
+              marked,
+            });
+            return 'handed back';
+          }
+          if (control.untilCaughtUp()) return 'stopped';
         }
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -166,7 +213,7 @@ export async function runSession(
         continue;
       }
       const batch = nextBatch(queue, headDone, batchSize);
-      if (!(await publishEvents(rt, batch.rows, control))) return;
+      if (!(await publishEvents(rt, batch.rows, control))) return 'stopped';
       // Done: the whole transactions leave the queue; a part advances into the head.
       const finished = queue.splice(0, batch.complete);
       headDone = batch.headDone;
@@ -189,11 +236,16 @@ export async function runSession(
 }
 
 /**
- * A transaction without its events up to the cut-over's boundary: those were in the table
- * when the relay took over from polling, and are published from there.
+ * A transaction without the events that are not the log relay's: those up to the cut-over's
+ * boundary (`after`: in the table when the relay took over from polling, published from
+ * there) and those above a hand-back's boundary (`upTo`: the polling relays publish them).
  */
-function aboveBoundary(t: LogTransaction, boundary: bigint): LogTransaction {
-  const events = t.events.filter((event) => BigInt(event.id) > boundary);
+function within(t: LogTransaction, after: bigint | null, upTo: bigint | null): LogTransaction {
+  if (after === null && upTo === null) return t;
+  const events = t.events.filter((event) => {
+    const id = BigInt(event.id);
+    return (after === null || id > after) && (upTo === null || id <= upTo);
+  });
   return events.length === t.events.length ? t : { ...t, events };
 }
 
