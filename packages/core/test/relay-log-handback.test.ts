@@ -32,9 +32,8 @@ const handBackOf = async (slot: string): Promise<{ boundary: string; done: boole
   )[0];
 
 const slotExists = async (slot: string): Promise<boolean> =>
-  rowsOf(
-    await store.knex.raw(`select 1 from pg_replication_slots where slot_name = ?`, [slot]),
-  ).length > 0;
+  rowsOf(await store.knex.raw(`select 1 from pg_replication_slots where slot_name = ?`, [slot]))
+    .length > 0;
 
 describe('handing the outbox back to polling relays (stop({ handBackToPolling }))', () => {
   it('publishes every committed event exactly once, in order per key, without pausing the writers', async () => {
@@ -57,7 +56,10 @@ describe('handing the outbox back to polling relays (stop({ handBackToPolling })
       ['long-a', 'long-b', 'long-c'].map((tag) => openLongTransaction(store, tag)),
     );
     const handedBack = log.stop({ handBackToPolling: true, timeoutMs: 30_000 });
-    await waitFor('the boundary to be recorded', async () => (await handBackOf(slot)) !== undefined);
+    await waitFor(
+      'the boundary to be recorded',
+      async () => (await handBackOf(slot)) !== undefined,
+    );
     await writers.commit(50);
     expect((await handBackOf(slot))?.done).toBe(false);
     await long[0]!.commit();

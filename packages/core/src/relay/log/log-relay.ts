@@ -169,9 +169,12 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
         continue;
       } catch (error) {
         if (isHandedBack(error)) {
-          o.logger.error('relay: the slot was handed back to polling; this relay reads it no more', {
-            slot: log.slot,
-          });
+          o.logger.error(
+            'relay: the slot was handed back to polling; this relay reads it no more',
+            {
+              slot: log.slot,
+            },
+          );
           return;
         }
         delayMs = onSessionError(rt, log, state, error, (failures += 1));
