@@ -7,13 +7,13 @@
  *   notifications;
  * - `log`: the logical-replication relay (a `pgoutput` slot; no write per event);
  * - `debezium`: Debezium's PostgreSQL connector with its outbox event router in the Kafka
- *   Connect worker (`KAFKA_CONNECT_URL`), configured by `debeziumOutboxConnectorConfig`.
+ *   Connect worker (`KAFKA_CONNECT_URL`), configured by `debeziumOutboxConnector`.
  *
  * Every side has its own schema and topic. Events arrive at one measuring consumer per side
  * (raw kafkajs, reading the side's topic), which takes each record's `message-id` header.
  *
  * - **throughput**: with the side stopped (the polling relay not started, the log relay not
- *   started, the connector paused), BENCH_RELAYS_EVENTS events (default 20 000) over 1 000
+ *   started, the connector stopped), BENCH_RELAYS_EVENTS events (default 20 000) over 1 000
  *   keys are added in transactions of 500; then the side starts, timed until the consumer has
  *   every event. Over that drain: PostgreSQL's WAL bytes per event (`pg_current_wal_lsn`),
  *   rows written per event in the side's schema (`pg_stat_user_tables`), PostgreSQL's CPU and
@@ -68,7 +68,8 @@ interface Arrivals {
   waitFor(ids: readonly string[], timeoutMs: number): Promise<void>;
 }
 
-async function arrivals(kafka: Kafka, topic: string): Promise<Arrivals> {
+async function arrivals(kafka: Kafka, side: RelaySide): Promise<Arrivals> {
+  const { topic } = side;
   const consumer = kafka.consumer({
     groupId: `bench-relays-${randomBytes(4).toString('hex')}`,
     maxWaitTimeInMs: 20,
@@ -90,9 +91,21 @@ async function arrivals(kafka: Kafka, topic: string): Promise<Arrivals> {
     at,
     waitFor: async (ids, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;
+      let checked = Date.now();
       for (const id of ids) {
         while (!at.has(id)) {
-          if (Date.now() > deadline) throw new Error(`${topic}: event ${id} did not arrive`);
+          if (Date.now() - checked > 1_000) {
+            await side.check();
+            checked = Date.now();
+          }
+          if (Date.now() > deadline) {
+            // How many are missing, not just the first: a side that stopped relaying misses
+            // every later event, a lost event is one among many that arrived.
+            const missing = ids.filter((x) => !at.has(x));
+            throw new Error(
+              `${topic}: ${missing.length} of ${ids.length} events did not arrive (first ${id}, at index ${ids.indexOf(id)})`,
+            );
+          }
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
@@ -183,7 +196,7 @@ async function latency(
 }
 
 async function round(side: RelaySide, kafka: Kafka): Promise<Round> {
-  const seen = await arrivals(kafka, side.topic);
+  const seen = await arrivals(kafka, side);
   try {
     await side.stop();
     const ids = await fill(side.store, side.topic, EVENTS);
