@@ -4,8 +4,10 @@ import { JustonceError } from '../../errors/justonce-error';
 import type { Logger } from '../../observability/logger';
 import { rowsOf } from '../../store/rows';
 import type { Store } from '../../store/store';
+import type { RelayRuntime } from '../runtime';
 import { ensureBoundaryTable, insertBoundary, outboxSequence } from './cut-over';
 import type { ResolvedLogOptions } from './options';
+import type { LogTransaction } from './transactions';
 
 /** A slot's hand-back to polling relays: the boundary id, and whether it is complete. */
 export interface HandBackRecord {
@@ -145,5 +147,65 @@ export async function dropHandedBackSlot(
       }
       await sleep(100);
     }
+  }
+}
+
+/**
+ * A session's part in a hand-back: whether it must hand back (asked, or a dead reader began
+ * one), and once it began, the boundary above which events are the polling relays'. @internal
+ */
+export class SessionHandBack {
+  /** Set once the hand-back began in this session. */
+  boundary: bigint | null = null;
+  private resume = false;
+
+  constructor(private readonly requested: () => boolean) {}
+
+  /** True when this session must hand back. */
+  get wanted(): boolean {
+    return this.resume || this.requested();
+  }
+
+  /**
+   * Reads the slot's hand-back, once the session holds the slot (so that none can finish
+   * under it): throws {@link handedBackError} when it is done; one begun is resumed.
+   */
+  async open(store: Store, slot: string): Promise<void> {
+    const record = await readHandBack(store, slot);
+    if (record?.done === true) throw handedBackError(slot);
+    this.resume = record !== null;
+  }
+
+  /**
+   * Begins (or resumes) the hand-back: records or reads the boundary, and drops the events
+   * above it from what is queued (`keep`); what comes later is filtered by the session. Resolves
+   * to the events dropped.
+   */
+  async begin(
+    store: Store,
+    log: ResolvedLogOptions,
+    queue: LogTransaction[],
+    keep: (t: LogTransaction, upTo: bigint) => LogTransaction,
+  ): Promise<number> {
+    const boundary = await beginHandBack(store, log);
+    this.boundary = boundary;
+    let dropped = 0;
+    for (const [i, t] of queue.entries()) {
+      queue[i] = keep(t, boundary);
+      dropped += t.events.length - queue[i]!.events.length;
+    }
+    return dropped;
+  }
+
+  /** Finishes the hand-back once the session's marker is confirmed. */
+  async finish(rt: RelayRuntime, log: ResolvedLogOptions): Promise<'handed back'> {
+    const boundary = this.boundary!;
+    const marked = await finishHandBack(rt.options.store, log, boundary);
+    rt.options.logger.info('relay: handed the outbox back to polling', {
+      slot: log.slot,
+      boundary: boundary.toString(),
+      marked,
+    });
+    return 'handed back';
   }
 }

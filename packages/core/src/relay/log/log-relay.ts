@@ -101,6 +101,46 @@ function onSessionError(
 }
 
 /**
+ * Reads the slot, standing by while another process does, until stopped, drained or handed
+ * back (then it drops the slot). A slot handed back before ends it with an error logged.
+ */
+async function readSlot(
+  rt: RelayRuntime,
+  log: ResolvedLogOptions,
+  state: LogState,
+  prepare: () => Promise<void>,
+  control: () => SessionControl,
+): Promise<void> {
+  const o = rt.options;
+  let failures = 0;
+  while (!(state.stopping && !state.draining) && !state.abandon.signal.aborted) {
+    let delayMs: number;
+    try {
+      await prepare();
+      if ((await runSession(rt, log, control())) === 'handed back') {
+        state.handedBack = true;
+        await dropHandedBackSlot(o.store, log, o.logger);
+        return;
+      }
+      if (state.draining && !state.handingBack) return;
+      failures = 0;
+      continue;
+    } catch (error) {
+      if (isHandedBack(error)) {
+        o.logger.error('relay: the slot was handed back to polling; this relay reads it no more', {
+          slot: log.slot,
+        });
+        return;
+      }
+      delayMs = onSessionError(rt, log, state, error, (failures += 1));
+    }
+    // A drain goes on trying until its time is up; a plain stop ends the wait.
+    const stop = state.draining ? undefined : state.stopSignal.signal;
+    await sleep(delayMs, state.abandon.signal, stop);
+  }
+}
+
+/**
  * The `'log'` mode of {@link createRelay}: the same {@link Relay}, reading the outbox's inserts
  * from a logical replication slot instead of claiming rows (docs/relays.md). @internal
  */
@@ -147,43 +187,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     },
   });
 
-  /** Reads the slot, standing by while another process does, until stopped. */
-  const run = async (): Promise<void> => {
-    let failures = 0;
-    while (!(state.stopping && !state.draining) && !state.abandon.signal.aborted) {
-      let delayMs: number;
-      try {
-        await prepare();
-        const end = await runSession(
-          rt,
-          log,
-          control(() => state.draining),
-        );
-        if (end === 'handed back') {
-          state.handedBack = true;
-          await dropHandedBackSlot(o.store, log, o.logger);
-          return;
-        }
-        if (state.draining && !state.handingBack) return;
-        failures = 0;
-        continue;
-      } catch (error) {
-        if (isHandedBack(error)) {
-          o.logger.error(
-            'relay: the slot was handed back to polling; this relay reads it no more',
-            {
-              slot: log.slot,
-            },
-          );
-          return;
-        }
-        delayMs = onSessionError(rt, log, state, error, (failures += 1));
-      }
-      // A drain goes on trying until its time is up; a plain stop ends the wait.
-      const stop = state.draining ? undefined : state.stopSignal.signal;
-      await sleep(delayMs, state.abandon.signal, stop);
-    }
-  };
+  const run = (): Promise<void> =>
+    readSlot(rt, log, state, prepare, () => control(() => state.draining));
 
   const startRelay = async (): Promise<void> => {
     if (state.running) return;

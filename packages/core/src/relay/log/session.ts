@@ -2,7 +2,7 @@ import type { ClaimedRow } from '../sql/claimed-row';
 import type { RelayRuntime } from '../runtime';
 import type { ResolvedLogOptions } from './options';
 import { publishLeftovers, readBoundary, waitForRunningTransactions } from './cut-over';
-import { beginHandBack, finishHandBack, handedBackError, readHandBack } from './hand-back';
+import { SessionHandBack } from './hand-back';
 import { publishEvents, type Abandon } from './publish';
 import { openReplicationStream, type ReplicationStream } from './stream';
 import { TransactionAssembler, type LogTransaction } from './transactions';
@@ -58,6 +58,68 @@ async function writeMarker(rt: RelayRuntime): Promise<string> {
   return token;
 }
 
+/** Events read and not yet published: past BUFFER_BATCHES batches, the socket is not read. */
+class Backlog {
+  private buffered = 0;
+  private paused = false;
+
+  constructor(
+    private readonly batchSize: number,
+    private readonly stream: () => ReplicationStream | null,
+  ) {}
+
+  add(events: number): void {
+    this.buffered += events;
+    if (!this.paused && this.buffered > this.batchSize * BUFFER_BATCHES) {
+      this.paused = true;
+      this.stream()?.pause();
+    }
+  }
+
+  /** Once the broker caught up by half, the socket is read again. */
+  remove(events: number): void {
+    this.buffered -= events;
+    if (this.paused && this.buffered <= this.batchSize * (BUFFER_BATCHES / 2)) {
+      this.paused = false;
+      this.stream()?.resume();
+    }
+  }
+}
+
+/** This session's marker: written once, then whether its transaction is confirmed. */
+class MarkerWait {
+  private written = false;
+  private token: string | null = null;
+  /** Marker tokens of confirmed transactions (this session's and other relays' alike). */
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly rt: RelayRuntime,
+    private readonly onWritten: () => void,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  /** Writes the marker, unless written already. */
+  write(): void {
+    if (this.written) return;
+    this.written = true;
+    writeMarker(this.rt).then((token) => {
+      this.token = token;
+      this.onWritten();
+    }, this.onError);
+  }
+
+  /** Notes the markers of a confirmed transaction. */
+  confirmed(t: LogTransaction): void {
+    for (const token of t.markers) this.seen.add(token);
+  }
+
+  /** True once the marker's transaction is confirmed: everything before it is too. */
+  get reached(): boolean {
+    return this.token !== null && this.seen.has(this.token);
+  }
+}
+
 /**
  * One connection's worth of the log relay: opens the slot's stream, gathers committed
  * transactions, publishes them in commit order (a batch takes whole transactions while they
@@ -72,25 +134,15 @@ export async function runSession(
   log: ResolvedLogOptions,
   control: SessionControl,
 ): Promise<SessionEnd> {
-  const { store, batchSize, logger } = rt.options;
+  const { store, batchSize } = rt.options;
   const queue: LogTransaction[] = [];
   let headDone = 0;
-  let buffered = 0;
   let confirmed = 0n;
-  let paused = false;
   let wake: () => void = () => undefined;
-  /** The marker this session waits for, and whether its transaction has been confirmed. */
-  let marker: Promise<string> | null = null;
-  let markerToken: string | null = null;
-  /** Marker tokens of confirmed transactions (this session's and other relays' alike). */
-  const markersConfirmed = new Set<string>();
+  const backlog = new Backlog(batchSize, () => stream);
   const view = (): SessionView => ({ queue, headDone });
   const cutOver = log.takeOverFromPolling ? await readBoundary(store, log) : null;
-  /** The hand-back's boundary once it began: later events belong to the polling relays. */
-  const handBack: { boundary: bigint | null } = { boundary: null };
-  /** Set when a hand-back a dead reader began is found: this session finishes it. */
-  let resumeHandBack = false;
-  const wantsHandBack = (): boolean => resumeHandBack || control.handBack();
+  const handBack = new SessionHandBack(control.handBack);
   const assembler = new TransactionAssembler(
     MARKER_PREFIX,
     store.schema,
@@ -98,11 +150,7 @@ export async function runSession(
     (committed) => {
       const t = within(committed, cutOver?.boundary ?? null, handBack.boundary);
       queue.push(t);
-      buffered += t.events.length;
-      if (!paused && buffered > batchSize * BUFFER_BATCHES) {
-        paused = true;
-        stream?.pause();
-      }
+      backlog.add(t.events.length);
       wake();
     },
   );
@@ -137,15 +185,11 @@ export async function runSession(
     wake();
   };
   open.ended.then(() => fail(new Error('replication stream ended')), fail);
+  const marker = new MarkerWait(rt, () => wake(), fail);
   const ask = (): void => {
-    if (marker !== null) return;
-    // A hand-back's marker must follow its boundary and its wait (beginHandBackHere).
-    if (handBack.boundary === null && (wantsHandBack() || !control.untilCaughtUp())) return;
-    marker = writeMarker(rt);
-    marker.then((token) => {
-      markerToken = token;
-      wake();
-    }, fail);
+    // A hand-back's marker must follow its boundary and its wait (beginHandBack).
+    if (handBack.boundary === null && (handBack.wanted || !control.untilCaughtUp())) return;
+    marker.write();
   };
   // The server's wal_sender_timeout ends a session that says nothing: report even when paused.
   const status = setInterval(() => open.confirm(confirmed), log.statusIntervalMs);
@@ -158,20 +202,9 @@ export async function runSession(
   // A stop that gave up waiting lets go of the slot at once, for a standby to take.
   const abandoned = (): void => void open.close();
   control.signal.addEventListener('abort', abandoned);
-  /**
-   * Begins (or resumes) the hand-back: the boundary, then the wait for every transaction that
-   * may hold an id up to it, then this session's marker. Events above the boundary are dropped
-   * from what is queued and from what comes (they are the polling relays'). Resolves to false
-   * when abandoned during the wait.
-   */
-  const beginHandBackHere = async (): Promise<boolean> => {
-    const boundary = await beginHandBack(store, log);
-    handBack.boundary = boundary;
-    for (const [i, t] of queue.entries()) {
-      const kept = within(t, null, boundary);
-      buffered -= t.events.length - kept.events.length;
-      queue[i] = kept;
-    }
+  /** The hand-back's boundary, the wait, then the marker; false when abandoned in the wait. */
+  const beginHandBack = async (): Promise<boolean> => {
+    backlog.remove(await handBack.begin(store, log, queue, (t, upTo) => within(t, null, upTo)));
     if (!(await waitForRunningTransactions(store.knex, control))) return false;
     ask();
     return true;
@@ -179,9 +212,7 @@ export async function runSession(
   control.onView(view());
   try {
     // Only the session that holds the slot reads this: a hand-back cannot finish under it.
-    const handedBack = await readHandBack(store, log.slot);
-    if (handedBack?.done === true) throw handedBackError(log.slot);
-    resumeHandBack = handedBack !== null;
+    await handBack.open(store, log.slot);
     ask();
     // The slot is ours alone while the stream is open: no other relay publishes the leftovers.
     if (cutOver !== null && !cutOver.done) {
@@ -189,21 +220,13 @@ export async function runSession(
     }
     for (;;) {
       if (failure !== null) throw failure;
-      if (handBack.boundary === null && wantsHandBack() && !(await beginHandBackHere())) {
+      if (handBack.boundary === null && handBack.wanted && !(await beginHandBack())) {
         return 'stopped';
       }
       if (control.stopping()) return 'stopped';
       if (queue.length === 0) {
-        if (markerToken !== null && markersConfirmed.has(markerToken)) {
-          if (handBack.boundary !== null) {
-            const marked = await finishHandBack(store, log, handBack.boundary);
-            logger.info('relay: handed the outbox back to polling', {
-              slot: log.slot,
-              boundary: handBack.boundary.toString(),
-              marked,
-            });
-            return 'handed back';
-          }
+        if (marker.reached) {
+          if (handBack.boundary !== null) return handBack.finish(rt, log);
           if (control.untilCaughtUp()) return 'stopped';
         }
         await new Promise<void>((resolve) => {
@@ -217,13 +240,9 @@ export async function runSession(
       // Done: the whole transactions leave the queue; a part advances into the head.
       const finished = queue.splice(0, batch.complete);
       headDone = batch.headDone;
-      buffered -= batch.rows.length;
+      backlog.remove(batch.rows.length);
       if (finished.length > 0) confirm(finished[finished.length - 1]!.endLsn);
-      for (const t of finished) for (const token of t.markers) markersConfirmed.add(token);
-      if (paused && buffered <= batchSize * (BUFFER_BATCHES / 2)) {
-        paused = false;
-        open.resume();
-      }
+      for (const t of finished) marker.confirmed(t);
       control.onView(view());
     }
   } finally {
