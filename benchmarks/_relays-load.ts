@@ -80,7 +80,9 @@ export async function offer(
           }),
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    // Until the next event is due: the relay and the consumer share this process's loop.
+    const nextDueMs = ((sent + 1) / rate) * 1000 - (performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, nextDueMs)));
   }
   await Promise.all(inFlight);
   const perSec = total / ((performance.now() - started) / 1000);

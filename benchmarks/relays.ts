@@ -36,15 +36,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { createOutbox, rowsOf, type Store } from '@justonce/core';
 import { ensureServices } from '../test-support/services';
-import {
-  benchRounds,
-  costMeter,
-  median,
-  percentile,
-  printTable,
-  rowsWritten,
-  type Measured,
-} from './_support';
+import { benchRounds, costMeter, median, printTable, rowsWritten, type Measured } from './_support';
 import { relaySides, type RelaySide, type SideName } from './_relays-sides';
 import { highestSustained, offer, type Arrivals } from './_relays-load';
 

@@ -31,7 +31,9 @@ describe('taking over from polling relays by id (log.takeOverFromPolling)', () =
       `create publication "${slot}" for table ${store.names.table('outbox')} with (publish = 'insert')`,
     );
     await store.knex.raw(`select pg_create_logical_replication_slot(?, 'pgoutput')`, [slot]);
-    const long = await Promise.all(['long-a', 'long-b', 'long-c'].map((tag) => openLongTransaction(store, tag)));
+    const long = await Promise.all(
+      ['long-a', 'long-b', 'long-c'].map((tag) => openLongTransaction(store, tag)),
+    );
     await polling.stop();
     await writers.commit(100);
 
