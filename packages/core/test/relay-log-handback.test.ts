@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import {
   ConfigurationError,
   createMemoryPublisher,
@@ -94,6 +95,28 @@ describe('handing the outbox back to polling relays (stop({ handBackToPolling })
     expect((error as Error).message).toContain('handed back');
     expect(await slotExists(slot)).toBe(false);
   }, 60_000);
+
+  it('refuses a handBackToPolling that is not a boolean, before anything else', async () => {
+    const log = createRelay({
+      store,
+      publisher: createMemoryPublisher(),
+      mode: 'log',
+      log: { slot: `${store.schema}_input` },
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.anything().filter((v) => v !== undefined && typeof v !== 'boolean'),
+        async (value) => {
+          const error = await log
+            .stop({ handBackToPolling: value as boolean })
+            .catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(ConfigurationError);
+          expect((error as Error).message).toContain('handBackToPolling');
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
 
   it('rejects when the relay is not running, and in the polling mode', async () => {
     const log = createRelay({

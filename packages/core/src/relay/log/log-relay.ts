@@ -1,6 +1,6 @@
 import { errorText } from '../../common/errors';
 import { finishesWithin, sleep } from '../../common/time';
-import { integerOption } from '../../config/options';
+import { integerOption, optionalBoolean } from '../../config/options';
 import { ConfigurationError } from '../../errors/configuration-error';
 import { StoreUnavailableError } from '../../errors/store-unavailable-error';
 import { fullJitterBackoff } from '../../retry/backoff';
@@ -217,13 +217,14 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
   };
 
   const stopRelay = async (stopOptions: StopOptions = {}): Promise<void> => {
+    const handBack = optionalBoolean(stopOptions.handBackToPolling, 'handBackToPolling', false);
     if (!state.running) {
-      if (stopOptions.handBackToPolling === true) throw handBackIncomplete(log, 0);
+      if (handBack) throw handBackIncomplete(log, 0);
       return;
     }
     const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
     state.stopping = true;
-    state.handingBack = stopOptions.handBackToPolling === true;
+    state.handingBack = handBack;
     state.draining = stopOptions.drain === true || state.handingBack;
     state.stopSignal.abort();
     const loop = state.loop ?? Promise.resolve();
