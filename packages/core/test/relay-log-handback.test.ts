@@ -50,6 +50,17 @@ describe('handing the outbox back to polling relays (stop({ handBackToPolling })
     });
     relays.push(log);
     await log.start();
+    await waitFor('the log relay to read the slot', async () => (await log.stats()).log?.active);
+    // A standby on the same slot: it must not read the slot once it is handed back.
+    const standby = createRelay({
+      store,
+      publisher,
+      mode: 'log',
+      batchSize: 25,
+      log: { slot, standbyRetryMs: 100 },
+    });
+    relays.push(standby);
+    await standby.start();
     writers.start(store, 4);
     await writers.commit(100);
     // Transactions that draw their ids before the boundary is read and end after it.
@@ -79,6 +90,7 @@ describe('handing the outbox back to polling relays (stop({ handBackToPolling })
     await writers.commit(100);
     await writers.stop();
     await polling.stop({ drain: true, timeoutMs: 30_000 });
+    expect((await standby.stats()).log?.active).toBe(false);
 
     const published = checkPublished(publisher);
     expect([...writers.rolledBack].filter((tag) => published.has(tag))).toEqual([]);
