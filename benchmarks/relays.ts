@@ -73,6 +73,9 @@ async function arrivals(kafka: Kafka, side: RelaySide): Promise<SideArrivals> {
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
+    // No offset commits: kafkajs commits after every batch by default, a round trip before
+    // its next fetch, which was most of the measured latency (p50 49 ms of 57 at 500/s).
+    autoCommit: false,
     eachBatch: async ({ batch }) => {
       const now = Date.now();
       for (const message of batch.messages) {
