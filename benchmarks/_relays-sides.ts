@@ -31,6 +31,11 @@ export interface RelaySide {
   stop(): Promise<void>;
   /** Stops it and removes its schema, slot, connector and topic. */
   dispose(): Promise<void>;
+  /**
+   * Rejects when the side can no longer relay (a Connect task that failed), so that a wait
+   * for its events ends with the reason instead of a timeout.
+   */
+  check(): Promise<void>;
 }
 
 /** What every side is built from. */
@@ -92,6 +97,7 @@ async function relayedSide(
   return {
     name,
     ...own,
+    check: async () => undefined,
     start: async () => {
       relay = relayOf(own.store, publisher);
       await relay.start();
@@ -200,6 +206,13 @@ async function debeziumSide(env: SideEnv): Promise<RelaySide> {
   return {
     name: 'debezium',
     ...own,
+    check: async () => {
+      const status = (await connect(env, 'GET', `/connectors/${name}/status`)) as {
+        tasks?: Array<{ state?: string; trace?: string }>;
+      };
+      const failed = status.tasks?.find((t) => t.state === 'FAILED');
+      if (failed) throw new Error(`connector ${name} failed: ${failed.trace ?? ''}`);
+    },
     start: async () => {
       await connect(env, 'PUT', `/connectors/${name}/resume`);
       await connectorState(env, name, 'RUNNING');

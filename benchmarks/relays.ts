@@ -7,23 +7,28 @@
  *   notifications;
  * - `log`: the logical-replication relay (a `pgoutput` slot; no write per event);
  * - `debezium`: Debezium's PostgreSQL connector with its outbox event router in the Kafka
- *   Connect worker (`KAFKA_CONNECT_URL`), configured by `debeziumOutboxConnectorConfig`.
+ *   Connect worker (`KAFKA_CONNECT_URL`), configured by `debeziumOutboxConnector`.
  *
  * Every side has its own schema and topic. Events arrive at one measuring consumer per side
  * (raw kafkajs, reading the side's topic), which takes each record's `message-id` header.
  *
  * - **throughput**: with the side stopped (the polling relay not started, the log relay not
- *   started, the connector paused), BENCH_RELAYS_EVENTS events (default 20 000) over 1 000
+ *   started, the connector stopped), BENCH_RELAYS_EVENTS events (default 20 000) over 1 000
  *   keys are added in transactions of 500; then the side starts, timed until the consumer has
  *   every event. Over that drain: PostgreSQL's WAL bytes per event (`pg_current_wal_lsn`),
  *   rows written per event in the side's schema (`pg_stat_user_tables`), PostgreSQL's CPU and
  *   the Java processes' (Kafka and Connect) per event.
- * - **latency**: with the side running, single-event transactions (`synchronous_commit` on)
- *   at BENCH_RELAYS_RATE (default 500/s) for BENCH_SECONDS (default 4), then again at 80 % of
- *   the side's measured drain rate (or as fast as the producers manage, which `offered` shows):
- *   commit → arrival at the consumer p50/p99 (the consumer's fetch is in every side's figure).
+ * - **latency**: with the side running, events committed (`synchronous_commit` on) at
+ *   BENCH_RELAYS_RATE (default 500/s) for BENCH_SECONDS (default 4) through up to 8
+ *   connections (_relays-load.ts: one event per transaction at that rate, multi-row
+ *   transactions of what came due at higher ones); then the offered rate doubles from twice
+ *   that, step by step, until a step leaves a backlog (its last event arrives more than a
+ *   second after its last commit; then one step between) or BENCH_RELAYS_MAX_RATE (default
+ *   64 000/s): the highest sustained rate is the last step kept up with ("≥" when the producers
+ *   could not offer more). Commit → arrival at the consumer p50/p99 at 500/s and at that rate
+ *   (the consumer's fetch is in every side's figure).
  *
- * Each side runs BENCH_ROUNDS rounds (default 3), sides alternating within a round; figures
+ * Each side runs BENCH_ROUNDS rounds (default 6), sides alternating within a round; figures
  * are medians. BENCH_RELAYS_SIDES (comma-separated) runs some sides only. The last line
  * printed is the JSON result.
  */
@@ -31,23 +36,16 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { createOutbox, rowsOf, type Store } from '@justonce/core';
 import { ensureServices } from '../test-support/services';
-import {
-  benchRounds,
-  costMeter,
-  median,
-  percentile,
-  printTable,
-  rowsWritten,
-  type Measured,
-} from './_support';
+import { benchRounds, costMeter, median, printTable, rowsWritten, type Measured } from './_support';
 import { relaySides, type RelaySide, type SideName } from './_relays-sides';
+import { highestSustained, offer, type Arrivals } from './_relays-load';
 
 const EVENTS = Number(process.env.BENCH_RELAYS_EVENTS ?? 20_000);
 const RATE = Number(process.env.BENCH_RELAYS_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const KEYS = 1_000;
-/** Producing transactions at once in the latency runs; below the stores' pool of 12. */
-const MAX_IN_FLIGHT = 10;
+/** The highest rate the search offers (events/s). */
+const MAX_RATE = Number(process.env.BENCH_RELAYS_MAX_RATE ?? 64_000);
 
 /** What one side measured in one round. */
 interface Round {
@@ -57,18 +55,16 @@ interface Round {
   readonly postgresCpuUs: number | null;
   readonly javaCpuUs: number | null;
   readonly at500: { p50Ms: number; p99Ms: number };
-  readonly atHigh: { perSec: number; p50Ms: number; p99Ms: number };
+  readonly atHigh: { perSec: number; p50Ms: number; p99Ms: number; producersLimit: boolean };
 }
 
 /** Arrival times by message id, on the side's topic. */
-interface Arrivals {
+interface SideArrivals extends Arrivals {
   readonly consumer: Consumer;
-  readonly at: Map<string, number>;
-  /** Resolves when every one of `ids` has arrived, or rejects after `timeoutMs`. */
-  waitFor(ids: readonly string[], timeoutMs: number): Promise<void>;
 }
 
-async function arrivals(kafka: Kafka, topic: string): Promise<Arrivals> {
+async function arrivals(kafka: Kafka, side: RelaySide): Promise<SideArrivals> {
+  const { topic } = side;
   const consumer = kafka.consumer({
     groupId: `bench-relays-${randomBytes(4).toString('hex')}`,
     maxWaitTimeInMs: 20,
@@ -77,6 +73,9 @@ async function arrivals(kafka: Kafka, topic: string): Promise<Arrivals> {
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
+    // No offset commits: kafkajs commits after every batch by default, a round trip before
+    // its next fetch, which was most of the measured latency (p50 49 ms of 57 at 500/s).
+    autoCommit: false,
     eachBatch: async ({ batch }) => {
       const now = Date.now();
       for (const message of batch.messages) {
@@ -90,9 +89,21 @@ async function arrivals(kafka: Kafka, topic: string): Promise<Arrivals> {
     at,
     waitFor: async (ids, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;
+      let checked = Date.now();
       for (const id of ids) {
         while (!at.has(id)) {
-          if (Date.now() > deadline) throw new Error(`${topic}: event ${id} did not arrive`);
+          if (Date.now() - checked > 1_000) {
+            await side.check();
+            checked = Date.now();
+          }
+          if (Date.now() > deadline) {
+            // How many are missing, not just the first: a side that stopped relaying misses
+            // every later event, a lost event is one among many that arrived.
+            const missing = ids.filter((x) => !at.has(x));
+            throw new Error(
+              `${topic}: ${missing.length} of ${ids.length} events did not arrive (first ${id}, at index ${ids.indexOf(id)})`,
+            );
+          }
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
@@ -128,62 +139,8 @@ async function fill(store: Store, topic: string, count: number): Promise<string[
   return ids;
 }
 
-/** Single-event transactions at `rate` for SECONDS; commit → arrival latencies in ms. */
-async function latency(
-  side: RelaySide,
-  seen: Arrivals,
-  rate: number,
-): Promise<{ perSec: number; p50Ms: number; p99Ms: number }> {
-  const outbox = createOutbox({ store: side.store });
-  const committed = new Map<string, number>();
-  const total = Math.max(1, Math.round(rate * SECONDS));
-  const tickMs = 10;
-  const started = performance.now();
-  const inFlight: Promise<void>[] = [];
-  let active = 0;
-  let sent = 0;
-  while (sent < total) {
-    const due = Math.min(
-      total,
-      Math.floor(((performance.now() - started) / tickMs + 1) * ((rate * tickMs) / 1000)),
-    );
-    // At most as many transactions at once as the pool has connections: beyond the rate the
-    // producers reach, the offered rate (`perSec`) is what they reached.
-    for (; sent < due && active < MAX_IN_FLIGHT; sent += 1) {
-      const n = sent;
-      active += 1;
-      inFlight.push(
-        side.store.knex
-          // synchronous_commit stays on: a log reader gets a commit only once its WAL is
-          // flushed, which with `off` waits for the WAL writer (wal_writer_delay).
-          .transaction(async (trx) =>
-            outbox.add(trx, {
-              destination: side.topic,
-              key: `lat-${n % 100}`,
-              headers: { type: 'bench.latency' },
-              payload: { n },
-            }),
-          )
-          .then(([id]) => {
-            committed.set(id!, Date.now());
-          })
-          .finally(() => {
-            active -= 1;
-          }),
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, active < MAX_IN_FLIGHT ? tickMs : 1));
-  }
-  await Promise.all(inFlight);
-  const offered = total / ((performance.now() - started) / 1000);
-  const ids = [...committed.keys()];
-  await seen.waitFor(ids, 120_000);
-  const latencies = ids.map((id) => seen.at.get(id)! - committed.get(id)!);
-  return { perSec: offered, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
-}
-
 async function round(side: RelaySide, kafka: Kafka): Promise<Round> {
-  const seen = await arrivals(kafka, side.topic);
+  const seen = await arrivals(kafka, side);
   try {
     await side.stop();
     const ids = await fill(side.store, side.topic, EVENTS);
@@ -199,8 +156,22 @@ async function round(side: RelaySide, kafka: Kafka): Promise<Round> {
     // start (a Connect task's start takes far longer than a relay's).
     const times = ids.map((id) => seen.at.get(id)!);
     const perSec = (EVENTS - 1) / Math.max(0.001, (Math.max(...times) - Math.min(...times)) / 1000);
-    const at500 = await latency(side, seen, RATE);
-    const atHigh = await latency(side, seen, Math.max(RATE, Math.floor(perSec * 0.8)));
+    const at500 = await offer(side, seen, RATE, SECONDS);
+    const high = await highestSustained(side, seen, RATE * 2, SECONDS, MAX_RATE);
+    console.log(
+      `  ${side.name} steps: ${high.steps
+        .map(
+          (s) =>
+            `${s.offeredPerSec}/s→${Math.round(s.perSec)}/s p99 ${s.p99Ms} ms, behind ${s.caughtUpMs} ms`,
+        )
+        .join('; ')}`,
+    );
+    const atHigh = {
+      perSec: high.perSec,
+      p50Ms: high.p50Ms,
+      p99Ms: high.p99Ms,
+      producersLimit: high.producersLimit,
+    };
     return {
       perSec,
       walBytesPerEvent: walBytes / EVENTS,
@@ -269,6 +240,7 @@ export async function main(): Promise<void> {
         perSec: m((x) => x.atHigh.perSec),
         p50Ms: m((x) => x.atHigh.p50Ms),
         p99Ms: m((x) => x.atHigh.p99Ms),
+        producersLimit: list.some((x) => x.atHigh.producersLimit),
       },
     };
   });
@@ -279,7 +251,7 @@ export async function main(): Promise<void> {
       'events/s',
       'vs polling',
       'p50/p99 at 500/s',
-      'offered near its rate: p50/p99',
+      'highest sustained: p50/p99',
       'WAL B/event',
       'rows/event',
       'PG CPU µs/event',
@@ -290,7 +262,7 @@ export async function main(): Promise<void> {
       String(Math.round(r.perSec)),
       polling ? (r.perSec / polling.perSec).toFixed(2) : 'n/a',
       `${ms(r.at500.p50Ms)} / ${ms(r.at500.p99Ms)}`,
-      `${Math.round(r.atHigh.perSec)}/s: ${ms(r.atHigh.p50Ms)} / ${ms(r.atHigh.p99Ms)}`,
+      `${r.atHigh.producersLimit ? '≥ ' : ''}${Math.round(r.atHigh.perSec)}/s: ${ms(r.atHigh.p50Ms)} / ${ms(r.atHigh.p99Ms)}`,
       String(Math.round(r.walBytesPerEvent)),
       r.rowsPerEvent.toFixed(2),
       r.postgresCpuUs === null ? 'n/a' : r.postgresCpuUs.toFixed(1),

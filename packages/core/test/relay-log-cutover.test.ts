@@ -1,14 +1,5 @@
-import type { Knex } from 'knex';
-import {
-  createMemoryPublisher,
-  createOutbox,
-  ConfigurationError,
-  createRelay,
-  rowsOf,
-  type MemoryPublisher,
-  type Relay,
-} from '../src';
-import { waitFor } from '../../../test-support/wait-for';
+import { createMemoryPublisher, ConfigurationError, createRelay, rowsOf, type Relay } from '../src';
+import { checkPublished, openLongTransaction, Writers } from './fixtures/cutover-writers';
 import { openLogStore, type LogTestStore } from './fixtures/log-relay-support';
 
 let store: LogTestStore;
@@ -22,95 +13,12 @@ afterAll(async () => {
   await store.dispose();
 });
 
-interface Payload {
-  readonly tag: string;
-  readonly seq: number;
-}
-
-/** What the writers did: each committed and rolled-back event's tag, and per key the order. */
-class Writers {
-  readonly committed = new Set<string>();
-  readonly rolledBack = new Set<string>();
-  private stopped = false;
-  private readonly loops: Promise<void>[] = [];
-
-  /** Starts `count` writers, each on keys of its own, committing one to three events at a time. */
-  start(count: number): void {
-    const outbox = createOutbox({ store });
-    for (let w = 0; w < count; w += 1) {
-      this.loops.push(
-        (async () => {
-          for (let seq = 0; !this.stopped; seq += 1) {
-            const events = Array.from({ length: 1 + (seq % 3) }, (_, i) => ({
-              destination: 'cutover',
-              key: `w${w}-k${(seq + i) % 3}`,
-              payload: { tag: `w${w}-${seq}-${i}`, seq: seq * 3 + i } satisfies Payload,
-            }));
-            const tags = events.map((e) => e.payload.tag);
-            const rollBack = seq % 7 === 6;
-            await store.knex
-              .transaction(async (trx) => {
-                await outbox.add(trx, events);
-                if (rollBack) throw new Error('roll back');
-              })
-              .then(
-                () => tags.forEach((tag) => this.committed.add(tag)),
-                () => tags.forEach((tag) => this.rolledBack.add(tag)),
-              );
-          }
-        })(),
-      );
-    }
-  }
-
-  /** Resolves once `more` further events have committed. */
-  async commit(more: number): Promise<void> {
-    const target = this.committed.size + more;
-    await waitFor(`${more} more committed events`, () => this.committed.size >= target, {
-      timeoutMs: 30_000,
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.loops);
-  }
-}
-
-/** Opens a transaction that adds one event (drawing its id) and stays open. */
-async function openLongTransaction(tag: string): Promise<Knex.Transaction> {
-  const trx = await store.knex.transaction();
-  await createOutbox({ store }).add(trx, {
-    destination: 'cutover',
-    key: `long-${tag}`,
-    payload: { tag, seq: 0 } satisfies Payload,
-  });
-  return trx;
-}
-
-const payloadOf = (m: { payload: Uint8Array }): Payload =>
-  JSON.parse(Buffer.from(m.payload).toString()) as Payload;
-
-/** Every tag the publisher got, asserting no message went out twice and each key kept order. */
-function checkPublished(publisher: MemoryPublisher): Set<string> {
-  const ids = publisher.published.map((m) => m.messageId);
-  expect(new Set(ids).size).toBe(ids.length);
-  const lastSeq = new Map<string, number>();
-  for (const m of publisher.published) {
-    const { seq } = payloadOf(m);
-    const key = m.key ?? '';
-    expect(seq).toBeGreaterThan(lastSeq.get(key) ?? -1);
-    lastSeq.set(key, seq);
-  }
-  return new Set(publisher.published.map((m) => payloadOf(m).tag));
-}
-
 describe('taking over from polling relays by id (log.takeOverFromPolling)', () => {
   it('publishes every committed event exactly once, in order per key, across the cut-over', async () => {
     const publisher = createMemoryPublisher();
     const slot = `${store.schema}_cutover`;
     const writers = new Writers();
-    writers.start(4);
+    writers.start(store, 4);
     const polling = createRelay({ store, publisher, pollIntervalMs: 20, batchSize: 25 });
     relays.push(polling);
     await polling.start();
@@ -123,7 +31,9 @@ describe('taking over from polling relays by id (log.takeOverFromPolling)', () =
       `create publication "${slot}" for table ${store.names.table('outbox')} with (publish = 'insert')`,
     );
     await store.knex.raw(`select pg_create_logical_replication_slot(?, 'pgoutput')`, [slot]);
-    const long = await Promise.all(['long-a', 'long-b', 'long-c'].map(openLongTransaction));
+    const long = await Promise.all(
+      ['long-a', 'long-b', 'long-c'].map((tag) => openLongTransaction(store, tag)),
+    );
     await polling.stop();
     await writers.commit(100);
 

@@ -123,6 +123,10 @@ export function debeziumOutboxConnector(
     'publication.name': target.publication,
     'publication.autocreate.mode': 'disabled',
     'snapshot.mode': snapshot,
+    // Logical decoding messages (`pg_logical_emit_message`, which the log relay's drain
+    // writes) reach every slot whatever its publication; Debezium would turn each into a
+    // record that the byte-array converter refuses, failing the task for good.
+    'message.prefix.exclude.list': '.*',
     'table.include.list': exactly(target.schema, target.table),
     'column.include.list': columns.map((c) => exactly(target.schema, target.table, c)).join(','),
     'binary.handling.mode': 'bytes',

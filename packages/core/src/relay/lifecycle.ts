@@ -1,5 +1,6 @@
 import { finishesWithin } from '../common/time';
 import { integerOption } from '../config/options';
+import { ConfigurationError } from '../errors/configuration-error';
 import { listen } from './listener';
 import { runLoop } from './loop';
 import { NO_LIMIT } from './options';
@@ -39,6 +40,9 @@ export async function startRelay(rt: RelayRuntime): Promise<void> {
  */
 export async function stopRelay(rt: RelayRuntime, stopOptions: StopOptions = {}): Promise<void> {
   const { state, options: o } = rt;
+  if (stopOptions.handBackToPolling !== undefined) {
+    throw new ConfigurationError("handBackToPolling applies to mode 'log' only", {});
+  }
   if (!state.running) return;
   const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
   state.stopping = true;

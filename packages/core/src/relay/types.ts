@@ -164,6 +164,18 @@ export interface StopOptions {
    * repeated by another relay, with the same message id. Default 30 000.
    */
   readonly timeoutMs?: number;
+  /**
+   * `mode: 'log'` only: hand the outbox back to polling relays, without pausing the writers
+   * and without publishing an event twice (docs/relays.md, "Switching back to polling"). The
+   * relay reading the slot records the outbox id sequence's last value as the boundary, waits
+   * for the transactions running then, publishes from the slot every committed event up to
+   * it (and none above it), marks those rows published, records the hand-back as done and
+   * drops the slot. `stop` resolves once that is done: start the polling relays only then.
+   * It rejects (code `HAND_BACK_INCOMPLETE`) when the relay is not running or `timeoutMs`
+   * runs out first; the next log relay to read the slot finishes a hand-back that began. A
+   * handed-back slot is never read again. Needs the id sequence without a cache (`cache 1`).
+   */
+  readonly handBackToPolling?: boolean;
 }
 
 /** What one claim–publish–mark cycle did. */

@@ -23,49 +23,71 @@ function cutOverTable(store: Store): string {
   return store.names.table('relay_cutover');
 }
 
-/**
- * Records the slot's boundary, once: the id sequence's last value, read after the slot
- * exists. Any id drawn later belongs to a transaction that commits after the slot's
- * consistent point, so it is in the slot; ids up to it are published from the table. The
- * table is created here rather than by a migration because only this option uses it. A
- * sequence that caches values per session is refused: a cached id up to the boundary could be
- * drawn by a transaction that starts after it. @internal
- */
-export async function recordBoundary(store: Store, log: ResolvedLogOptions): Promise<void> {
-  const { knex } = store;
-  const t = cutOverTable(store);
-  await knex.raw(`create table if not exists ${t} (
+/** Creates a table of one boundary per slot, when missing. @internal */
+export async function ensureBoundaryTable(knex: Knex, table: string): Promise<void> {
+  await knex.raw(`create table if not exists ${table} (
        slot text primary key,
        boundary bigint not null,
        done boolean not null default false,
        recorded_at timestamptz not null default now()
      )`);
-  if ((await readBoundary(store, log)) !== null) return;
+}
+
+/**
+ * The outbox id sequence's qualified name, refused when it caches values per session: a
+ * cached id up to a boundary read from it could be drawn by a transaction that starts after
+ * the read. `option` names what needs it, for the error. @internal
+ */
+export async function outboxSequence(store: Store, slot: string, option: string): Promise<string> {
   const seq = rowsOf<{ seq: string | null; cache: string | number | null }>(
-    await knex.raw(
+    await store.knex.raw(
       `select s.seq, (select seqcache from pg_sequence where seqrelid = s.seq::regclass) as cache
          from (select pg_get_serial_sequence(?, 'id') as seq) s`,
       [store.names.table('outbox')],
     ),
   )[0];
   if (seq?.seq === null || seq?.seq === undefined) {
-    throw new ConfigurationError('log.takeOverFromPolling needs the outbox id sequence', {
-      slot: log.slot,
-    });
+    throw new ConfigurationError(`${option} needs the outbox id sequence`, { slot });
   }
   if (Number(seq.cache) !== 1) {
     throw new ConfigurationError(
-      `log.takeOverFromPolling needs the outbox id sequence without a cache: alter sequence ${seq.seq} cache 1`,
-      { slot: log.slot, cache: Number(seq.cache) },
+      `${option} needs the outbox id sequence without a cache: alter sequence ${seq.seq} cache 1`,
+      { slot, cache: Number(seq.cache) },
     );
   }
-  // Validated names only (pg_get_serial_sequence returns a quoted, qualified name).
+  return seq.seq;
+}
+
+/**
+ * Records `slot`'s boundary in `table`, once: the id sequence's last value (`seq`, as
+ * {@link outboxSequence} returned it: a quoted, qualified name). @internal
+ */
+export async function insertBoundary(
+  knex: Knex,
+  table: string,
+  seq: string,
+  slot: string,
+): Promise<void> {
   await knex.raw(
-    `insert into ${t} (slot, boundary)
-     select ?, case when is_called then last_value else last_value - 1 end from ${seq.seq}
+    `insert into ${table} (slot, boundary)
+     select ?, case when is_called then last_value else last_value - 1 end from ${seq}
      on conflict (slot) do nothing`,
-    [log.slot],
+    [slot],
   );
+}
+
+/**
+ * Records the slot's boundary, once: the id sequence's last value, read after the slot
+ * exists. Any id drawn later belongs to a transaction that commits after the slot's
+ * consistent point, so it is in the slot; ids up to it are published from the table. The
+ * table is created here rather than by a migration because only this option uses it. @internal
+ */
+export async function recordBoundary(store: Store, log: ResolvedLogOptions): Promise<void> {
+  const t = cutOverTable(store);
+  await ensureBoundaryTable(store.knex, t);
+  if ((await readBoundary(store, log)) !== null) return;
+  const seq = await outboxSequence(store, log.slot, 'log.takeOverFromPolling');
+  await insertBoundary(store.knex, t, seq, log.slot);
 }
 
 /** The slot's recorded boundary, or null when none was recorded. @internal */
@@ -86,8 +108,9 @@ export async function readBoundary(
  * Waits until every transaction running now has ended: one that drew an id up to the
  * boundary and has not committed is among them. Virtual transaction ids cover transactions
  * that drew an id before getting a transaction id; the snapshot's ids cover prepared ones.
+ * Resolves to false when abandoned first. @internal
  */
-async function waitForRunningTransactions(knex: Knex, abandon: Abandon): Promise<boolean> {
+export async function waitForRunningTransactions(knex: Knex, abandon: Abandon): Promise<boolean> {
   const now = rowsOf<{ vxids: string[] | null; snapshot: string }>(
     await knex.raw(
       `select (select array_agg(virtualxid::text) from pg_locks

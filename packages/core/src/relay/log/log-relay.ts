@@ -1,6 +1,6 @@
 import { errorText } from '../../common/errors';
 import { finishesWithin, sleep } from '../../common/time';
-import { integerOption } from '../../config/options';
+import { integerOption, optionalBoolean } from '../../config/options';
 import { ConfigurationError } from '../../errors/configuration-error';
 import { StoreUnavailableError } from '../../errors/store-unavailable-error';
 import { fullJitterBackoff } from '../../retry/backoff';
@@ -11,6 +11,13 @@ import type { RelayRuntime } from '../runtime';
 import { deletePublishedBatch } from '../sql/cleanup';
 import type { CleanupOptions, CycleResult, Relay, RelayStats, StopOptions } from '../types';
 import { recordBoundary } from './cut-over';
+import {
+  dropHandedBackSlot,
+  handBackIncomplete,
+  handedBackError,
+  isHandedBack,
+  readHandBack,
+} from './hand-back';
 import { observeSlot } from './metrics';
 import type { ResolvedLogOptions } from './options';
 import { runSession, type SessionControl, type SessionView } from './session';
@@ -26,6 +33,10 @@ interface LogState {
   running: boolean;
   stopping: boolean;
   draining: boolean;
+  /** Set by `stop({ handBackToPolling: true })`. */
+  handingBack: boolean;
+  /** Set once a session handed the outbox back to polling relays: the loop reads no more. */
+  handedBack: boolean;
   /** Aborted when a stop gave up waiting: the session stops at once, confirming nothing more. */
   abandon: AbortController;
   /** Aborted by `stop`: wakes an idle session and ends a wait between attempts. */
@@ -90,6 +101,46 @@ function onSessionError(
 }
 
 /**
+ * Reads the slot, standing by while another process does, until stopped, drained or handed
+ * back (then it drops the slot). A slot handed back before ends it with an error logged.
+ */
+async function readSlot(
+  rt: RelayRuntime,
+  log: ResolvedLogOptions,
+  state: LogState,
+  prepare: () => Promise<void>,
+  control: () => SessionControl,
+): Promise<void> {
+  const o = rt.options;
+  let failures = 0;
+  while (!(state.stopping && !state.draining) && !state.abandon.signal.aborted) {
+    let delayMs: number;
+    try {
+      await prepare();
+      if ((await runSession(rt, log, control())) === 'handed back') {
+        state.handedBack = true;
+        await dropHandedBackSlot(o.store, log, o.logger);
+        return;
+      }
+      if (state.draining && !state.handingBack) return;
+      failures = 0;
+      continue;
+    } catch (error) {
+      if (isHandedBack(error)) {
+        o.logger.error('relay: the slot was handed back to polling; this relay reads it no more', {
+          slot: log.slot,
+        });
+        return;
+      }
+      delayMs = onSessionError(rt, log, state, error, (failures += 1));
+    }
+    // A drain goes on trying until its time is up; a plain stop ends the wait.
+    const stop = state.draining ? undefined : state.stopSignal.signal;
+    await sleep(delayMs, state.abandon.signal, stop);
+  }
+}
+
+/**
  * The `'log'` mode of {@link createRelay}: the same {@link Relay}, reading the outbox's inserts
  * from a logical replication slot instead of claiming rows (docs/relays.md). @internal
  */
@@ -99,6 +150,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     running: false,
     stopping: false,
     draining: false,
+    handingBack: false,
+    handedBack: false,
     abandon: new AbortController(),
     stopSignal: new AbortController(),
     prepared: false,
@@ -112,6 +165,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
   const prepare = async (): Promise<void> => {
     if (state.prepared) return;
     await checkServer(o.store.knex);
+    // Before the slot: a handed-back slot that was dropped must not be created again.
+    if ((await readHandBack(o.store, log.slot))?.done === true) throw handedBackError(log.slot);
     await ensurePublicationAndSlot(o.store, log);
     if (log.takeOverFromPolling) await recordBoundary(o.store, log);
     state.prepared = true;
@@ -122,6 +177,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     stopping: () => state.stopping && !state.draining,
     untilCaughtUp,
     poke: state.stopSignal.signal,
+    handBack: () => state.handingBack,
     onView: (view) => {
       state.view = view;
       if (view === null) return;
@@ -131,29 +187,8 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     },
   });
 
-  /** Reads the slot, standing by while another process does, until stopped. */
-  const run = async (): Promise<void> => {
-    let failures = 0;
-    while (!(state.stopping && !state.draining) && !state.abandon.signal.aborted) {
-      let delayMs: number;
-      try {
-        await prepare();
-        await runSession(
-          rt,
-          log,
-          control(() => state.draining),
-        );
-        if (state.draining) return;
-        failures = 0;
-        continue;
-      } catch (error) {
-        delayMs = onSessionError(rt, log, state, error, (failures += 1));
-      }
-      // A drain goes on trying until its time is up; a plain stop ends the wait.
-      const stop = state.draining ? undefined : state.stopSignal.signal;
-      await sleep(delayMs, state.abandon.signal, stop);
-    }
-  };
+  const run = (): Promise<void> =>
+    readSlot(rt, log, state, prepare, () => control(() => state.draining));
 
   const startRelay = async (): Promise<void> => {
     if (state.running) return;
@@ -168,6 +203,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.running = true;
     state.stopping = false;
     state.draining = false;
+    state.handingBack = false;
     state.abandon = new AbortController();
     state.stopSignal = new AbortController();
     state.stopObserving = observeSlot(o.meter, log.slot, {
@@ -181,10 +217,15 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
   };
 
   const stopRelay = async (stopOptions: StopOptions = {}): Promise<void> => {
-    if (!state.running) return;
+    const handBack = optionalBoolean(stopOptions.handBackToPolling, 'handBackToPolling', false);
+    if (!state.running) {
+      if (handBack) throw handBackIncomplete(log, 0);
+      return;
+    }
     const timeoutMs = integerOption(stopOptions.timeoutMs, 'timeoutMs', 30_000, 0, NO_LIMIT);
     state.stopping = true;
-    state.draining = stopOptions.drain === true;
+    state.handingBack = handBack;
+    state.draining = stopOptions.drain === true || state.handingBack;
     state.stopSignal.abort();
     const loop = state.loop ?? Promise.resolve();
     if (!(await finishesWithin(loop, timeoutMs))) {
@@ -197,6 +238,7 @@ export function createLogRelay(rt: RelayRuntime, log: ResolvedLogOptions): Relay
     state.stopObserving = null;
     state.running = false;
     o.logger.info('relay: stopped', { ownerId: o.ownerId });
+    if (state.handingBack && !state.handedBack) throw handBackIncomplete(log, timeoutMs);
   };
 
   return {

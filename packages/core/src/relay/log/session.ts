@@ -1,7 +1,8 @@
 import type { ClaimedRow } from '../sql/claimed-row';
 import type { RelayRuntime } from '../runtime';
 import type { ResolvedLogOptions } from './options';
-import { publishLeftovers, readBoundary } from './cut-over';
+import { publishLeftovers, readBoundary, waitForRunningTransactions } from './cut-over';
+import { SessionHandBack } from './hand-back';
 import { publishEvents, type Abandon } from './publish';
 import { openReplicationStream, type ReplicationStream } from './stream';
 import { TransactionAssembler, type LogTransaction } from './transactions';
@@ -30,7 +31,12 @@ export interface SessionControl extends Abandon {
   readonly onView: (view: SessionView | null) => void;
   /** Aborted when the relay is told to stop or drain: an idle session looks again at once. */
   readonly poke: AbortSignal;
+  /** True once the relay was told to hand the outbox back to polling relays. */
+  readonly handBack: () => boolean;
 }
+
+/** How a session ended: `'handed back'` once the outbox is the polling relays' (hand-back.ts). */
+export type SessionEnd = 'stopped' | 'handed back';
 
 /** Events above which the session stops reading the socket until the broker catches up. */
 const BUFFER_BATCHES = 8;
@@ -52,6 +58,68 @@ async function writeMarker(rt: RelayRuntime): Promise<string> {
   return token;
 }
 
+/** Events read and not yet published: past BUFFER_BATCHES batches, the socket is not read. */
+class Backlog {
+  private buffered = 0;
+  private paused = false;
+
+  constructor(
+    private readonly batchSize: number,
+    private readonly stream: () => ReplicationStream | null,
+  ) {}
+
+  add(events: number): void {
+    this.buffered += events;
+    if (!this.paused && this.buffered > this.batchSize * BUFFER_BATCHES) {
+      this.paused = true;
+      this.stream()?.pause();
+    }
+  }
+
+  /** Once the broker caught up by half, the socket is read again. */
+  remove(events: number): void {
+    this.buffered -= events;
+    if (this.paused && this.buffered <= this.batchSize * (BUFFER_BATCHES / 2)) {
+      this.paused = false;
+      this.stream()?.resume();
+    }
+  }
+}
+
+/** This session's marker: written once, then whether its transaction is confirmed. */
+class MarkerWait {
+  private written = false;
+  private token: string | null = null;
+  /** Marker tokens of confirmed transactions (this session's and other relays' alike). */
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly rt: RelayRuntime,
+    private readonly onWritten: () => void,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  /** Writes the marker, unless written already. */
+  write(): void {
+    if (this.written) return;
+    this.written = true;
+    writeMarker(this.rt).then((token) => {
+      this.token = token;
+      this.onWritten();
+    }, this.onError);
+  }
+
+  /** Notes the markers of a confirmed transaction. */
+  confirmed(t: LogTransaction): void {
+    for (const token of t.markers) this.seen.add(token);
+  }
+
+  /** True once the marker's transaction is confirmed: everything before it is too. */
+  get reached(): boolean {
+    return this.token !== null && this.seen.has(this.token);
+  }
+}
+
 /**
  * One connection's worth of the log relay: opens the slot's stream, gathers committed
  * transactions, publishes them in commit order (a batch takes whole transactions while they
@@ -65,33 +133,24 @@ export async function runSession(
   rt: RelayRuntime,
   log: ResolvedLogOptions,
   control: SessionControl,
-): Promise<void> {
+): Promise<SessionEnd> {
   const { store, batchSize } = rt.options;
   const queue: LogTransaction[] = [];
   let headDone = 0;
-  let buffered = 0;
   let confirmed = 0n;
-  let paused = false;
   let wake: () => void = () => undefined;
-  /** The marker this session waits for, and whether its transaction has been confirmed. */
-  let marker: Promise<string> | null = null;
-  let markerToken: string | null = null;
-  /** Marker tokens of confirmed transactions (this session's and other relays' alike). */
-  const markersConfirmed = new Set<string>();
+  const backlog = new Backlog(batchSize, () => stream);
   const view = (): SessionView => ({ queue, headDone });
   const cutOver = log.takeOverFromPolling ? await readBoundary(store, log) : null;
+  const handBack = new SessionHandBack(control.handBack);
   const assembler = new TransactionAssembler(
     MARKER_PREFIX,
     store.schema,
     store.names.raw('outbox'),
     (committed) => {
-      const t = cutOver === null ? committed : aboveBoundary(committed, cutOver.boundary);
+      const t = within(committed, cutOver?.boundary ?? null, handBack.boundary);
       queue.push(t);
-      buffered += t.events.length;
-      if (!paused && buffered > batchSize * BUFFER_BATCHES) {
-        paused = true;
-        stream?.pause();
-      }
+      backlog.add(t.events.length);
       wake();
     },
   );
@@ -126,13 +185,11 @@ export async function runSession(
     wake();
   };
   open.ended.then(() => fail(new Error('replication stream ended')), fail);
+  const marker = new MarkerWait(rt, () => wake(), fail);
   const ask = (): void => {
-    if (marker !== null || !control.untilCaughtUp()) return;
-    marker = writeMarker(rt);
-    marker.then((token) => {
-      markerToken = token;
-      wake();
-    }, fail);
+    // A hand-back's marker must follow its boundary and its wait (beginHandBack).
+    if (handBack.boundary === null && (handBack.wanted || !control.untilCaughtUp())) return;
+    marker.write();
   };
   // The server's wal_sender_timeout ends a session that says nothing: report even when paused.
   const status = setInterval(() => open.confirm(confirmed), log.statusIntervalMs);
@@ -145,19 +202,32 @@ export async function runSession(
   // A stop that gave up waiting lets go of the slot at once, for a standby to take.
   const abandoned = (): void => void open.close();
   control.signal.addEventListener('abort', abandoned);
+  /** The hand-back's boundary, the wait, then the marker; false when abandoned in the wait. */
+  const beginHandBack = async (): Promise<boolean> => {
+    backlog.remove(await handBack.begin(store, log, queue, (t, upTo) => within(t, null, upTo)));
+    if (!(await waitForRunningTransactions(store.knex, control))) return false;
+    ask();
+    return true;
+  };
   control.onView(view());
-  ask();
   try {
+    // Only the session that holds the slot reads this: a hand-back cannot finish under it.
+    await handBack.open(store, log.slot);
+    ask();
     // The slot is ours alone while the stream is open: no other relay publishes the leftovers.
     if (cutOver !== null && !cutOver.done) {
-      if (!(await publishLeftovers(rt, log, cutOver.boundary, control))) return;
+      if (!(await publishLeftovers(rt, log, cutOver.boundary, control))) return 'stopped';
     }
     for (;;) {
       if (failure !== null) throw failure;
-      if (control.stopping()) return;
+      if (handBack.boundary === null && handBack.wanted && !(await beginHandBack())) {
+        return 'stopped';
+      }
+      if (control.stopping()) return 'stopped';
       if (queue.length === 0) {
-        if (markerToken !== null && markersConfirmed.has(markerToken) && control.untilCaughtUp()) {
-          return;
+        if (marker.reached) {
+          if (handBack.boundary !== null) return handBack.finish(rt, log);
+          if (control.untilCaughtUp()) return 'stopped';
         }
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -166,17 +236,13 @@ export async function runSession(
         continue;
       }
       const batch = nextBatch(queue, headDone, batchSize);
-      if (!(await publishEvents(rt, batch.rows, control))) return;
+      if (!(await publishEvents(rt, batch.rows, control))) return 'stopped';
       // Done: the whole transactions leave the queue; a part advances into the head.
       const finished = queue.splice(0, batch.complete);
       headDone = batch.headDone;
-      buffered -= batch.rows.length;
+      backlog.remove(batch.rows.length);
       if (finished.length > 0) confirm(finished[finished.length - 1]!.endLsn);
-      for (const t of finished) for (const token of t.markers) markersConfirmed.add(token);
-      if (paused && buffered <= batchSize * (BUFFER_BATCHES / 2)) {
-        paused = false;
-        open.resume();
-      }
+      for (const t of finished) marker.confirmed(t);
       control.onView(view());
     }
   } finally {
@@ -189,11 +255,16 @@ export async function runSession(
 }
 
 /**
- * A transaction without its events up to the cut-over's boundary: those were in the table
- * when the relay took over from polling, and are published from there.
+ * A transaction without the events that are not the log relay's: those up to the cut-over's
+ * boundary (`after`: in the table when the relay took over from polling, published from
+ * there) and those above a hand-back's boundary (`upTo`: the polling relays publish them).
  */
-function aboveBoundary(t: LogTransaction, boundary: bigint): LogTransaction {
-  const events = t.events.filter((event) => BigInt(event.id) > boundary);
+function within(t: LogTransaction, after: bigint | null, upTo: bigint | null): LogTransaction {
+  if (after === null && upTo === null) return t;
+  const events = t.events.filter((event) => {
+    const id = BigInt(event.id);
+    return (after === null || id > after) && (upTo === null || id <= upTo);
+  });
   return events.length === t.events.length ? t : { ...t, events };
 }
 
