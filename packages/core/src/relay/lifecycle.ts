@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import { finishesWithin } from '../common/time';
 import { integerOption } from '../config/options';
 import { listen } from './listener';
@@ -19,7 +20,11 @@ export async function startRelay(rt: RelayRuntime): Promise<void> {
   state.stopping = false;
   state.draining = false;
   state.abandoned = false;
-  if (o.notify) state.listener = await listen(store, rt.channel, () => rt.waker.one(), logger);
+  const onNotify = (): void => {
+    crashPoint('relay.notify');
+    rt.waker.one();
+  };
+  if (o.notify) state.listener = await listen(store, rt.channel, onNotify, logger);
   state.stopObserving = rt.instruments.observeTable(() => readTableStats(store.knex, store.names));
   // PGlite has one connection, and a cycle holds it from claim to commit: more loops
   // would only queue behind each other.
