@@ -4,8 +4,12 @@
  * with a job (plain data: it travels as JSON in an environment variable) and reads the reports
  * the child writes on stdout, one JSON line each; once the child reported that it stopped
  * where it was told, the parent kills it there with SIGKILL, the way a crash or an OOM kill
- * would. The kinds: the inbox consumers of `crash-child.ts`, and the core tests'
- * `fixtures/operation-crash-child.ts`.
+ * would. The kinds: the inbox consumers of `crash-child.ts`, the HTTP server of
+ * `crash-matrix/http-child.ts`, and the core tests' `fixtures/operation-crash-child.ts`.
+ *
+ * A child may also kill itself: with `JUSTONCE_CRASH_AT` in the `env` given to `spawn`, it
+ * dies by SIGKILL at that crash point (see core's `common/crash-points.ts`); the crash-point
+ * matrix (`crash-matrix/`) works that way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -38,8 +42,11 @@ export interface SpawnedChild<R extends ChildReport> {
 
 /** One kind of child: its module, and how its job and its reports travel. */
 export interface ChildModule<Job, R extends ChildReport> {
-  /** The parent's half: spawns a child on the module (through tsx) with the job. */
-  spawn(job: Job): SpawnedChild<R>;
+  /**
+   * The parent's half: spawns a child on the module (through tsx) with the job, and `env`
+   * added to this process's environment (e.g. `JUSTONCE_CRASH_AT`).
+   */
+  spawn(job: Job, env?: Readonly<Record<string, string>>): SpawnedChild<R>;
   /** The child's half: the job the parent gave it. */
   job(): Job;
   /** The child's half: writes one report for the parent. */
@@ -61,7 +68,8 @@ export function childModule<Job, R extends ChildReport>(
   const jobEnv = `${name}_JOB`;
   const prefix = `${name} `;
   return {
-    spawn: (job) => spawnChild<R>(file, { [jobEnv]: JSON.stringify(job) }, prefix),
+    spawn: (job, env = {}) =>
+      spawnChild<R>(file, { ...env, [jobEnv]: JSON.stringify(job) }, prefix),
     job() {
       const job = process.env[jobEnv];
       if (job === undefined) throw new Error(`${jobEnv} is not set`);
