@@ -1,4 +1,3 @@
-import { crashPoint } from '../common/crash-points';
 import { finishesWithin } from '../common/time';
 import { integerOption } from '../config/options';
 import { listen } from './listener';
@@ -20,11 +19,7 @@ export async function startRelay(rt: RelayRuntime): Promise<void> {
   state.stopping = false;
   state.draining = false;
   state.abandoned = false;
-  const onNotify = (): void => {
-    crashPoint('relay.notify');
-    rt.waker.one();
-  };
-  if (o.notify) state.listener = await listen(store, rt.channel, onNotify, logger);
+  if (o.notify) state.listener = await listen(store, rt.channel, () => rt.waker.one(), logger);
   state.stopObserving = rt.instruments.observeTable(() => readTableStats(store.knex, store.names));
   // PGlite has one connection, and a cycle holds it from claim to commit: more loops
   // would only queue behind each other.
