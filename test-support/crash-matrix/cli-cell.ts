@@ -17,6 +17,9 @@ import { BATCH_SIZE, type Brokers } from './brokers';
 import type { MatrixCell } from './cells';
 import { crashEnv, killedOrDone, lostAndDoubled, type CellCounts, type CellSize } from './cell-run';
 
+/** The exit code of a program killed by SIGKILL (9), as a shell or tsx reports it. */
+const KILLED_EXIT_CODE = 128 + 9;
+
 /** Letters of `consumer` not requeued yet. */
 async function waiting(store: Store, consumer: string): Promise<number> {
   const result = await store.knex.raw(
@@ -46,8 +49,9 @@ export async function runCliCell(
     let kills = 0;
     for (let k = 0; k < size.kills; k += 1) {
       const run = await cli(requeue, crashEnv(cell));
-      // Killed by its signal: no exit code. Finished: there was nothing left to die on.
-      if (run.code !== null) break;
+      // tsx's CLI runs the program in a process of its own and exits with 128 + the signal
+      // that killed it. Any other end: there was nothing left to die on.
+      if (run.code !== KILLED_EXIT_CODE && run.code !== null) break;
       kills += 1;
     }
     const left = await waiting(store, consumer);
