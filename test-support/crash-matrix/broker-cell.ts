@@ -12,8 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import { createOutbox, rowsOf, type Store } from '@justonce/core';
 import { databaseUrl } from '../../packages/core/test/db';
-import { spawnCrashChild, type CrashJob, type CrashReport } from '../crash-child';
-import { openEffectsStore } from '../effects';
+import { spawnCrashChild, type CrashChild, type CrashJob, type CrashReport } from '../crash-child';
+import { openEffectsStore, type EffectsStore } from '../effects';
 import { BATCH_SIZE, type Brokers, type Route } from './brokers';
 import type { BrokerTransport, MatrixCell } from './cells';
 import { crashEnv, killedOrDone, lostAndDoubled, type CellCounts, type CellSize } from './cell-run';
@@ -50,18 +50,42 @@ export async function runBrokerCell(
   brokers: Brokers,
 ): Promise<CellCounts> {
   const store = await openEffectsStore();
-  const route = await brokers.open(cell.transport as BrokerTransport);
   try {
-    const consumer = `c-${randomBytes(4).toString('hex')}`;
-    const ids = Array.from({ length: size.messages }, (_, i) => `${consumer}-${i}`);
-    const relayed = cell.scenario === 'relay';
-    const job = (): CrashJob => ({
-      databaseUrl: databaseUrl(),
-      schema: store.schema,
-      consumer,
-      transport: route.transport(consumer, cell.mode),
-      ...(relayed ? { relay: { destination: route.destination, batchSize: BATCH_SIZE } } : {}),
-    });
+    const route = await brokers.open(cell.transport as BrokerTransport);
+    try {
+      return await runOn(cell, size, store, route);
+    } finally {
+      await route.dispose();
+    }
+  } finally {
+    await store.dispose();
+  }
+}
+
+/** The cell's run on its own schema and topic or queue. */
+async function runOn(
+  cell: MatrixCell,
+  size: CellSize,
+  store: EffectsStore,
+  route: Route,
+): Promise<CellCounts> {
+  const consumer = `c-${randomBytes(4).toString('hex')}`;
+  const ids = Array.from({ length: size.messages }, (_, i) => `${consumer}-${i}`);
+  const relayed = cell.scenario === 'relay';
+  const job = (): CrashJob => ({
+    databaseUrl: databaseUrl(),
+    schema: store.schema,
+    consumer,
+    transport: route.transport(consumer, cell.mode),
+    ...(relayed ? { relay: { destination: route.destination, batchSize: BATCH_SIZE } } : {}),
+  });
+  const children: CrashChild[] = [];
+  const spawn = (env?: Record<string, string>): CrashChild => {
+    const child = spawnCrashChild(job(), env);
+    children.push(child);
+    return child;
+  };
+  try {
     const onReport = (report: CrashReport): void => {
       if (report.type === 'settled' && report.action === 'acked' && report.messageId) {
         route.acked(report.messageId);
@@ -79,7 +103,7 @@ export async function runBrokerCell(
     // A relay cell adds a portion of the messages for each crash child once it listens, so
     // that each has new work (and a NOTIFY) to die on; the last portion goes to the survivor.
     const parts = relayed ? portions(ids, size.kills + 1) : [];
-    const feed = async (child: ReturnType<typeof spawnCrashChild>, part: number) => {
+    const feed = async (child: CrashChild, part: number) => {
       const batch = parts[part] ?? [];
       if (batch.length === 0) return;
       await child.next('started');
@@ -89,19 +113,18 @@ export async function runBrokerCell(
 
     let kills = 0;
     for (let k = 0; k < size.kills; k += 1) {
-      const child = spawnCrashChild(job(), crashEnv(cell));
+      const child = spawn(crashEnv(cell));
       await feed(child, k);
       if ((await killedOrDone(child, done, onReport)) === 'done') break;
       kills += 1;
     }
-    const survivor = spawnCrashChild(job());
+    const survivor = spawn();
     await feed(survivor, size.kills);
     if ((await killedOrDone(survivor, done, onReport)) === 'killed') {
       throw new Error(`the survivor died though it was not told to: ${survivor.stderr()}`);
     }
     return { kills, ...lostAndDoubled(await store.effectCounts(consumer), ids) };
   } finally {
-    await route.dispose();
-    await store.dispose();
+    await Promise.all(children.map((child) => child.kill()));
   }
 }

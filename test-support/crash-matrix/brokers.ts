@@ -17,6 +17,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import type { CrashTransport } from '../crash-child';
 import { amqpUrl, kafkaBrokers, sqsClientConfig } from '../services';
 import { FAST_GROUP } from '../../packages/kafka/test/fast-group';
+import { createTopics } from '../../packages/kafka/test/topics';
 import type { BrokerTransport, MatrixMode } from './cells';
 
 /** Messages per batch in batch mode (and per relay batch). */
@@ -101,10 +102,7 @@ async function connectAmqp(): Promise<{ model: ChannelModel; channel: Channel }>
 async function kafkaRoute({ admin, producer }: { admin: Admin; producer: Producer }) {
   const topic = unique('t');
   const groupId = unique('g');
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: [{ topic, numPartitions: 1, replicationFactor: 1 }],
-  });
+  await createTopics(admin, [topic], 1);
   return {
     destination: topic,
     async publish(ids) {

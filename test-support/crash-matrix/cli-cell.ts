@@ -10,10 +10,10 @@ import { rowsOf, type Store } from '@justonce/core';
 import { databaseUrl } from '../../packages/core/test/db';
 import { cli } from '../../packages/cli/test/cli-process';
 import { deadLetters } from '../../packages/cli/test/seed';
-import { spawnCrashChild, type CrashReport } from '../crash-child';
+import { spawnCrashChild, type CrashChild, type CrashReport } from '../crash-child';
 import { openEffectsStore } from '../effects';
 import { unpublished } from './broker-cell';
-import { BATCH_SIZE, type Brokers } from './brokers';
+import { BATCH_SIZE, type Brokers, type Route } from './brokers';
 import type { MatrixCell } from './cells';
 import { crashEnv, killedOrDone, lostAndDoubled, type CellCounts, type CellSize } from './cell-run';
 
@@ -37,8 +37,11 @@ export async function runCliCell(
   brokers: Brokers,
 ): Promise<CellCounts> {
   const store = await openEffectsStore();
-  const route = await brokers.open('rabbitmq');
+  let opened: Route | undefined;
+  let survivor: CrashChild | undefined;
   try {
+    const route = await brokers.open('rabbitmq');
+    opened = route;
     const consumer = `c-${randomBytes(4).toString('hex')}`;
     const ids = Array.from({ length: size.messages }, (_, i) => `${consumer}-${i}`);
     await deadLetters(store, consumer, ids);
@@ -60,7 +63,7 @@ export async function runCliCell(
       if (run.code !== 0) throw new Error(`requeue failed (${run.code}): ${run.stderr}`);
     }
 
-    const survivor = spawnCrashChild({
+    survivor = spawnCrashChild({
       databaseUrl: databaseUrl(),
       schema: store.schema,
       consumer,
@@ -81,7 +84,8 @@ export async function runCliCell(
     }
     return { kills, ...lostAndDoubled(await store.effectCounts(consumer), ids) };
   } finally {
-    await route.dispose();
+    await survivor?.kill();
+    await opened?.dispose();
     await store.dispose();
   }
 }
