@@ -11,23 +11,11 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem, type } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { ensureServices } from '../services';
+import { MatrixUsageError, parseMatrixArguments } from '../test-support/crash-matrix/arguments';
 import { selectCells } from '../test-support/crash-matrix/cells';
 import { runMatrix } from '../test-support/crash-matrix/run-matrix';
 import { matrixPage, matrixTable } from '../test-support/crash-matrix/table';
-
-const USAGE =
-  'usage: pnpm crash-matrix [--size N] [--kills K] [--only <text>] [--concurrency C] [--no-write]';
-
-function positive(name: string, raw: string | undefined, fallback: number): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(raw)}\n${USAGE}`);
-  }
-  return value;
-}
 
 function commit(): string {
   try {
@@ -46,21 +34,10 @@ function machine(): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      size: { type: 'string' },
-      kills: { type: 'string' },
-      only: { type: 'string' },
-      concurrency: { type: 'string' },
-      'no-write': { type: 'boolean' },
-    },
-    strict: true,
-  });
-  const messages = positive('size', values.size, 20);
-  const kills = positive('kills', values.kills, 2);
-  const concurrency = positive('concurrency', values.concurrency, 4);
-  const cells = selectCells(values.only);
-  if (cells.length === 0) throw new Error(`no cell matches ${JSON.stringify(values.only)}`);
+  const args = parseMatrixArguments(process.argv.slice(2));
+  const { size: messages, kills, concurrency } = args;
+  const cells = selectCells(args.only);
+  if (cells.length === 0) throw new Error(`no cell matches ${JSON.stringify(args.only)}`);
 
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   await ensureServices(['postgres', 'kafka', 'sqs', 'rabbitmq']);
@@ -73,9 +50,9 @@ async function main(): Promise<void> {
   });
   const totalMs = Math.round(performance.now() - started);
 
-  const args = process.argv.slice(2).join(' ');
+  const given = process.argv.slice(2).join(' ');
   const facts = {
-    command: `pnpm crash-matrix${args === '' ? '' : ` ${args}`}`,
+    command: `pnpm crash-matrix${given === '' ? '' : ` ${given}`}`,
     commit: commit(),
     machine: machine(),
     date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
@@ -89,7 +66,7 @@ async function main(): Promise<void> {
       crashMatrix: { messages, kills, totalMs, results: results.length, failed: failed.length },
     }),
   );
-  if (!values['no-write'] && values.only === undefined) {
+  if (args.write) {
     writeFileSync(join(__dirname, '..', 'docs', 'crash-matrix.md'), matrixPage(results, facts));
   }
   if (failed.length > 0) process.exitCode = 1;
@@ -97,5 +74,5 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
+  process.exitCode = error instanceof MatrixUsageError ? 2 : 1;
 });

@@ -5,6 +5,7 @@
  * must lose nothing and double nothing. `pnpm crash-matrix --size N` runs the same cells
  * bigger and writes docs/crash-matrix.md.
  */
+import { killChildren } from '../../../test-support/child-process';
 import { CELLS, cellName } from '../../../test-support/crash-matrix/cells';
 import { runMatrix, type CellResult } from '../../../test-support/crash-matrix/run-matrix';
 
@@ -19,6 +20,9 @@ beforeAll(async () => {
   const rows = await runMatrix(runnable, SMALL);
   results = new Map(rows.map((row) => [row.name, row]));
 }, 600_000);
+
+// A cell cleans up its own children; this is for a run cut short.
+afterAll(killChildren);
 
 describe('the crash-point matrix, each cell killed once at its point', () => {
   it.each(runnable.map((cell) => [cellName(cell)]))(
