@@ -80,8 +80,9 @@ function consumerCells(): MatrixCell[] {
       }
     }
     // Between a `ctx.once` step's effect and its record. ctx.once is built on another
-    // branch: once it is here, give the crash child a handler that writes its effect through
-    // `ctx.once` and drop `pending`.
+    // branch; once it is here: give `CrashJob` a flag that makes the crash child's handler
+    // write its effect inside a `ctx.once` step, set it in `broker-cell.ts`'s job for this
+    // point, and drop `pending` (the CI test then runs these cells instead of listing them).
     cells.push({
       point: 'once.after-effect',
       transport,
