@@ -102,13 +102,20 @@ async function runOn(
     }
     // A relay cell adds a portion of the messages for each crash child once it listens, so
     // that each has new work (and a NOTIFY) to die on; the last portion goes to the survivor.
+    // A child that dies at its point before it listens (claiming what an earlier one left)
+    // passes its portion on to the next.
     const parts = relayed ? portions(ids, size.kills + 1) : [];
-    const feed = async (child: CrashChild, part: number) => {
-      const batch = parts[part] ?? [];
-      if (batch.length === 0) return;
-      await child.next('started');
-      await addToOutbox(store, route.destination, batch);
-      await route.publish(batch);
+    let fed = 0;
+    const feed = async (child: CrashChild, upTo: number) => {
+      if (fed > upTo || fed >= parts.length) return;
+      const listening = await child.next('started').then(
+        () => true,
+        () => false,
+      );
+      for (; listening && fed <= upTo && fed < parts.length; fed += 1) {
+        await addToOutbox(store, route.destination, parts[fed]!);
+        await route.publish(parts[fed]!);
+      }
     };
 
     let kills = 0;
