@@ -45,6 +45,22 @@ export interface Brokers {
   close(): Promise<void>;
 }
 
+/**
+ * Runs a Kafka admin or producer call again (up to 5 times, 1 s apart) when it fails: a busy
+ * broker answers a topic just made with "does not host this topic-partition" for a while.
+ * The cell is about the consumer's crash, not about the parent's own calls.
+ */
+async function patiently<T>(call: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await call();
+    } catch (error) {
+      if (tries >= 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
 function unique(label: string): string {
   return `jo-matrix-${label}-${randomBytes(4).toString('hex')}`;
 }
@@ -102,12 +118,12 @@ async function connectAmqp(): Promise<{ model: ChannelModel; channel: Channel }>
 async function kafkaRoute({ admin, producer }: { admin: Admin; producer: Producer }) {
   const topic = unique('t');
   const groupId = unique('g');
-  await createTopics(admin, [topic], 1);
+  await patiently(() => createTopics(admin, [topic], 1));
   return {
     destination: topic,
     async publish(ids) {
       const messages = ids.map((id) => ({ key: id, value: id, headers: { 'message-id': id } }));
-      await producer.send({ topic, acks: -1, messages });
+      await patiently(() => producer.send({ topic, acks: -1, messages }));
     },
     transport: (_consumer, mode) => ({
       kind: 'kafka',
@@ -123,10 +139,12 @@ async function kafkaRoute({ admin, producer }: { admin: Admin; producer: Produce
     }),
     acked: () => undefined,
     async drained() {
-      const [ends, committed] = await Promise.all([
-        admin.fetchTopicOffsets(topic),
-        admin.fetchOffsets({ groupId, topics: [topic] }),
-      ]);
+      const [ends, committed] = await patiently(() =>
+        Promise.all([
+          admin.fetchTopicOffsets(topic),
+          admin.fetchOffsets({ groupId, topics: [topic] }),
+        ]),
+      );
       const offsets = committed[0]?.partitions ?? [];
       return ends.every((e) => offsets.find((p) => p.partition === e.partition)?.offset === e.high);
     },
