@@ -9,8 +9,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus, totalmem, type } from 'node:os';
+import { cpus, loadavg, totalmem, type } from 'node:os';
 import { join } from 'node:path';
+import { format, resolveConfig } from 'prettier';
 import { ensureServices } from '../services';
 import { MatrixUsageError, parseMatrixArguments } from '../test-support/crash-matrix/arguments';
 import { selectCells } from '../test-support/crash-matrix/cells';
@@ -30,7 +31,8 @@ function commit(): string {
 function machine(): string {
   const cores = cpus();
   const gb = Math.round(totalmem() / 2 ** 30);
-  return `${type()}, ${cores.length} × ${cores[0]?.model.trim() ?? 'unknown CPU'}, ${gb} GB, Node ${process.version}`;
+  const load = loadavg()[0]!.toFixed(1);
+  return `${type()}, ${cores.length} × ${cores[0]?.model.trim() ?? 'unknown CPU'}, ${gb} GB, Node ${process.version}, load average ${load} at the end`;
 }
 
 async function main(): Promise<void> {
@@ -67,7 +69,10 @@ async function main(): Promise<void> {
     }),
   );
   if (args.write) {
-    writeFileSync(join(__dirname, '..', 'docs', 'crash-matrix.md'), matrixPage(results, facts));
+    // Formatted as the repository's prettier check wants it (aligned table columns).
+    const file = join(__dirname, '..', 'docs', 'crash-matrix.md');
+    const options = { ...(await resolveConfig(file)), filepath: file };
+    writeFileSync(file, await format(matrixPage(results, facts), options));
   }
   if (failed.length > 0) process.exitCode = 1;
 }

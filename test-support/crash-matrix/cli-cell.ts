@@ -3,7 +3,8 @@
  * on its only attempt, so none has an effect) are requeued by `justonce dead-letters requeue`,
  * which dies between two letters (as often as the size asks) and is run again, as an
  * operator would. Then the crash child of `crash-child.ts`, without a crash point, relays the
- * requeued letters to RabbitMQ and consumes them until each has an effect.
+ * requeued letters to RabbitMQ and consumes them (and a second copy of each, published
+ * straight to the queue) until each has an effect.
  */
 import { randomBytes } from 'node:crypto';
 import { rowsOf, type Store } from '@justonce/core';
@@ -63,6 +64,8 @@ export async function runCliCell(
       if (run.code !== 0) throw new Error(`requeue failed (${run.code}): ${run.stderr}`);
     }
 
+    // The duplicate: the broker delivers each requeued message once more.
+    await route.publish(ids);
     survivor = spawnCrashChild({
       databaseUrl: databaseUrl(),
       schema: store.schema,
