@@ -4,8 +4,12 @@
  * with a job (plain data: it travels as JSON in an environment variable) and reads the reports
  * the child writes on stdout, one JSON line each; once the child reported that it stopped
  * where it was told, the parent kills it there with SIGKILL, the way a crash or an OOM kill
- * would. The kinds: the inbox consumers of `crash-child.ts`, and the core tests'
- * `fixtures/operation-crash-child.ts`.
+ * would. The kinds: the inbox consumers of `crash-child.ts`, the HTTP server of
+ * `crash-matrix/http-child.ts`, and the core tests' `fixtures/operation-crash-child.ts`.
+ *
+ * A child may also kill itself: with `JUSTONCE_CRASH_AT` in the `env` given to `spawn`, it
+ * dies by SIGKILL at that crash point (see core's `common/crash-points.ts`); the crash-point
+ * matrix (`crash-matrix/`) works that way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';

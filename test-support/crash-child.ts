@@ -7,10 +7,16 @@
  * is built, which the job's `transport` part says; the inbox, the handler and the reports are
  * the same for all of them. Spawning, reports and killing are the harness's, in
  * `child-process.ts`.
+ *
+ * The crash-point matrix (`crash-matrix/`) spawns the same child with `JUSTONCE_CRASH_AT` in
+ * its environment instead of a `stopAt`: the child then kills itself at that crash point. For
+ * it the child also runs a relay from the store's outbox to the transport (`relay`), reports
+ * every settled delivery, and has a `memory` transport whose broker state the parent keeps.
  */
 import {
   createInbox,
   createOperations,
+  createRelay,
   createStore,
   type DeliveryFacts,
   type Handler,
@@ -21,6 +27,8 @@ import {
   type SettledEvent,
   type Store,
 } from '@justonce/core';
+import { createMemoryBroker } from '@justonce/core/testing';
+import { decide, type Publisher } from '@justonce/core/transport';
 import type { KafkaConsumerOptions } from '@justonce/kafka';
 import type { RabbitConsumerOptions } from '@justonce/rabbitmq';
 import type { SqsConsumerOptions } from '@justonce/sqs';
@@ -54,10 +62,40 @@ export type CrashTransport =
       readonly kind: 'sqs';
       readonly options: Pick<
         SqsConsumerOptions,
-        'clientConfig' | 'queueUrl' | 'concurrency' | 'waitTimeSeconds' | 'visibilityTimeoutSeconds'
+        | 'clientConfig'
+        | 'queueUrl'
+        | 'concurrency'
+        | 'waitTimeSeconds'
+        | 'visibilityTimeoutSeconds'
+        | 'mode'
       >;
     }
-  | { readonly kind: 'rabbitmq'; readonly options: Pick<RabbitConsumerOptions, 'url' | 'queue'> };
+  | {
+      readonly kind: 'rabbitmq';
+      readonly options: Pick<
+        RabbitConsumerOptions,
+        'url' | 'queue' | 'mode' | 'batchSize' | 'batchWaitMs' | 'prefetch'
+      >;
+    }
+  /**
+   * The in-memory transport, its broker in the parent: the child gets the copies not yet
+   * acknowledged, reports each acknowledgement, and the parent hands what is left to the next
+   * child. `message` mode runs them through the memory broker's consumer; `batch` mode through
+   * the inbox's batch API in chunks of `batchSize`, each outcome through core's `decide`.
+   */
+  | {
+      readonly kind: 'memory';
+      readonly mode: 'message' | 'batch';
+      readonly batchSize: number;
+      readonly messages: readonly { readonly id: string; readonly body: string }[];
+    };
+
+/** A relay the child runs beside its consumer: the store's outbox to `destination`. */
+export interface CrashRelay {
+  /** Where the relay publishes: a topic, queue URL or queue name of the job's transport. */
+  readonly destination: string;
+  readonly batchSize: number;
+}
 
 /** What the parent asks the child to do. Plain data: it travels as JSON. */
 export interface CrashJob {
@@ -87,6 +125,8 @@ export interface CrashJob {
    */
   readonly crashAt?: string;
   readonly transport: CrashTransport;
+  /** Also run a relay publishing the store's outbox through the transport's publisher. */
+  readonly relay?: CrashRelay;
 }
 
 /** What the child reports on stdout, one line each. */
@@ -107,6 +147,12 @@ export type CrashReport =
       readonly messageId: string | undefined;
       readonly attempt: number;
     }
+  /** A delivery was settled: acknowledged, dead-lettered, redelivered, held… */
+  | {
+      readonly type: 'settled';
+      readonly messageId: string | undefined;
+      readonly action: SettledEvent['action'];
+    }
   /** The one delivery of an `inbox` job was processed to this outcome. */
   | { readonly type: 'outcome'; readonly status: InboxOutcome['status'] };
 
@@ -118,9 +164,12 @@ const crashChild = childModule<CrashJob, CrashReport>(__filename, 'CRASH_CHILD')
 /** A running child. */
 export type CrashChild = SpawnedChild<CrashReport>;
 
-/** Spawns a child on this file (through tsx) with the job. */
-export function spawnCrashChild(job: CrashJob): CrashChild {
-  return crashChild.spawn(job, job.crashAt === undefined ? {} : { JUSTONCE_CRASH_AT: job.crashAt });
+/** Spawns a child on this file (through tsx) with the job, and `env` added to its environment. */
+export function spawnCrashChild(job: CrashJob, env?: Readonly<Record<string, string>>): CrashChild {
+  return crashChild.spawn(job, {
+    ...(job.crashAt === undefined ? {} : { JUSTONCE_CRASH_AT: job.crashAt }),
+    ...env,
+  });
 }
 
 /** Kills every child still running; for a test file's `afterEach`, so none outlives its test. */
@@ -169,8 +218,65 @@ async function runTransport(transport: CrashTransport, parts: ChildParts): Promi
       await createRabbitConsumer({ ...transport.options, inbox, handler, onSettled }).start();
       break;
     }
+    case 'memory':
+      crashChild.report({ type: 'started' });
+      await runMemory(transport, parts);
+      return;
   }
   crashChild.report({ type: 'started' });
+}
+
+/** The `memory` transport's two modes (see {@link CrashTransport}). */
+async function runMemory(
+  transport: Extract<CrashTransport, { kind: 'memory' }>,
+  { inbox, handler, onSettled }: ChildParts,
+): Promise<void> {
+  if (transport.mode === 'message') {
+    const broker = createMemoryBroker();
+    broker.send('matrix', transport.messages);
+    await broker.consume('matrix', { inbox, handler, onSettled }).start();
+    return;
+  }
+  const where = { consumer: inbox.consumer, source: 'matrix' };
+  for (let start = 0; start < transport.messages.length; start += transport.batchSize) {
+    const envelopes = transport.messages
+      .slice(start, start + transport.batchSize)
+      .map(({ id, body }) => ({ id, headers: {}, body, delivery: {} }));
+    const outcomes = await inbox.processBatch(envelopes, handler);
+    outcomes.forEach((outcome, i) => {
+      if (decide(outcome, where).kind !== 'ack') return;
+      onSettled({ action: 'acked', messageId: outcome.messageId, outcome, message: envelopes[i] });
+    });
+  }
+}
+
+/** The relay publisher of the job's transport. */
+async function publisherOf(transport: CrashTransport): Promise<Publisher> {
+  switch (transport.kind) {
+    case 'kafka': {
+      const { createKafkaPublisher } = await import('@justonce/kafka');
+      const { brokers, client } = transport.options;
+      return createKafkaPublisher({ ...(brokers ? { brokers } : {}), client });
+    }
+    case 'sqs': {
+      const { createSqsPublisher } = await import('@justonce/sqs');
+      return createSqsPublisher({ clientConfig: transport.options.clientConfig });
+    }
+    case 'rabbitmq': {
+      const { createRabbitPublisher } = await import('@justonce/rabbitmq');
+      return createRabbitPublisher({ url: transport.options.url });
+    }
+    default:
+      throw new Error(`no relay publisher for the ${transport.kind} transport`);
+  }
+}
+
+/** Starts the job's relay, if it has one: polling, woken by NOTIFY. */
+async function startRelay(job: CrashJob, store: Store): Promise<void> {
+  if (job.relay === undefined) return;
+  const publisher = await publisherOf(job.transport);
+  const { batchSize } = job.relay;
+  await createRelay({ store, publisher, batchSize, pollIntervalMs: 200 }).start();
 }
 
 async function childMain(): Promise<void> {
@@ -233,6 +339,7 @@ async function childMain(): Promise<void> {
     });
   };
   const onSettled = (event: SettledEvent) => {
+    crashChild.report({ type: 'settled', messageId: event.messageId, action: event.action });
     if (event.outcome?.status !== 'dead-lettered') return;
     crashChild.report({
       type: 'dead-lettered',
@@ -240,6 +347,7 @@ async function childMain(): Promise<void> {
       attempt: event.outcome.attempt,
     });
   };
+  await startRelay(job, store);
   await runTransport(job.transport, { store, inbox, handler, onSettled });
 }
 

@@ -22,10 +22,11 @@ import {
 import { buildKafkaClient } from '../src/client/built-client';
 import { loadPlatformaticKafka } from '../src/client/platformatic/load';
 import { FAST_GROUP } from './fast-group';
+import { createTopics } from './topics';
 import { useTestBed } from '../../../test-support/test-bed';
 import { openEffectsStore, type EffectsStore } from '../../../test-support/effects';
 
-export { kafkaBrokers, FAST_GROUP };
+export { kafkaBrokers, FAST_GROUP, createTopics };
 // The shared effects table, re-exported for the tests that import it from here.
 export { openEffectsStore, type EffectsStore };
 
@@ -64,39 +65,6 @@ export function clientUnderTest(
 /** A unique topic, group or consumer name. */
 export function unique(label: string): string {
   return `jo-${label}-${randomBytes(4).toString('hex')}`;
-}
-
-/**
- * Creates topics and waits until the broker's metadata shows a leader for every partition.
- * kafkajs's own wait (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE; on a busy broker
- * the metadata of a topic just created can still answer UNKNOWN_TOPIC_OR_PARTITION ("This
- * server does not host this topic-partition"), which would fail a test before its consumer
- * even started.
- */
-export async function createTopics(
-  admin: Admin,
-  topics: string[],
-  numPartitions = 1,
-): Promise<void> {
-  await admin
-    .createTopics({
-      waitForLeaders: true,
-      topics: topics.map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
-    })
-    .catch((error: unknown) => {
-      if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
-    });
-  const ready = async (): Promise<boolean> => {
-    try {
-      const { topics: found } = await admin.fetchTopicMetadata({ topics });
-      return found.every(
-        (t) => t.partitions.length === numPartitions && t.partitions.every((p) => p.leader >= 0),
-      );
-    } catch {
-      return false;
-    }
-  };
-  await waitFor(`topics ${topics.join(', ')} ready`, ready, { timeoutMs: 20_000, intervalMs: 50 });
 }
 
 /** A record to produce in tests. */

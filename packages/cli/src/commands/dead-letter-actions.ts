@@ -1,6 +1,7 @@
 import type { DeadLetter } from '@justonce/core';
 import type { Admin } from '@justonce/core/admin';
 import type { Command } from 'commander';
+import { crashPoint } from '@justonce/core/transport';
 import { parseName } from '../arguments';
 import type { BulkFlags } from '../bulk';
 import { bulkCommand } from '../bulk-command';
@@ -137,8 +138,14 @@ export function deadLetterActions(group: Command, globals: () => GlobalOptions):
     },
     head: [...HEAD, 'to'],
     row: (l, { to }) => [...row(l), to ?? l.delivery.source ?? '(needs --to)'],
-    act: (admin, id, { to }) =>
-      admin.redeliverDeadLetter(id, to === undefined ? {} : { destination: to }),
+    act: async (admin, id, { to }) => {
+      const requeued = await admin.redeliverDeadLetter(
+        id,
+        to === undefined ? {} : { destination: to },
+      );
+      crashPoint('cli.requeue');
+      return requeued;
+    },
     result: 'outbox event',
   }).option('--to <destination>', 'publish to this topic, queue or exchange instead');
 

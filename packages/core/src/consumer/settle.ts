@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import { hasErrorCode } from '../errors/justonce-error';
 import { asError } from '../common/errors';
 import type { InboxOutcome } from '../inbox/types';
@@ -72,6 +73,7 @@ export function decide<R>(outcome: InboxOutcome<R>, context: DecisionContext): D
   switch (outcome.status) {
     case 'processed':
     case 'duplicate':
+      crashPoint('consumer.after-commit-before-ack');
       return { kind: 'ack', outcome };
     case 'failed':
       return { kind: 'redeliver', outcome, delayMs: Math.max(0, outcome.retryDelayMs) };

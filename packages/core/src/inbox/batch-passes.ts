@@ -5,6 +5,7 @@
  * again with each handler in its own savepoint, so a failing message's work is undone and
  * the others commit once.
  */
+import { crashPoint } from '../common/crash-points';
 import { asError } from '../common/errors';
 import type { SqlTransaction } from '../transactions/types';
 import { handlerContext } from './context';
@@ -95,6 +96,7 @@ export async function runInPass<R>(
   // same through every adapter; the handler writes through the one transaction object it knows.
   if (isolate) await tx.query(`savepoint ${SAVEPOINT}`, []);
   try {
+    crashPoint('inbox.before-handler');
     const result = await inMessageContext(good.envelope, () => handler(context));
     await assertUsable(tx, isMysql(rt.options.store));
     if (isolate) await tx.query(`release savepoint ${SAVEPOINT}`, []);

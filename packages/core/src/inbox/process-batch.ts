@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import type { Envelope } from '../transport/envelope';
 import {
   passOutcome,
@@ -269,6 +270,8 @@ async function runTransaction<R>(
     const failed: MessageKey[] = [];
     for (const r of runnable) {
       if (!claimed.has(keyOf(r.good))) continue;
+      // Mid-batch: another handler's work is already in this open transaction.
+      if (results.size > 0) crashPoint('batch.mid');
       // Straight in the pass, a failure rolls it back (thrown): only an isolated one fails here.
       const result = await runInPass(rt, trx, tx, r, pass);
       results.set(r.index, result);
@@ -276,6 +279,7 @@ async function runTransaction<R>(
       else if (r.counted) done.push(r.good);
       await rt.step('handler-done', r.good.messageId);
     }
+    crashPoint('inbox.after-handler');
     await finishBatch(tx, store.names, consumer, done, failed);
     return results;
   });

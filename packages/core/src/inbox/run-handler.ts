@@ -3,6 +3,7 @@
  * in process-one.ts, the watermark modes in watermark/process.ts): the run with its timing,
  * the check that the transaction is still usable, and what a failed transaction leads to.
  */
+import { crashPoint } from '../common/crash-points';
 import { asError } from '../common/errors';
 import type { SqlTransaction } from '../transactions/types';
 import { handlerContext } from './context';
@@ -66,6 +67,7 @@ export async function runHandler<R>(
   const started = performance.now();
   let result: R;
   try {
+    crashPoint('inbox.before-handler');
     result = await inMessageContext(good.envelope, () =>
       handler(handlerContext(rt.options, trx, tx, good, payload, attempt, signal)),
     );
@@ -76,6 +78,7 @@ export async function runHandler<R>(
   }
   rt.instruments.handlerDuration((performance.now() - started) / 1000, true);
   await rt.step('handler-done', good.messageId);
+  crashPoint('inbox.after-handler');
   return { status: 'processed', messageId: good.messageId, scope: good.scope, attempt, result };
 }
 

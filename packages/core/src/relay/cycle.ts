@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import type { Knex } from 'knex';
 import { runLane, type LaneShared } from './lane';
 import { ascendingId, idAfter } from './row-order';
@@ -176,6 +177,7 @@ export async function runCycle(
       else if (keyCursor.key === null) pauseWalks(keyCursor, o.claimHoldMs);
     }
     siblings?.hold(lastHeadId(rows));
+    if (rows.length > 0) crashPoint('relay.after-claim');
     if (rows.length === 0) {
       await trx.commit();
       return claim.windowFull ? { ...EMPTY, backlogHeld: true } : EMPTY;

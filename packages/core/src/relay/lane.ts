@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import type { Knex } from 'knex';
 import { withTimeout } from '../common/time';
 import type { PublishResult } from '../transport/publisher';
@@ -115,6 +116,7 @@ export async function runLane(
     }
     if (marking !== null) tally(await marking);
     const d = decide(batch, await publishing, o);
+    crashPoint('relay.after-publish');
     for (const key of d.disorderedKeys) {
       o.logger.warn('relay: publisher accepted a message after an earlier one of its key failed', {
         key,

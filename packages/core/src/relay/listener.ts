@@ -1,3 +1,4 @@
+import { crashPoint } from '../common/crash-points';
 import { withTimeout } from '../common/time';
 import type { Knex } from 'knex';
 import type { Logger } from '../observability/logger';
@@ -139,7 +140,9 @@ async function listenOnDedicatedConnection(
     try {
       next = await factory.acquireRawConnection();
       next.on('notification', (message) => {
-        if (message.channel === channel) onWake();
+        if (message.channel !== channel) return;
+        crashPoint('relay.notify');
+        onWake();
       });
       const lost = (error?: Error): void => {
         if (client !== next) return;

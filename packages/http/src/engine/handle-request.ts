@@ -1,4 +1,4 @@
-import { NEVER_ABORTED } from '@justonce/core/transport';
+import { NEVER_ABORTED, crashPoint } from '@justonce/core/transport';
 import {
   isOperationConflictError,
   isOperationFailedError,
@@ -135,7 +135,10 @@ async function runKeyed<Req>(
     throw error;
   }
   const held = execution.held;
-  if (held !== undefined) return { kind: 'committed', response: held };
+  if (held !== undefined) {
+    crashPoint('http.after-commit');
+    return { kind: 'committed', response: held };
+  }
   const replay = fromStoredResponse(stored);
   return {
     kind: 'respond',
