@@ -37,6 +37,36 @@ async function addToOutbox(store: Store, destination: string, ids: readonly stri
   );
 }
 
+/** The `ctx.once` step of a `once.after-effect` cell, and its ledger's lease and wait. */
+const ONCE = { step: 'charge', leaseMs: 1_000, waitMs: 5_000 } as const;
+
+/**
+ * Effects per message of a `once.after-effect` cell, where each message has two: the remote
+ * call made through `ctx.once` and the business write. The remote call is counted by its
+ * distinct idempotency keys, as the remote system would: a call made again with the step's
+ * one key after a kill before its record is the window the key exists for, not a double.
+ * A message counts once only when it has both, and twice when either happened twice.
+ */
+async function onceEffectCounts(
+  store: EffectsStore,
+  consumer: string,
+): Promise<Map<string, number>> {
+  const result = await store.knex.raw(
+    `select message_id,
+            count(*) filter (where note is distinct from 'remote')::int as business,
+            count(distinct key) filter (where note = 'remote')::int as keys
+       from ${store.effectsTable} where consumer = ? group by message_id`,
+    [consumer],
+  );
+  const counts = new Map<string, number>();
+  for (const row of rowsOf<{ message_id: string; business: number; keys: number }>(result)) {
+    if (row.business > 0 && row.keys > 0) {
+      counts.set(row.message_id, Math.max(row.business, row.keys));
+    }
+  }
+  return counts;
+}
+
 /** Splits `ids` into `parts` runs of about the same size (the last ones may be empty). */
 function portions(ids: readonly string[], parts: number): string[][] {
   const size = Math.ceil(ids.length / parts);
@@ -72,12 +102,16 @@ async function runOn(
   const consumer = `c-${randomBytes(4).toString('hex')}`;
   const ids = Array.from({ length: size.messages }, (_, i) => `${consumer}-${i}`);
   const relayed = cell.scenario === 'relay';
+  const once = cell.point === 'once.after-effect';
+  const effectCounts = () =>
+    once ? onceEffectCounts(store, consumer) : store.effectCounts(consumer);
   const job = (): CrashJob => ({
     databaseUrl: databaseUrl(),
     schema: store.schema,
     consumer,
     transport: route.transport(consumer, cell.mode),
     ...(relayed ? { relay: { destination: route.destination, batchSize: BATCH_SIZE } } : {}),
+    ...(once ? { once: ONCE } : {}),
   });
   const children: CrashChild[] = [];
   const spawn = (env?: Record<string, string>): CrashChild => {
@@ -92,7 +126,7 @@ async function runOn(
       }
     };
     const done = async (): Promise<boolean> =>
-      (await store.effectCounts(consumer)).size === ids.length &&
+      (await effectCounts()).size === ids.length &&
       (!relayed || (await unpublished(store)) === 0) &&
       (await route.drained());
 
@@ -130,7 +164,7 @@ async function runOn(
     if ((await killedOrDone(survivor, done, onReport)) === 'killed') {
       throw new Error(`the survivor died though it was not told to: ${survivor.stderr()}`);
     }
-    return { kills, ...lostAndDoubled(await store.effectCounts(consumer), ids) };
+    return { kills, ...lostAndDoubled(await effectCounts(), ids) };
   } finally {
     await Promise.all(children.map((child) => child.kill()));
   }

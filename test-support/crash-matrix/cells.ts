@@ -79,17 +79,14 @@ function consumerCells(): MatrixCell[] {
         cells.push({ point: 'batch.mid', transport, mode, scenario: 'consumer', nth: 1 });
       }
     }
-    // Between a `ctx.once` step's effect and its record. ctx.once is built on another
-    // branch; once it is here: give `CrashJob` a flag that makes the crash child's handler
-    // write its effect inside a `ctx.once` step, set it in `broker-cell.ts`'s job for this
-    // point, and drop `pending` (the CI test then runs these cells instead of listing them).
+    // Between a `ctx.once` step's effect (a remote call) and its record: the handler makes
+    // the call through `ctx.once` before its business write (broker-cell.ts).
     cells.push({
       point: 'once.after-effect',
       transport,
       mode: 'message',
       scenario: 'consumer',
       nth: 2,
-      pending: 'ctx.once is not on this branch yet',
     });
   }
   return cells;
