@@ -5,7 +5,8 @@ import {
   type CircuitBreaker,
   type CircuitPermit,
 } from '../retry/circuit-breaker';
-import { createRetryBudget, type RetryBudget } from '../retry/retry-budget';
+import { createRetryBudget, RETRY_BUDGET_DEFAULTS, type RetryBudget } from '../retry/retry-budget';
+import { createSlidingCounter } from '../retry/sliding-window';
 import { resilienceInstruments, type ResilienceInstruments } from './instruments';
 import type { ResolvedResilience } from './options';
 import type { ResilienceEvent, ResilienceSnapshot } from './types';
@@ -92,11 +93,21 @@ function breakerMap(
   };
 }
 
-/** Creates the {@link ResilienceGate} of the consumer or route `name`. @internal */
+/** The slots of a gate's window counter. */
+const FIRST = 0;
+const PAID = 1;
+const SHED_BUDGET = 2;
+const SHED_BREAKER = 3;
+
+/**
+ * Creates the {@link ResilienceGate} of the consumer or route `name`. `observe` sees every
+ * event after `onEvent` (the consumer's state recorder); it must not throw. @internal
+ */
 export function createResilienceGate<S>(
   name: string,
   settings: ResolvedResilience<S>,
   meter?: Meter,
+  observe?: (event: ResilienceEvent) => void,
 ): ResilienceGate<S> {
   const { clock, breaker: breakerSettings, budget: budgetSettings } = settings;
   const emit = (event: ResilienceEvent): void => {
@@ -105,7 +116,13 @@ export function createResilienceGate<S>(
     } catch {
       // A listener's failure must not change what happens to the work.
     }
+    observe?.(event);
   };
+  const windowMs = budgetSettings?.windowMs ?? RETRY_BUDGET_DEFAULTS.windowMs;
+  const counts = createSlidingCounter(windowMs, 4);
+  const count = (slot: number): void => counts.add(slot, clock.now());
+  /** Since when each breaker is in its state, on `clock`. */
+  const since = new WeakMap<CircuitBreaker, number>();
   const budget: RetryBudget | undefined =
     budgetSettings === undefined
       ? undefined
@@ -124,9 +141,11 @@ export function createResilienceGate<S>(
             openMs: breakerSettings.openMs,
             clock,
           });
-          breaker.onStateChange(({ from, to, at }) =>
-            emit({ type: 'breaker', name, key, from, to, at }),
-          );
+          since.set(breaker, clock.now());
+          breaker.onStateChange(({ from, to, at }) => {
+            since.set(breaker, at);
+            emit({ type: 'breaker', name, key, from, to, at });
+          });
           return breaker;
         });
   const keyOf = (subject: S): string => {
@@ -152,6 +171,7 @@ export function createResilienceGate<S>(
       if (permit !== undefined) return { admitted: true, key, permit };
       const retryAfterMs = breaker.retryAfterMs();
       shed.breakerOpen += 1;
+      count(SHED_BREAKER);
       instruments.shed(key, 'breaker-open');
       emit({ type: 'shed', name, key, reason: 'breaker-open', retryAfterMs });
       return { admitted: false, key, retryAfterMs };
@@ -166,25 +186,40 @@ export function createResilienceGate<S>(
       return breaker.state === 'open' ? Math.max(1, breaker.retryAfterMs()) : 0;
     },
     earn() {
+      count(FIRST);
       budget?.recordSuccess();
     },
     spend(key) {
       if (budget === undefined) return true;
       if (budget.tryWithdraw()) {
+        count(PAID);
         instruments.retryPaid();
         return true;
       }
       shed.budgetSpent += 1;
+      count(SHED_BUDGET);
       instruments.shed(key, 'budget-spent');
       emit({ type: 'shed', name, key, reason: 'budget-spent', retryAfterMs: spentDelayMs });
       return false;
     },
     snapshot() {
+      const now = clock.now();
       return {
         name,
-        breakers: (breakers?.entries() ?? []).map(([key, b]) => ({ key, state: b.state })),
+        breakers: (breakers?.entries() ?? []).map(([key, b]) => ({
+          key,
+          state: b.state,
+          since: since.get(b) ?? clock.now(),
+        })),
         budgetRemaining: budget?.available(),
         shed: { ...shed },
+        window: {
+          windowMs,
+          firstDeliveries: counts.total(FIRST, now),
+          retriesPaid: counts.total(PAID, now),
+          retriesShed: counts.total(SHED_BUDGET, now),
+          breakerSheds: counts.total(SHED_BREAKER, now),
+        },
       };
     },
   };
