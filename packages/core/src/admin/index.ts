@@ -10,7 +10,7 @@ export {
   statusQueries,
   type StatusQueryName,
 } from './status';
-export { RESILIENCE_STALE_SECONDS } from './resilience';
+export { RESILIENCE_HEAD, RESILIENCE_STALE_SECONDS, resilienceRows } from './resilience';
 export { visibleText } from '../common/text';
 export type {
   Admin,

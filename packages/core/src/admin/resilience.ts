@@ -3,7 +3,7 @@ import { isMysql } from '../store/dialect';
 import type { MigrationNames } from '../store/migration';
 import { rowsOf } from '../store/rows';
 import type { Store } from '../store/store';
-import type { ConsumerResilience } from './types';
+import type { ConsumerResilience, StoreStatus } from './types';
 
 /**
  * After how many seconds without a report a consumer's load shedding is shown as stale:
@@ -96,3 +96,49 @@ export async function readResilience(store: Store): Promise<ConsumerResilience[]
   }
   return [...byConsumer.values()].map(consumerOf);
 }
+
+/** A span of seconds as `status` shows it: `45 s`, `2 m 5 s`, `3 h 2 m`. */
+function span(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
+}
+
+/**
+ * The rows of a consumer's load shedding as the CLI and the dashboard show them, one per
+ * breaker key (one `—` row without a breaker): consumer, key, state (`… (stale)` when it
+ * has not reported for a while), for how long, the budget over its window, the sheds.
+ * `at` is the read's time ({@link StoreStatus.at}).
+ */
+export function resilienceRows(c: ConsumerResilience, at: Date): string[][] {
+  const window = `${span(c.window.windowMs / 1000)} window`;
+  const budget =
+    c.budgetRemaining === null
+      ? 'no budget'
+      : `${c.window.retriesPaid} spent, ${c.budgetRemaining} left (${window})`;
+  const sheds = c.window.breakerSheds + c.window.retriesShed;
+  const shed = `${sheds} (breaker ${c.window.breakerSheds}, budget ${c.window.retriesShed})`;
+  const stale = c.stale
+    ? ` (stale: last report ${span((at.getTime() - c.reportedAt.getTime()) / 1000)} ago)`
+    : '';
+  if (c.breakers.length === 0) return [[c.consumer, '—', `no breaker${stale}`, '—', budget, shed]];
+  return c.breakers.map((b) => [
+    c.consumer,
+    b.key,
+    `${b.state}${stale}`,
+    span((at.getTime() - b.since.getTime()) / 1000),
+    budget,
+    shed,
+  ]);
+}
+
+/** The column heads of {@link resilienceRows}. */
+export const RESILIENCE_HEAD: readonly string[] = [
+  'consumer',
+  'breaker key',
+  'state',
+  'for',
+  'retry budget',
+  'shed',
+];
