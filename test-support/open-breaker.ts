@@ -40,7 +40,10 @@ export async function openBreaker(store: Store, consumer: string): Promise<OpenB
     resilience: { breaker: { trip: { consecutiveFailures: 2 }, openMs: 60_000 } },
   });
   await running.start();
-  broker.send(consumer, [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })));
+  broker.send(
+    consumer,
+    [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })),
+  );
   const admin = createAdmin(store);
   const reported = await waitFor(`${consumer}'s open breaker in status`, async () =>
     (await admin.status()).resilience.find(

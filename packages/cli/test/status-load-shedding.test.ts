@@ -19,8 +19,12 @@ describe('status with load shedding', () => {
   it('prints a line per breaker: state, for how long, budget spent and left, sheds', async () => {
     const run = await db.inSchema('status');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/Load shedding \(breakers; budget and sheds over the budget window\)/);
-    expect(run.stdout).toMatch(/consumer\s*│\s*breaker key\s*│\s*state\s*│\s*for\s*│\s*retry budget\s*│\s*shed/);
+    expect(run.stdout).toMatch(
+      /Load shedding \(breakers; budget and sheds over the budget window\)/,
+    );
+    expect(run.stdout).toMatch(
+      /consumer\s*│\s*breaker key\s*│\s*state\s*│\s*for\s*│\s*retry budget\s*│\s*shed/,
+    );
     expect(run.stdout).toMatch(
       /payments\s*│\s*\*\s*│\s*open\s*│\s*\d+ s\s*│\s*\d+ spent, \d+ left \(10 s window\)\s*│\s*\d+ \(breaker \d+, budget 0\)/,
     );

@@ -45,7 +45,10 @@ async function failingConsumer(store: TestStore, consumer: string, logger: Logge
     resilience: { breaker: { trip: { consecutiveFailures: 2 }, openMs: 60_000 } },
   });
   await running.start();
-  broker.send(consumer, [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })));
+  broker.send(
+    consumer,
+    [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })),
+  );
   return { inbox, running };
 }
 
@@ -56,7 +59,8 @@ async function reported(store: TestStore, consumer: string): Promise<ConsumerRes
   for (;;) {
     const found = (await admin.status()).resilience.find((c) => c.consumer === consumer);
     if (found?.breakers[0]?.state === 'open') return found;
-    if (Date.now() > deadline) throw new Error(`no open breaker reported: ${JSON.stringify(found)}`);
+    if (Date.now() > deadline)
+      throw new Error(`no open breaker reported: ${JSON.stringify(found)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -130,7 +134,10 @@ describe('a store that cannot take the report', () => {
         resilience: {},
       });
       await running.start();
-      broker.send(consumer, [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })));
+      broker.send(
+        consumer,
+        [1, 2, 3].map((n) => ({ id: `m-${n}`, body: String(n) })),
+      );
       await broker.whenIdle({ timeoutMs: 10_000 });
       expect(handled.sort()).toEqual(['m-1', 'm-2', 'm-3']);
       await inbox.flushActivity();

@@ -3,7 +3,7 @@ import { isMysql } from '../store/dialect';
 import type { MigrationNames } from '../store/migration';
 import { rowsOf } from '../store/rows';
 import type { Store } from '../store/store';
-import type { ConsumerResilience, StoreStatus } from './types';
+import type { ConsumerResilience } from './types';
 
 /**
  * After how many seconds without a report a consumer's load shedding is shown as stale:
@@ -56,9 +56,7 @@ interface ResilienceRow {
 function consumerOf(rows: readonly ResilienceRow[]): ConsumerResilience {
   const newest = rows.reduce((a, b) => (Number(b.age_seconds) < Number(a.age_seconds) ? b : a));
   const newestAge = Number(newest.age_seconds);
-  const current = rows.filter(
-    (r) => Number(r.age_seconds) - newestAge <= RESILIENCE_STALE_SECONDS,
-  );
+  const current = rows.filter((r) => Number(r.age_seconds) - newestAge <= RESILIENCE_STALE_SECONDS);
   return {
     consumer: newest.consumer,
     reportedAt: new Date(newest.reported_at),
@@ -109,7 +107,7 @@ function span(seconds: number): string {
  * The rows of a consumer's load shedding as the CLI and the dashboard show them, one per
  * breaker key (one `—` row without a breaker): consumer, key, state (`… (stale)` when it
  * has not reported for a while), for how long, the budget over its window, the sheds.
- * `at` is the read's time ({@link StoreStatus.at}).
+ * `at` is the read's time (`StoreStatus.at`).
  */
 export function resilienceRows(c: ConsumerResilience, at: Date): string[][] {
   const window = `${span(c.window.windowMs / 1000)} window`;

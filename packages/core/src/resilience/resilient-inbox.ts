@@ -113,12 +113,12 @@ export function withResilience<Tx>(
   const settings = resolveResilience<Envelope>(options, context);
   checkAgainstAttempts(inbox, options);
   const reporting = inboxReporting(inbox);
-  let recorder: StateRecorder | undefined;
+  // The gate calls back only once work flows, after `recorder` below is set.
   const gate = createResilienceGate(inbox.consumer, settings, meter, (event) =>
     recorder?.note(event.type === 'breaker'),
   );
   // Reported to the store for `justonce status` and the dashboard, off the hot path.
-  recorder =
+  const recorder: StateRecorder | undefined =
     reporting === undefined
       ? undefined
       : createStateRecorder(inbox.consumer, reporting, () => gate.snapshot(), settings.clock);

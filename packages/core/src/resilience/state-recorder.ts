@@ -32,11 +32,7 @@ export interface StateRecorder {
 }
 
 /** The rows of `snapshot`: its breakers (capped), or one `*` row without a breaker. */
-export function stateRows(
-  snapshot: ResilienceSnapshot,
-  clock: Clock,
-  maxKeys: number,
-): StateRow[] {
+export function stateRows(snapshot: ResilienceSnapshot, clock: Clock, maxKeys: number): StateRow[] {
   const { window } = snapshot;
   const common = {
     budgetRemaining: snapshot.budgetRemaining ?? null,
@@ -50,7 +46,9 @@ export function stateRows(
   // The gate's clock may be a test's; convert its times to the wall clock by their age.
   const wall = (at: number): Date => new Date(Date.now() - Math.max(0, clock.now() - at));
   return [...snapshot.breakers]
-    .sort((a, b) => Number(a.state === 'closed') - Number(b.state === 'closed') || b.since - a.since)
+    .sort(
+      (a, b) => Number(a.state === 'closed') - Number(b.state === 'closed') || b.since - a.since,
+    )
     .slice(0, maxKeys)
     .map((b) => ({ key: b.key, state: b.state, since: wall(b.since), ...common }));
 }
@@ -76,11 +74,14 @@ export function createStateRecorder(
     if (timer !== undefined && due <= at) return;
     if (timer !== undefined) clearTimeout(timer);
     due = at;
-    timer = setTimeout(() => {
-      timer = undefined;
-      due = Infinity;
-      void flush();
-    }, Math.max(0, delayMs));
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        due = Infinity;
+        void flush();
+      },
+      Math.max(0, delayMs),
+    );
     timer.unref();
   };
 
