@@ -7,7 +7,8 @@ import type { ConsumerResilience } from './types';
 
 /**
  * After how many seconds without a report a consumer's load shedding is shown as stale:
- * a working consumer reports every 5 s, one with a breaker not closed too; an idle, stopped
+ * a working consumer reports every 5 s (and for its breaker's `openMs` after its last
+ * delivery, which a transport holding deliveries retries within); an idle, stopped
  * or cut-off one stops.
  */
 export const RESILIENCE_STALE_SECONDS = 30;

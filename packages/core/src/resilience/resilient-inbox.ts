@@ -121,7 +121,13 @@ export function withResilience<Tx>(
   const recorder: StateRecorder | undefined =
     reporting === undefined
       ? undefined
-      : createStateRecorder(inbox.consumer, reporting, () => gate.snapshot(), settings.clock);
+      : createStateRecorder(
+          inbox.consumer,
+          reporting,
+          () => gate.snapshot(),
+          settings.clock,
+          settings.breaker?.openMs ?? 0,
+        );
 
   /** Admits every distinct key of `envelopes`, or none (throwing the longest wait). */
   const admitAll = (envelopes: readonly Envelope[]): Passage<Tx> => {

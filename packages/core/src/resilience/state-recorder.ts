@@ -8,7 +8,7 @@ import type { ResilienceSnapshot } from './types';
 export const STATE_REPORTING = Object.freeze({
   /** Least time between two writes, however often the state changes. */
   minIntervalMs: 2_000,
-  /** Time between writes while the consumer works or a breaker is not closed. */
+  /** Time between writes while the consumer works (see `quietMs`). */
   heartbeatMs: 5_000,
   /** Longest wait after failed writes (doubling from `heartbeatMs`). */
   maxBackoffMs: 60_000,
@@ -53,19 +53,25 @@ export function stateRows(snapshot: ResilienceSnapshot, clock: Clock, maxKeys: n
     .map((b) => ({ key: b.key, state: b.state, since: wall(b.since), ...common }));
 }
 
-/** Creates the {@link StateRecorder} of `consumer`, reading `snapshot` when it writes. @internal */
+/**
+ * Creates the {@link StateRecorder} of `consumer`, reading `snapshot` when it writes. It keeps
+ * writing for `quietMs` after the last work (the breaker's `openMs`: a transport holding its
+ * deliveries behind an open breaker tries again within it), then stops until work comes, so a
+ * stopped or idle consumer goes stale. @internal
+ */
 export function createStateRecorder(
   consumer: string,
   reporting: InboxReporting,
   snapshot: () => ResilienceSnapshot,
   clock: Clock,
+  quietMs: number,
   timing: typeof STATE_REPORTING = STATE_REPORTING,
 ): StateRecorder {
   const { store, logger } = reporting;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let due = Infinity;
   let lastWrite = -Infinity;
-  let worked = false;
+  let lastWork = -Infinity;
   let failures = 0;
   let chain: Promise<void> = Promise.resolve();
 
@@ -87,10 +93,8 @@ export function createStateRecorder(
 
   const writeOnce = async (): Promise<void> => {
     const state = snapshot();
-    // Keep reporting while there is something to see; an idle consumer goes quiet (stale).
-    const keepGoing = worked || state.breakers.some((b) => b.state !== 'closed');
-    worked = false;
     lastWrite = Date.now();
+    const keepGoing = lastWrite - lastWork <= Math.max(quietMs, timing.heartbeatMs);
     const rows = stateRows(state, clock, timing.maxKeys);
     const upsert = stateUpsert(store.names, consumer, rows);
     const forget = stateForget(store.names, consumer, new Date(lastWrite - timing.forgetMs));
@@ -107,8 +111,8 @@ export function createStateRecorder(
         retryInMs: backoffMs,
         error: error instanceof Error ? error.message : textOf(error),
       });
-      worked ||= keepGoing;
-      schedule(backoffMs);
+      // A quiet consumer's report is not retried: status shows it stale in any case.
+      if (keepGoing) schedule(backoffMs);
     }
   };
 
@@ -124,9 +128,12 @@ export function createStateRecorder(
 
   return {
     note(changed) {
-      worked = true;
+      lastWork = Date.now();
       // In a failing spell the backoff's timer stands; a change does not hurry it.
-      if (failures > 0) return;
+      if (failures > 0) {
+        if (timer === undefined) schedule(timing.heartbeatMs);
+        return;
+      }
       const sinceLast = Date.now() - lastWrite;
       if (changed || lastWrite === -Infinity) schedule(timing.minIntervalMs - sinceLast);
       else if (timer === undefined) schedule(timing.heartbeatMs - sinceLast);
