@@ -57,7 +57,11 @@ describe('a MySQL or MariaDB store', () => {
     const store = await createStore({ connectionString: mysqlUrl(), schema });
     try {
       const status = await migrationStatus(store);
-      expect(status).toMatchObject({ version: 0, applied: [], pending: [{ version: 1 }, { version: 2 }] });
+      expect(status).toMatchObject({
+        version: 0,
+        applied: [],
+        pending: [{ version: 1 }, { version: 2 }],
+      });
       const found = rowsOf(
         await store.knex.raw('select 1 from information_schema.schemata where schema_name = ?', [
           schema,
