@@ -1,8 +1,9 @@
 /**
  * A consumer's load shedding reaches `admin.status()`: a memory-broker consumer with a real
  * inbox and `resilience` set, whose handler fails until its breaker opens, reports the
- * breaker and the budget to `consumer_resilience` (PostgreSQL, MySQL); a report
- * grown old is shown as stale; a store that cannot take the report does not fail handling.
+ * breaker and the budget to `consumer_resilience` (PostgreSQL, MySQL); a report grown old
+ * is shown as stale, and after a day not at all; a store that cannot take the report does
+ * not fail handling.
  */
 import { createAdmin } from '../src/admin';
 import type { ConsumerResilience } from '../src/admin/types';
@@ -114,6 +115,14 @@ describe.each(['postgres', 'mysql'] as const)('load shedding in status (%s)', (k
     const state = status.resilience.find((c) => c.consumer === consumer);
     expect(state?.stale).toBe(true);
     expect(state?.breakers.map((b) => b.state)).toEqual(['open']);
+
+    // Silent for a day: no longer shown.
+    await store.knex.raw(`update ${table} set reported_at = ? where consumer = ?`, [
+      new Date(Date.now() - 25 * 3_600_000),
+      consumer,
+    ]);
+    const later = await createAdmin(store).status();
+    expect(later.resilience.find((c) => c.consumer === consumer)).toBeUndefined();
   });
 });
 

@@ -17,17 +17,21 @@ export const RESILIENCE_STALE_SECONDS = 30;
 const MAX_ROWS = 5_000;
 
 /**
- * The read of `consumer_resilience`. Not one of `statusQueries`, whose every figure reads a
+ * The read of `consumer_resilience`: the reports of the last day (a consumer gone for good
+ * shows stale for a day, then no more). Not one of `statusQueries`, whose every figure reads a
  * large table through an index: this table holds a few rows per consumer, read whole.
  */
 function resilienceQuery(names: MigrationNames): string {
-  const age = isMysql(names)
+  const mysql = isMysql(names);
+  const age = mysql
     ? 'timestampdiff(microsecond, reported_at, current_timestamp(6)) / 1e6'
     : 'extract(epoch from now() - reported_at)::float8';
+  const dayAgo = mysql ? 'current_timestamp(6) - interval 1 day' : "now() - interval '1 day'";
   return `select consumer, breaker_key, state, state_since, budget_remaining, window_ms,
       first_deliveries, retries_paid, retries_shed, breaker_sheds, reported_at,
       ${age} as age_seconds
     from ${names.table('consumer_resilience')}
+    where reported_at > ${dayAgo}
     order by consumer, breaker_key
     limit ${MAX_ROWS}`;
 }

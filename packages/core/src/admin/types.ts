@@ -125,7 +125,7 @@ export interface StoreStatus {
    * on PGlite and MySQL, and on a PostgreSQL database without any.
    */
   readonly slots: readonly ReplicationSlotStatus[];
-  /** The load shedding of the consumers with `resilience` set that reported it. */
+  /** The load shedding of the consumers with `resilience` set that reported it in the last day. */
   readonly resilience: readonly ConsumerResilience[];
 }
 
