@@ -6,8 +6,8 @@ import {
   type CircuitPermit,
 } from '../retry/circuit-breaker';
 import { createRetryBudget, RETRY_BUDGET_DEFAULTS, type RetryBudget } from '../retry/retry-budget';
-import { createSlidingCounter } from '../retry/sliding-window';
 import { resilienceInstruments, type ResilienceInstruments } from './instruments';
+import { createWindowCounts } from './window';
 import type { ResolvedResilience } from './options';
 import type { ResilienceEvent, ResilienceSnapshot } from './types';
 
@@ -93,12 +93,6 @@ function breakerMap(
   };
 }
 
-/** The slots of a gate's window counter. */
-const FIRST = 0;
-const PAID = 1;
-const SHED_BUDGET = 2;
-const SHED_BREAKER = 3;
-
 /**
  * Creates the {@link ResilienceGate} of the consumer or route `name`. `observe` sees every
  * event after `onEvent` (the consumer's state recorder); it must not throw. @internal
@@ -119,8 +113,7 @@ export function createResilienceGate<S>(
     observe?.(event);
   };
   const windowMs = budgetSettings?.windowMs ?? RETRY_BUDGET_DEFAULTS.windowMs;
-  const counts = createSlidingCounter(windowMs, 4);
-  const count = (slot: number): void => counts.add(slot, clock.now());
+  const windowCounts = createWindowCounts(windowMs, clock);
   /** Since when each breaker is in its state, on `clock`. */
   const since = new WeakMap<CircuitBreaker, number>();
   const budget: RetryBudget | undefined =
@@ -171,7 +164,7 @@ export function createResilienceGate<S>(
       if (permit !== undefined) return { admitted: true, key, permit };
       const retryAfterMs = breaker.retryAfterMs();
       shed.breakerOpen += 1;
-      count(SHED_BREAKER);
+      windowCounts.count('breaker-shed');
       instruments.shed(key, 'breaker-open');
       emit({ type: 'shed', name, key, reason: 'breaker-open', retryAfterMs });
       return { admitted: false, key, retryAfterMs };
@@ -186,24 +179,23 @@ export function createResilienceGate<S>(
       return breaker.state === 'open' ? Math.max(1, breaker.retryAfterMs()) : 0;
     },
     earn() {
-      count(FIRST);
+      windowCounts.count('first');
       budget?.recordSuccess();
     },
     spend(key) {
       if (budget === undefined) return true;
       if (budget.tryWithdraw()) {
-        count(PAID);
+        windowCounts.count('paid');
         instruments.retryPaid();
         return true;
       }
       shed.budgetSpent += 1;
-      count(SHED_BUDGET);
+      windowCounts.count('budget-shed');
       instruments.shed(key, 'budget-spent');
       emit({ type: 'shed', name, key, reason: 'budget-spent', retryAfterMs: spentDelayMs });
       return false;
     },
     snapshot() {
-      const now = clock.now();
       return {
         name,
         breakers: (breakers?.entries() ?? []).map(([key, b]) => ({
@@ -213,13 +205,7 @@ export function createResilienceGate<S>(
         })),
         budgetRemaining: budget?.available(),
         shed: { ...shed },
-        window: {
-          windowMs,
-          firstDeliveries: counts.total(FIRST, now),
-          retriesPaid: counts.total(PAID, now),
-          retriesShed: counts.total(SHED_BUDGET, now),
-          breakerSheds: counts.total(SHED_BREAKER, now),
-        },
+        window: windowCounts.figures(),
       };
     },
   };
