@@ -44,6 +44,8 @@ describe('status', () => {
       { consumer: 'billing', reason: 'MAX_ATTEMPTS', count: 1, newestAt: expect.any(String) },
     ]);
     expect(status.operations).toEqual([{ operation: 'charge-card', inProgress: 1, pastLease: 1 }]);
+    // No consumer with `resilience` reported (see status-load-shedding.test.ts).
+    expect(status.resilience).toEqual([]);
   });
 
   it('prints every section on one screen', async () => {
@@ -56,6 +58,7 @@ describe('status', () => {
     expect(run.stdout).toMatch(/billing\s*│\s*MAX_ATTEMPTS\s*│\s*1/);
     expect(run.stdout).toMatch(/charge-card\s*│\s*1\s*│\s*1/);
     expect(run.stdout).toMatch(/Retention backlog/);
+    expect(run.stdout).not.toMatch(/Load shedding/);
   });
 
   it('--watch --json prints one JSON line per refresh; SIGINT (Ctrl-C) exits 0', async () => {

@@ -80,6 +80,7 @@ export type {
   ResilienceEvent,
   ResilienceOptions,
   ResilienceSnapshot,
+  ResilienceWindow,
 } from './resilience/types';
 export type { ResilientInbox } from './resilience/resilient-inbox';
 

@@ -27,6 +27,7 @@ const DISTRIBUTED_BY: Record<string, string> = {
   dead_letters: 'scope',
   inbox_offsets: 'consumer',
   consumer_activity: 'consumer',
+  consumer_resilience: 'consumer',
   outbox: 'distribution_key',
 };
 

@@ -8,10 +8,10 @@ describe('a MySQL or MariaDB store', () => {
       expect(store.dialect).toBe('mysql');
       expect(store.preparedStatements).toBe(false);
       expect(store.names.table('outbox')).toBe(`\`${store.schema}\`.\`jo_outbox\``);
-      expect(await store.migrate()).toEqual({ applied: [], version: 1 });
+      expect(await store.migrate()).toEqual({ applied: [], version: 2 });
       expect(await migrationStatus(store)).toEqual({
-        version: 1,
-        applied: [1],
+        version: 2,
+        applied: [1, 2],
         recordedByKnex: [],
         pending: [],
       });
@@ -23,6 +23,7 @@ describe('a MySQL or MariaDB store', () => {
       ).map((row) => row.name);
       expect(tables).toEqual([
         'jo_consumer_activity',
+        'jo_consumer_resilience',
         'jo_dead_letters',
         'jo_idempotency',
         'jo_inbox_attempts',
@@ -43,8 +44,8 @@ describe('a MySQL or MariaDB store', () => {
     );
     try {
       const results = await Promise.all(stores.map((store) => store.migrate()));
-      expect(results.flatMap((result) => result.applied)).toEqual([1]);
-      expect(results.every((result) => result.version === 1)).toBe(true);
+      expect(results.flatMap((result) => result.applied)).toEqual([1, 2]);
+      expect(results.every((result) => result.version === 2)).toBe(true);
     } finally {
       await stores[0]?.knex.raw(`drop database if exists \`${schema}\``);
       await Promise.all(stores.map((store) => store.close()));
@@ -56,7 +57,11 @@ describe('a MySQL or MariaDB store', () => {
     const store = await createStore({ connectionString: mysqlUrl(), schema });
     try {
       const status = await migrationStatus(store);
-      expect(status).toMatchObject({ version: 0, applied: [], pending: [{ version: 1 }] });
+      expect(status).toMatchObject({
+        version: 0,
+        applied: [],
+        pending: [{ version: 1 }, { version: 2 }],
+      });
       const found = rowsOf(
         await store.knex.raw('select 1 from information_schema.schemata where schema_name = ?', [
           schema,

@@ -1,4 +1,11 @@
-import { backlogFigure, visibleText, type Admin, type StoreStatus } from '@justonce/core/admin';
+import {
+  backlogFigure,
+  RESILIENCE_HEAD,
+  resilienceRows,
+  visibleText,
+  type Admin,
+  type StoreStatus,
+} from '@justonce/core/admin';
 import type { Command } from 'commander';
 import { checkGlobalOptions, withAdmin, type GlobalOptions } from '../connect';
 import { age, printJson, printJsonLine, table, say } from '../format';
@@ -52,6 +59,16 @@ export function renderStatus(status: StoreStatus): string {
       `  published outbox rows:  ${backlogFigure(retention.publishedOutboxRows, retention.countLimit)}`,
     ].join('\n'),
   ];
+  // Only stores with a consumer that has `resilience` set and reported get the section.
+  if (status.resilience.length > 0) {
+    screen.push(
+      section(
+        'Load shedding (breakers; budget and sheds over the budget window)',
+        RESILIENCE_HEAD,
+        status.resilience.flatMap((c) => resilienceRows(c, status.at)),
+      ),
+    );
+  }
   // Only databases that have slots get the section: most stores never will.
   if (slots.length > 0) {
     screen.push(section('Replication slots (logical)', SLOT_HEAD, slots.map(slotRow)));
@@ -116,7 +133,8 @@ export function statusCommand(program: Command, globals: () => GlobalOptions): v
     .command('status')
     .description(
       'outbox backlog per destination, handled per consumer in the last hour, dead letters, ' +
-        'operations past their lease, retention backlog and logical replication slots',
+        'operations past their lease, retention backlog, load shedding (breakers and retry ' +
+        'budgets) and logical replication slots',
     )
     .option('--watch', 'refresh until Ctrl-C (with --json: one JSON line per refresh)')
     .option('--interval <seconds>', 'seconds between refreshes with --watch (default 2)')

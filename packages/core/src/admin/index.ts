@@ -10,6 +10,7 @@ export {
   statusQueries,
   type StatusQueryName,
 } from './status';
+export { RESILIENCE_HEAD, RESILIENCE_STALE_SECONDS, resilienceRows } from './resilience';
 export { visibleText } from '../common/text';
 export type {
   Admin,
@@ -23,7 +24,9 @@ export type {
   BulkFailure,
   BulkOptions,
   BulkResult,
+  BreakerStatus,
   ConsumerActivity,
+  ConsumerResilience,
   DeadLetterCount,
   DestinationStatus,
   ListOperationsOptions,

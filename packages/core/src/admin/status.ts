@@ -5,6 +5,7 @@ import type { Store } from '../store/store';
 import { isMysql } from '../store/dialect';
 import { mysqlStatusQueries } from './sql/mysql/status';
 import { readReplicationSlots } from './replication-slots';
+import { readResilience } from './resilience';
 import type {
   ConsumerActivity,
   DeadLetterCount,
@@ -185,13 +186,13 @@ async function rows<T>(store: Store, sql: string): Promise<T[]> {
 }
 
 /**
- * Reads every status figure: six statements, and on PostgreSQL a seventh for the replication
- * slots, run at once (each on its own connection on PostgreSQL; PGlite runs them one after
+ * Reads every status figure: six statements, the consumers' load shedding, and on PostgreSQL
+ * the replication slots, run at once (each on its own connection on PostgreSQL; PGlite runs them one after
  * the other). @internal
  */
 export async function readStatus(store: Store): Promise<StoreStatus> {
   const sql = statusQueries(store.names);
-  const [outbox, deadLetters, consumers, activity, operations, retention, slots] =
+  const [outbox, deadLetters, consumers, activity, operations, retention, slots, resilience] =
     await Promise.all([
       rows<{
         destination: string;
@@ -208,6 +209,7 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       rows<{ operation: string; in_progress: Count; past_lease: Count }>(store, sql.operations),
       rows<{ at: Date | string; expired: Count; published: Count }>(store, sql.retention),
       readReplicationSlots(store),
+      readResilience(store),
     ]);
   const backlog = retention[0];
   return {
@@ -238,5 +240,6 @@ export async function readStatus(store: Store): Promise<StoreStatus> {
       countLimit: STATUS_COUNT_LIMIT,
     } satisfies RetentionBacklog,
     slots,
+    resilience,
   };
 }

@@ -7,6 +7,8 @@ import type {
 import type { JustonceError } from '../errors/justonce-error';
 import type { OperationStatus as RecordStatus } from '../operations/types';
 import type { ReplicationSlotStatus } from './replication-slot-types';
+import type { ResilienceWindow } from '../resilience/types';
+import type { CircuitState } from '../retry/circuit-breaker';
 import type { RetentionBatch, RetentionRunResult } from '../retention/types';
 
 export type { ReplicationSlotStatus, ReplicationSlotWalStatus } from './replication-slot-types';
@@ -73,6 +75,41 @@ export interface RetentionBacklog {
   readonly countLimit: number;
 }
 
+/** One breaker of a consumer as it last reported it in {@link ConsumerResilience}. */
+export interface BreakerStatus {
+  /** The breaker key (`*`: the whole consumer). */
+  readonly key: string;
+  /** `open`: no new work is taken; `half-open`: one probe goes through; `closed`: normal. */
+  readonly state: CircuitState;
+  /** Since when the breaker is in this state (the consumer's clock). */
+  readonly since: Date;
+}
+
+/**
+ * One consumer's retry budget and circuit breakers (docs/load-shedding.md), as its process
+ * last reported them: on every breaker change and every few seconds while it works. Several
+ * processes of one consumer overwrite each other's report; the newest wins.
+ */
+export interface ConsumerResilience {
+  readonly consumer: string;
+  /** When the consumer last reported (the database's clock). */
+  readonly reportedAt: Date;
+  /**
+   * No report for `RESILIENCE_STALE_SECONDS` (30): the consumer is idle, stopped, or cannot
+   * write. The figures are its last ones, not the state now.
+   */
+  readonly stale: boolean;
+  /** Whole retries the budget allowed at the report; `null` without a budget. */
+  readonly budgetRemaining: number | null;
+  /** What the consumer counted over the budget's window before the report. */
+  readonly window: ResilienceWindow;
+  /**
+   * Its breakers, those not closed first, at most 20; empty without a breaker. `*` is the
+   * whole consumer's breaker.
+   */
+  readonly breakers: readonly BreakerStatus[];
+}
+
 /** One read of the store's state: what `justonce status` and the dashboard show. */
 export interface StoreStatus {
   readonly schema: string;
@@ -88,6 +125,8 @@ export interface StoreStatus {
    * on PGlite and MySQL, and on a PostgreSQL database without any.
    */
   readonly slots: readonly ReplicationSlotStatus[];
+  /** The load shedding of the consumers with `resilience` set that reported it in the last day. */
+  readonly resilience: readonly ConsumerResilience[];
 }
 
 /** An outbox event as an operator sees it. */

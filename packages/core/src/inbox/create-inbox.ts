@@ -1,5 +1,6 @@
 import { NEVER_ABORTED } from '../common/signals';
 import { createActivityRecorder } from './activity';
+import { setInboxReporting } from './reporting';
 import { createInstruments } from './instruments';
 import { resolveInboxOptions } from './options';
 import { processBatch } from './process-batch';
@@ -99,7 +100,7 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
             await onStep(step, messageId);
           },
   };
-  return {
+  const inbox: Inbox<Tx> = {
     consumer: resolved.consumer,
     settings: Object.freeze({
       consumer: resolved.consumer,
@@ -153,4 +154,8 @@ export function createInbox<Tx = Knex.Transaction>(options: InboxOptions<Tx>): I
     },
     flushActivity: () => runtime.activity.flush(),
   };
+  if (resolved.activityFlushMs > 0) {
+    setInboxReporting(inbox, { store: resolved.store, logger: resolved.logger });
+  }
+  return inbox;
 }

@@ -43,6 +43,7 @@ describe('resilience gate', () => {
       events.filter((e) => e.type === 'breaker').map((e) => e.type === 'breaker' && e.to),
     ).toEqual(['open', 'half-open', 'closed']);
     expect(gate.snapshot().shed).toEqual({ breakerOpen: 2, budgetSpent: 0 });
+    expect(gate.snapshot().window.breakerSheds).toBe(2);
   });
 
   it('a failed probe opens the breaker again for another interval (flapping)', async () => {
@@ -54,7 +55,10 @@ describe('resilience gate', () => {
     expect(gate.admit(WHOLE_CONSUMER_KEY).admitted).toBe(false);
     await clock.advance(1);
     gate.report(admit(gate), 'success');
-    expect(gate.snapshot().breakers).toEqual([{ key: WHOLE_CONSUMER_KEY, state: 'closed' }]);
+    // Closed since the probe's success, now.
+    expect(gate.snapshot().breakers).toEqual([
+      { key: WHOLE_CONSUMER_KEY, state: 'closed', since: clock.now() },
+    ]);
   });
 
   it('non-infrastructure outcomes never trip it; a neutral report frees the permit', async () => {
@@ -107,6 +111,13 @@ describe('resilience gate', () => {
     expect(gate.spend('k')).toBe(true);
     expect(gate.spend('k')).toBe(true);
     expect(gate.spend('k')).toBe(false);
+    expect(gate.snapshot().window).toEqual({
+      windowMs: 1_000,
+      firstDeliveries: 10,
+      retriesPaid: 2,
+      retriesShed: 1,
+      breakerSheds: 0,
+    });
     expect(events.at(-1)).toEqual({
       type: 'shed',
       name: 'orders',
@@ -117,7 +128,11 @@ describe('resilience gate', () => {
     await clock.advance(1_100); // the window slides past everything
     for (let i = 0; i < 5; i++) gate.earn();
     expect(gate.spend('k')).toBe(true);
-    expect(gate.snapshot()).toMatchObject({ budgetRemaining: 0, shed: { budgetSpent: 1 } });
+    expect(gate.snapshot()).toMatchObject({
+      budgetRemaining: 0,
+      shed: { budgetSpent: 1 }, // since start; the window counts only what it still covers
+      window: { firstDeliveries: 5, retriesPaid: 1, retriesShed: 0 },
+    });
   });
 
   it('without a budget every retry is paid; without a breaker everything is admitted', async () => {
@@ -132,6 +147,13 @@ describe('resilience gate', () => {
       breakers: [],
       budgetRemaining: undefined,
       shed: { breakerOpen: 0, budgetSpent: 0 },
+      window: {
+        windowMs: 10_000,
+        firstDeliveries: 0,
+        retriesPaid: 0,
+        retriesShed: 0,
+        breakerSheds: 0,
+      },
     });
   });
 });

@@ -5,8 +5,9 @@ import {
   type CircuitBreaker,
   type CircuitPermit,
 } from '../retry/circuit-breaker';
-import { createRetryBudget, type RetryBudget } from '../retry/retry-budget';
+import { createRetryBudget, RETRY_BUDGET_DEFAULTS, type RetryBudget } from '../retry/retry-budget';
 import { resilienceInstruments, type ResilienceInstruments } from './instruments';
+import { createWindowCounts } from './window';
 import type { ResolvedResilience } from './options';
 import type { ResilienceEvent, ResilienceSnapshot } from './types';
 
@@ -92,11 +93,15 @@ function breakerMap(
   };
 }
 
-/** Creates the {@link ResilienceGate} of the consumer or route `name`. @internal */
+/**
+ * Creates the {@link ResilienceGate} of the consumer or route `name`. `observe` sees every
+ * event after `onEvent` (the consumer's state recorder); it must not throw. @internal
+ */
 export function createResilienceGate<S>(
   name: string,
   settings: ResolvedResilience<S>,
   meter?: Meter,
+  observe?: (event: ResilienceEvent) => void,
 ): ResilienceGate<S> {
   const { clock, breaker: breakerSettings, budget: budgetSettings } = settings;
   const emit = (event: ResilienceEvent): void => {
@@ -105,7 +110,12 @@ export function createResilienceGate<S>(
     } catch {
       // A listener's failure must not change what happens to the work.
     }
+    observe?.(event);
   };
+  const windowMs = budgetSettings?.windowMs ?? RETRY_BUDGET_DEFAULTS.windowMs;
+  const windowCounts = createWindowCounts(windowMs, clock);
+  /** Since when each breaker is in its state, on `clock`. */
+  const since = new WeakMap<CircuitBreaker, number>();
   const budget: RetryBudget | undefined =
     budgetSettings === undefined
       ? undefined
@@ -124,9 +134,11 @@ export function createResilienceGate<S>(
             openMs: breakerSettings.openMs,
             clock,
           });
-          breaker.onStateChange(({ from, to, at }) =>
-            emit({ type: 'breaker', name, key, from, to, at }),
-          );
+          since.set(breaker, clock.now());
+          breaker.onStateChange(({ from, to, at }) => {
+            since.set(breaker, at);
+            emit({ type: 'breaker', name, key, from, to, at });
+          });
           return breaker;
         });
   const keyOf = (subject: S): string => {
@@ -152,6 +164,7 @@ export function createResilienceGate<S>(
       if (permit !== undefined) return { admitted: true, key, permit };
       const retryAfterMs = breaker.retryAfterMs();
       shed.breakerOpen += 1;
+      windowCounts.count('breaker-shed');
       instruments.shed(key, 'breaker-open');
       emit({ type: 'shed', name, key, reason: 'breaker-open', retryAfterMs });
       return { admitted: false, key, retryAfterMs };
@@ -166,15 +179,18 @@ export function createResilienceGate<S>(
       return breaker.state === 'open' ? Math.max(1, breaker.retryAfterMs()) : 0;
     },
     earn() {
+      windowCounts.count('first');
       budget?.recordSuccess();
     },
     spend(key) {
       if (budget === undefined) return true;
       if (budget.tryWithdraw()) {
+        windowCounts.count('paid');
         instruments.retryPaid();
         return true;
       }
       shed.budgetSpent += 1;
+      windowCounts.count('budget-shed');
       instruments.shed(key, 'budget-spent');
       emit({ type: 'shed', name, key, reason: 'budget-spent', retryAfterMs: spentDelayMs });
       return false;
@@ -182,9 +198,14 @@ export function createResilienceGate<S>(
     snapshot() {
       return {
         name,
-        breakers: (breakers?.entries() ?? []).map(([key, b]) => ({ key, state: b.state })),
+        breakers: (breakers?.entries() ?? []).map(([key, b]) => ({
+          key,
+          state: b.state,
+          since: since.get(b) ?? clock.now(),
+        })),
         budgetRemaining: budget?.available(),
         shed: { ...shed },
+        window: windowCounts.figures(),
       };
     },
   };

@@ -4,6 +4,7 @@ export type {
   ResilienceEvent,
   ResilienceOptions,
   ResilienceSnapshot,
+  ResilienceWindow,
 } from './types';
 export { RESILIENCE_DEFAULTS, resolveResilience, type ResolvedResilience } from './options';
 export {

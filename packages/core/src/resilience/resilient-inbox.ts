@@ -6,6 +6,8 @@ import { CircuitOpenError } from '../retry/errors/circuit-open-error';
 import type { Envelope } from '../transport/envelope';
 import { createResilienceGate, type Admitted, type ResilienceGate } from './gate';
 import { resolveResilience } from './options';
+import { inboxReporting } from '../inbox/reporting';
+import { createStateRecorder, type StateRecorder } from './state-recorder';
 import type { ResilienceOptions, ResilienceSnapshot } from './types';
 
 /** An inbox behind a consumer's `resilience` option; see {@link withResilience}. */
@@ -97,7 +99,9 @@ class Passage<Tx> {
  *   in-flight window is full of held deliveries;
  * - a handler failure that opens the breaker (or fails the probe) becomes an outage: its
  *   attempt is given back and the delivery is held, never dead-lettered;
- * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`.
+ * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`;
+ * - the breakers and the budget are reported to the store's `consumer_resilience` (an inbox
+ *   of `createInbox` with activity recording on), for `justonce status` and the dashboard.
  * Throws {@link ConfigurationError} on bad options. `context` names the factory in errors.
  */
 export function withResilience<Tx>(
@@ -108,10 +112,26 @@ export function withResilience<Tx>(
 ): ResilientInbox<Tx> {
   const settings = resolveResilience<Envelope>(options, context);
   checkAgainstAttempts(inbox, options);
-  const gate = createResilienceGate(inbox.consumer, settings, meter);
+  const reporting = inboxReporting(inbox);
+  // The gate calls back only once work flows, after `recorder` below is set.
+  const gate = createResilienceGate(inbox.consumer, settings, meter, (event) =>
+    recorder?.note(event.type === 'breaker'),
+  );
+  // Reported to the store for `justonce status` and the dashboard, off the hot path.
+  const recorder: StateRecorder | undefined =
+    reporting === undefined
+      ? undefined
+      : createStateRecorder(
+          inbox.consumer,
+          reporting,
+          () => gate.snapshot(),
+          settings.clock,
+          settings.breaker?.openMs ?? 0,
+        );
 
   /** Admits every distinct key of `envelopes`, or none (throwing the longest wait). */
   const admitAll = (envelopes: readonly Envelope[]): Passage<Tx> => {
+    recorder?.note(false);
     const keys = new Map<Envelope, string>();
     const admitted = new Map<string, Admitted>();
     for (const envelope of envelopes) {
@@ -154,6 +174,8 @@ export function withResilience<Tx>(
         passage.release();
       }
     },
-    flushActivity: () => inbox.flushActivity(),
+    flushActivity: async () => {
+      await Promise.all([inbox.flushActivity(), recorder?.flush()]);
+    },
   };
 }

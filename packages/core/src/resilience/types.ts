@@ -85,10 +85,35 @@ export type ResilienceEvent =
 /** A moment's view of one consumer's (route's) breakers and budget, for status and dashboards. */
 export interface ResilienceSnapshot {
   readonly name: string;
-  /** Each tracked breaker key and its state. */
-  readonly breakers: ReadonlyArray<{ readonly key: string; readonly state: CircuitState }>;
+  /**
+   * Each tracked breaker key, its state, and since when it is in it (on the gate's clock,
+   * milliseconds: the time it was first tracked for a closed breaker never opened).
+   */
+  readonly breakers: ReadonlyArray<{
+    readonly key: string;
+    readonly state: CircuitState;
+    readonly since: number;
+  }>;
   /** Whole retries the budget allows now; `undefined` without a budget. */
   readonly budgetRemaining: number | undefined;
   /** Work refused since start, by reason. */
   readonly shed: { readonly breakerOpen: number; readonly budgetSpent: number };
+  /**
+   * The figures over the last `windowMs` (the budget's window; its default without a budget).
+   */
+  readonly window: ResilienceWindow;
+}
+
+/** What a consumer's (route's) gate counted over its budget's sliding window. */
+export interface ResilienceWindow {
+  /** The window's length in milliseconds. */
+  readonly windowMs: number;
+  /** First deliveries (requests), each earning the budget `ratio` of a retry. */
+  readonly firstDeliveries: number;
+  /** Retries the budget paid for. */
+  readonly retriesPaid: number;
+  /** Retries the budget did not pay for, sent to the slow path (`spentDelayMs`). */
+  readonly retriesShed: number;
+  /** Work refused because its breaker was open. */
+  readonly breakerSheds: number;
 }

@@ -4,6 +4,7 @@ import { statusChart } from '../render/chart';
 import { formatAge, formatTime } from '../render/format';
 import { href, html, type Html, type View } from '../render/html';
 import { layout } from '../render/layout';
+import { loadSheddingPanel } from './load-shedding-panel';
 import { replicationSlotsPanel } from './replication-slots-panel';
 import { dataTable, fieldTable } from '../render/table';
 import { sampleOf } from '../sampler';
@@ -116,7 +117,7 @@ function overview(view: View, status: StoreStatus, deps: Deps): Html {
     <h2>Outbox by destination</h2>
     ${outboxStatusTable(view, status.outbox)}
     <h2>Dead letters waiting</h2>
-    ${deadLetterTable(view, status)} ${activityTables(view, status)}
+    ${deadLetterTable(view, status)} ${activityTables(view, status)} ${loadSheddingPanel(status)}
     ${replicationSlotsPanel(status.slots, deps.options.slotLagWarningBytes)}`;
 }
 

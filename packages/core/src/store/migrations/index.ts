@@ -13,6 +13,7 @@ import { m011ConsumerActivity } from './011_consumer_activity';
 import { m012InboxRecords } from './012_inbox_records';
 import { m013InboxOffsets } from './013_inbox_offsets';
 import { m014ActivityMinute } from './014_activity_minute';
+import { m015ConsumerResilience } from './015_consumer_resilience';
 
 /**
  * Every migration, in order. Append only: a released migration is never edited, and a new
@@ -33,4 +34,5 @@ export const migrations: readonly Migration[] = [
   m012InboxRecords,
   m013InboxOffsets,
   m014ActivityMinute,
+  m015ConsumerResilience,
 ];

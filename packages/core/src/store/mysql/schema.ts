@@ -155,5 +155,27 @@ export const mysqlSchema: Migration = {
   ],
 };
 
+/** PostgreSQL's migration 15 (`consumer_resilience`, see there), on MySQL. */
+export const mysqlConsumerResilience: Migration = {
+  version: 2,
+  name: 'consumer_resilience',
+  up: ({ table }) => [
+    `create table if not exists ${table('consumer_resilience')} (
+       consumer ${CONSUMER} not null,
+       breaker_key varchar(255) ${EXACT_KEY} not null,
+       state varchar(16) ${ASCII},
+       state_since datetime(6),
+       budget_remaining integer,
+       window_ms integer not null,
+       first_deliveries bigint not null default 0,
+       retries_paid bigint not null default 0,
+       retries_shed bigint not null default 0,
+       breaker_sheds bigint not null default 0,
+       reported_at datetime(6) not null default ${NOW},
+       primary key (consumer, breaker_key)
+     ) engine=InnoDB`,
+  ],
+};
+
 /** Every MySQL migration, in order; append only, as PostgreSQL's. */
-export const mysqlMigrations: readonly Migration[] = [mysqlSchema];
+export const mysqlMigrations: readonly Migration[] = [mysqlSchema, mysqlConsumerResilience];
