@@ -82,6 +82,7 @@ export type {
   ResilienceSnapshot,
 } from './resilience/types';
 export type { ResilientInbox } from './resilience/resilient-inbox';
+export type { Intake, IntakeDriving } from './resilience/intake';
 
 export { createOutbox, bindOutbox } from './outbox/create-outbox';
 export type { OutboxOptions } from './outbox/create-outbox';

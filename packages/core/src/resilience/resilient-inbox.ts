@@ -5,13 +5,22 @@ import { classifyError } from '../retry/classify';
 import { CircuitOpenError } from '../retry/errors/circuit-open-error';
 import type { Envelope } from '../transport/envelope';
 import { createResilienceGate, type Admitted, type ResilienceGate } from './gate';
+import { IntakeDriver, type IntakeDriving } from './intake';
 import { resolveResilience } from './options';
 import type { ResilienceOptions, ResilienceSnapshot } from './types';
 
 /** An inbox behind a consumer's `resilience` option; see {@link withResilience}. */
 export interface ResilientInbox<Tx> extends Inbox<Tx> {
-  /** The breakers and the budget now. */
-  readonly resilience: { snapshot(): ResilienceSnapshot };
+  readonly resilience: {
+    /** The breakers and the budget now. */
+    snapshot(): ResilienceSnapshot;
+    /**
+     * Called by the transport at start: logs each breaker open once (warn) and each close,
+     * and pauses `driving.intake` while the whole consumer's breaker is open, resuming it when
+     * the probe may go through. Returns the function to call at stop.
+     */
+    drive(driving: IntakeDriving): () => void;
+  };
 }
 
 /**
@@ -93,8 +102,9 @@ class Passage<Tx> {
  * consumer's `resilience` option (see docs/load-shedding.md):
  * - a delivery whose breaker is open is refused before the inbox runs: `process` throws
  *   {@link CircuitOpenError}, which core's `decideOnThrow` turns into `hold`, so the
- *   transport keeps it in flight (Kafka pauses the partition) and intake stops once its
- *   in-flight window is full of held deliveries;
+ *   transport keeps it in flight (Kafka pauses the partition); a transport that passes its
+ *   intake to `resilience.drive` stops taking deliveries while the whole consumer's breaker
+ *   is open (RabbitMQ cancels its consumer, SQS stops receiving);
  * - a handler failure that opens the breaker (or fails the probe) becomes an outage: its
  *   attempt is given back and the delivery is held, never dead-lettered;
  * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`.
@@ -108,7 +118,23 @@ export function withResilience<Tx>(
 ): ResilientInbox<Tx> {
   const settings = resolveResilience<Envelope>(options, context);
   checkAgainstAttempts(inbox, options);
-  const gate = createResilienceGate(inbox.consumer, settings, meter);
+  const driver = new IntakeDriver(
+    inbox.consumer,
+    settings.breaker?.openMs ?? 0,
+    settings.clock,
+  );
+  const onEvent = settings.onEvent;
+  const gate = createResilienceGate(
+    inbox.consumer,
+    {
+      ...settings,
+      onEvent: (event) => {
+        driver.onEvent(event);
+        onEvent?.(event);
+      },
+    },
+    meter,
+  );
 
   /** Admits every distinct key of `envelopes`, or none (throwing the longest wait). */
   const admitAll = (envelopes: readonly Envelope[]): Passage<Tx> => {
@@ -131,7 +157,10 @@ export function withResilience<Tx>(
   return {
     consumer: inbox.consumer,
     ...(inbox.settings === undefined ? {} : { settings: inbox.settings }),
-    resilience: { snapshot: () => gate.snapshot() },
+    resilience: {
+      snapshot: () => gate.snapshot(),
+      drive: (driving) => driver.attach(driving),
+    },
     async process<R>(envelope: Envelope, handler: Handler<R, Tx>, opts?: InboxProcessOptions) {
       const passage = admitAll([envelope]);
       try {

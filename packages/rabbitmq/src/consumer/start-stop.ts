@@ -1,4 +1,5 @@
-import { type ConsumerStopOptions, finishesWithin } from '@justonce/core/transport';
+import { type ConsumerStopOptions, driveIntake, finishesWithin } from '@justonce/core/transport';
+import { rabbitIntake } from './intake';
 import { connectionEvent, type ConsumerRuntime } from './runtime';
 import { connectOnce } from './session';
 import { release, releaseUnstarted } from './settle';
@@ -8,8 +9,9 @@ import { release, releaseUnstarted } from './settle';
  * first connection or the topology fails. @internal
  */
 export async function startConsuming<R>(rt: ConsumerRuntime<R>): Promise<void> {
-  const { logger, queue, prefetch, concurrency, mode, batchSize } = rt.options;
+  const { logger, queue, prefetch, concurrency, mode, batchSize, inbox } = rt.options;
   await connectOnce(rt);
+  rt.undrive = driveIntake(inbox, { logger, intake: rabbitIntake(rt) });
   logger.info('rabbitmq consumer started', {
     queue,
     prefetch,
@@ -31,6 +33,8 @@ export async function stopConsuming<R>(
 ): Promise<void> {
   const { logger, queue } = rt.options;
   rt.stopping.abort();
+  rt.undrive();
+  await rt.intakeTurn;
   const live = rt.current;
   if (live?.consumerTag !== undefined && !live.session.lost) {
     await live.session
