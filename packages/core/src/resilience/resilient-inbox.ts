@@ -118,11 +118,7 @@ export function withResilience<Tx>(
 ): ResilientInbox<Tx> {
   const settings = resolveResilience<Envelope>(options, context);
   checkAgainstAttempts(inbox, options);
-  const driver = new IntakeDriver(
-    inbox.consumer,
-    settings.breaker?.openMs ?? 0,
-    settings.clock,
-  );
+  const driver = new IntakeDriver(inbox.consumer, settings.breaker?.openMs ?? 0, settings.clock);
   const onEvent = settings.onEvent;
   const gate = createResilienceGate(
     inbox.consumer,
