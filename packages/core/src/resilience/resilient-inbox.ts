@@ -4,6 +4,7 @@ import type { Handler, Inbox, InboxOutcome, InboxProcessOptions } from '../inbox
 import { classifyError } from '../retry/classify';
 import { CircuitOpenError } from '../retry/errors/circuit-open-error';
 import type { Envelope } from '../transport/envelope';
+import { RetryBudgetSpentError } from './budget-spent-error';
 import { createResilienceGate, type Admitted, type ResilienceGate } from './gate';
 import { IntakeDriver, type IntakeDriving } from './intake';
 import { resolveResilience } from './options';
@@ -51,13 +52,29 @@ function checkAgainstAttempts<Tx>(inbox: Inbox<Tx>, options: ResilienceOptions<E
 /** One delivery's (or batch's) way through the gate. */
 class Passage<Tx> {
   failed = false;
+  /** Envelopes whose retry the budget was asked for already (`whenSpent: 'dead-letter'`). */
+  private readonly asked = new Set<Envelope>();
 
   constructor(
     private readonly gate: ResilienceGate<Envelope>,
     /** Each envelope's breaker key, computed once. */
     readonly keys: ReadonlyMap<Envelope, string>,
     private readonly admitted: ReadonlyMap<string, Admitted>,
+    /** The inbox's `maxAttempts`, when it says: a last attempt is dead-lettered, not retried. */
+    private readonly maxAttempts: number | undefined,
   ) {}
+
+  /**
+   * With `whenSpent: 'dead-letter'`, asks the budget for the retry of a failure as it
+   * happens, so a refusal can become the handler's error: {@link RetryBudgetSpentError},
+   * which the inbox dead-letters with reason `RETRY_BUDGET_SPENT` (an outage it still holds).
+   */
+  private spendNow(key: string, message: Envelope, attempt: number, error: unknown): void {
+    if (this.gate.whenSpent !== 'dead-letter') return;
+    if (this.maxAttempts !== undefined && attempt >= this.maxAttempts) return;
+    this.asked.add(message);
+    if (!this.gate.spend(key)) throw new RetryBudgetSpentError(attempt, error);
+  }
 
   /** The handler, reporting to the breaker of its message's key as soon as it ends. */
   wrap<R>(handler: Handler<R, Tx>): Handler<R, Tx> {
@@ -78,6 +95,7 @@ class Passage<Tx> {
         // The breaker is open now: the failure is an outage, so the inbox gives the attempt
         // back and the transport holds the delivery instead of redelivering or dead-lettering.
         if (waitMs > 0) throw new CircuitOpenError(waitMs, ctx.attempt, error);
+        this.spendNow(key, ctx.message, ctx.attempt, error);
         throw error;
       }
     };
@@ -86,7 +104,7 @@ class Passage<Tx> {
   /** Budget accounting of an outcome: first deliveries earn; a failed handler's retry spends. */
   settle<R>(outcome: InboxOutcome<R>, envelope: Envelope): InboxOutcome<R> {
     if (outcome.status !== 'duplicate' && outcome.attempt === 1) this.gate.earn();
-    if (outcome.status !== 'failed' || !this.failed) return outcome;
+    if (outcome.status !== 'failed' || !this.failed || this.asked.has(envelope)) return outcome;
     if (this.gate.spend(this.keys.get(envelope) ?? this.gate.keyOf(envelope))) return outcome;
     return { ...outcome, retryDelayMs: Math.max(outcome.retryDelayMs, this.gate.spentDelayMs) };
   }
@@ -107,7 +125,8 @@ class Passage<Tx> {
  *   is open (RabbitMQ cancels its consumer, SQS stops receiving);
  * - a handler failure that opens the breaker (or fails the probe) becomes an outage: its
  *   attempt is given back and the delivery is held, never dead-lettered;
- * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`.
+ * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`, or
+ *   dead-lettered with reason `RETRY_BUDGET_SPENT` with `budget.whenSpent: 'dead-letter'`.
  * Throws {@link ConfigurationError} on bad options. `context` names the factory in errors.
  */
 export function withResilience<Tx>(
@@ -147,7 +166,7 @@ export function withResilience<Tx>(
       }
       admitted.set(key, answer);
     }
-    return new Passage<Tx>(gate, keys, admitted);
+    return new Passage<Tx>(gate, keys, admitted, inbox.settings?.maxAttempts);
   };
 
   return {
