@@ -1,6 +1,6 @@
 import { type ConsumerStopOptions, driveIntake, finishesWithin } from '@justonce/core/transport';
 import { rabbitIntake } from './intake';
-import { connectionEvent, type ConsumerRuntime } from './runtime';
+import { connectionEvent, type ConsumerRuntime, type Live } from './runtime';
 import { connectOnce } from './session';
 import { release, releaseUnstarted } from './settle';
 
@@ -34,13 +34,12 @@ export async function stopConsuming<R>(
   const { logger, queue } = rt.options;
   rt.stopping.abort();
   rt.undrive();
-  await rt.intakeTurn;
   const live = rt.current;
-  if (live?.consumerTag !== undefined && !live.session.lost) {
-    await live.session
-      .bounded('cancelling the consumer', live.session.channel.cancel(live.consumerTag))
-      .catch(() => undefined);
-  }
+  // Cancelled before anything is nacked, or the broker would hand it straight back.
+  await cancelConsumer(live);
+  // A consume the breaker's resume began before the stop: cancelled too once it answered.
+  await rt.intakeTurn;
+  await cancelConsumer(live);
   // Return what has not started yet, so another consumer can take it now.
   releaseUnstarted(
     rt,
@@ -64,6 +63,16 @@ export async function stopConsuming<R>(
   rt.current = undefined;
   if (live) await live.session.close();
   logger.info('rabbitmq consumer stopped', { queue });
+}
+
+/** Cancels `live`'s broker consumer, if it has one; a failure is left to the close. */
+async function cancelConsumer(live: Live | undefined): Promise<void> {
+  const tag = live?.consumerTag;
+  if (live === undefined || tag === undefined || live.session.lost) return;
+  live.consumerTag = undefined;
+  await live.session
+    .bounded('cancelling the consumer', live.session.channel.cancel(tag))
+    .catch(() => undefined);
 }
 
 /** Whether the work queue went idle within `timeoutMs`. */
