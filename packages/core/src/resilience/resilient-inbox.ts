@@ -144,8 +144,12 @@ export function withResilience<Tx>(
     {
       ...settings,
       onEvent: (event) => {
-        driver.onEvent(event);
-        onEvent?.(event);
+        try {
+          driver.onEvent(event);
+        } finally {
+          // A logger that throws must not keep the event from the user's listener.
+          onEvent?.(event);
+        }
       },
     },
     meter,
