@@ -137,6 +137,39 @@ describe('a consumer with the resilience option', () => {
     ]);
   });
 
+  it("with whenSpent 'dead-letter', a failure the inbox's classify calls infrastructure stays an outage", async () => {
+    class Down extends Error {}
+    const consumer = `when-spent-outage-${process.pid}-${Date.now()}`;
+    const inbox = withResilience(
+      createInbox({
+        store,
+        consumer,
+        classify: (error) => (error instanceof Down ? 'infrastructure' : undefined),
+      }),
+      {
+        breaker: false,
+        budget: {
+          ratio: 0,
+          minRetriesPerSecond: 1 / 60,
+          windowMs: 60_000,
+          whenSpent: 'dead-letter',
+        },
+      },
+      'consume',
+    );
+    const envelope: Envelope = { id: 'outage', headers: {}, body: 'x', delivery: {} };
+    const fail = async (): Promise<void> => {
+      throw new Down('the downstream is down');
+    };
+    // The first failure is paid for, the second refused: both are outages all the same.
+    for (let i = 0; i < 2; i++) {
+      await expect(inbox.process(envelope, fail)).rejects.toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+      });
+    }
+    expect(await createDeadLetters(store).list({ consumer })).toEqual([]);
+  });
+
   it("refuses a whenSpent other than 'delay' or 'dead-letter'", () => {
     const inbox = createInbox({ store, consumer: 'when-spent-check' });
     expect(() =>
