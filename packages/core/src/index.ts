@@ -83,6 +83,12 @@ export type {
   ResilienceWindow,
 } from './resilience/types';
 export type { ResilientInbox } from './resilience/resilient-inbox';
+export type { Intake, IntakeDriving } from './resilience/intake';
+export {
+  RetryBudgetSpentError,
+  RETRY_BUDGET_SPENT,
+  isRetryBudgetSpentError,
+} from './resilience/budget-spent-error';
 
 export { createOutbox, bindOutbox } from './outbox/create-outbox';
 export type { OutboxOptions } from './outbox/create-outbox';

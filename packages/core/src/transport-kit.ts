@@ -37,12 +37,15 @@ export type {
 } from './consumer';
 export {
   createResilienceGate,
+  driveIntake,
   resolveResilience,
   withResilience,
   WHOLE_CONSUMER_KEY,
 } from './resilience';
 export type {
   Admitted,
+  Intake,
+  IntakeDriving,
   Refused,
   ResilienceGate,
   ResilienceOptions,

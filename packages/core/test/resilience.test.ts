@@ -4,6 +4,7 @@
  * `maxAttempts`. The transports' own run is the consumer contract's `resilience` clause.
  */
 import { createInbox } from '../src/inbox/create-inbox';
+import { createDeadLetters } from '../src/dead-letters/create-dead-letters';
 import type { Handler } from '../src/inbox/types';
 import { markNonRetriable } from '../src/retry/marks';
 import type { ResilienceEvent, ResilienceOptions } from '../src/resilience/types';
@@ -93,6 +94,87 @@ describe('a consumer with the resilience option', () => {
     expect(events).toEqual([
       expect.objectContaining({ type: 'shed', reason: 'budget-spent', retryAfterMs: 300 }),
     ]);
+  });
+
+  it("with whenSpent 'dead-letter', a failure the budget cannot pay is dead-lettered as RETRY_BUDGET_SPENT", async () => {
+    const calls = new Map<string, number>();
+    const { queue, settled } = await consume(
+      async (ctx) => {
+        const n = (calls.get(ctx.messageId) ?? 0) + 1;
+        calls.set(ctx.messageId, n);
+        if (n === 1) throw new Error('the downstream blinked');
+      },
+      {
+        breaker: false,
+        // One retry per minute whatever the traffic, and 0 earned: the second failure is over.
+        budget: {
+          ratio: 0,
+          minRetriesPerSecond: 1 / 60,
+          windowMs: 60_000,
+          whenSpent: 'dead-letter',
+        },
+      },
+    );
+    broker.send(queue, [
+      { id: 'a', body: 'a' },
+      { id: 'b', body: 'b' },
+    ]);
+    await broker.whenIdle({ timeoutMs: 10_000 });
+    const dead = settled.filter((s) => s.action === 'dead-lettered');
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.deadLetter?.reason).toBe('RETRY_BUDGET_SPENT');
+    // The other failure was paid for: an ordinary redelivery, then handled.
+    const other = dead[0]!.messageId === 'a' ? 'b' : 'a';
+    expect(settled.filter((s) => s.action === 'redelivered').map((s) => s.messageId)).toEqual([
+      other,
+    ]);
+    expect(settled.filter((s) => s.action === 'acked').map((s) => s.messageId)).toEqual([other]);
+    const letters = await createDeadLetters(store).list({
+      consumer: dead[0]!.deadLetter!.consumer,
+    });
+    expect(letters.map((l) => [l.messageId, l.reason])).toEqual([
+      [dead[0]!.messageId, 'RETRY_BUDGET_SPENT'],
+    ]);
+  });
+
+  it("with whenSpent 'dead-letter', a failure the inbox's classify calls infrastructure stays an outage", async () => {
+    class Down extends Error {}
+    const consumer = `when-spent-outage-${process.pid}-${Date.now()}`;
+    const inbox = withResilience(
+      createInbox({
+        store,
+        consumer,
+        classify: (error) => (error instanceof Down ? 'infrastructure' : undefined),
+      }),
+      {
+        breaker: false,
+        budget: {
+          ratio: 0,
+          minRetriesPerSecond: 1 / 60,
+          windowMs: 60_000,
+          whenSpent: 'dead-letter',
+        },
+      },
+      'consume',
+    );
+    const envelope: Envelope = { id: 'outage', headers: {}, body: 'x', delivery: {} };
+    const fail = async (): Promise<void> => {
+      throw new Down('the downstream is down');
+    };
+    // The first failure is paid for, the second refused: both are outages all the same.
+    for (let i = 0; i < 2; i++) {
+      await expect(inbox.process(envelope, fail)).rejects.toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+      });
+    }
+    expect(await createDeadLetters(store).list({ consumer })).toEqual([]);
+  });
+
+  it("refuses a whenSpent other than 'delay' or 'dead-letter'", () => {
+    const inbox = createInbox({ store, consumer: 'when-spent-check' });
+    expect(() =>
+      withResilience(inbox, { budget: { whenSpent: 'drop' as 'delay' } }, 'consume'),
+    ).toThrow(/whenSpent must be 'delay' or 'dead-letter'/);
   });
 
   it('per-key breakers: a failing tenant is held, another flows; nothing is dead-lettered', async () => {

@@ -18,6 +18,7 @@ const REASONS: Record<DeadLetterReason, true> = {
   NON_RETRIABLE: true,
   INVALID_PAYLOAD: true,
   UNKNOWN_MESSAGE_TYPE: true,
+  RETRY_BUDGET_SPENT: true,
 };
 
 /** The reasons, for the filter's select. */

@@ -15,6 +15,7 @@ export const REASONS: readonly DeadLetterReason[] = [
   'NON_RETRIABLE',
   'INVALID_PAYLOAD',
   'UNKNOWN_MESSAGE_TYPE',
+  'RETRY_BUDGET_SPENT',
 ];
 
 /** The options of the dead-letter commands that select letters, as commander gives them. */

@@ -19,7 +19,9 @@ import type { DeliveryFacts, Envelope } from '../transport/envelope';
  *   (`InvalidPayloadError`, thrown by a `messageHandler` route; the issues are in the letter's
  *   error message);
  * - `UNKNOWN_MESSAGE_TYPE` — a `messageHandler` has no route for the message's `type` header,
- *   or the message has none (`UnknownMessageTypeError`).
+ *   or the message has none (`UnknownMessageTypeError`);
+ * - `RETRY_BUDGET_SPENT` — the handler failed and the consumer's retry budget would not pay
+ *   for the retry, with `resilience.budget.whenSpent: 'dead-letter'` (`RetryBudgetSpentError`).
  */
 export type DeadLetterReason =
   | 'MISSING_MESSAGE_ID'
@@ -32,7 +34,8 @@ export type DeadLetterReason =
   | 'MAX_ATTEMPTS'
   | 'NON_RETRIABLE'
   | 'INVALID_PAYLOAD'
-  | 'UNKNOWN_MESSAGE_TYPE';
+  | 'UNKNOWN_MESSAGE_TYPE'
+  | 'RETRY_BUDGET_SPENT';
 
 /** One message that could not be handled, as stored; nothing of the delivery is lost. */
 export interface DeadLetter {

@@ -3,10 +3,14 @@ import { isJustonceError } from '../errors/justonce-error';
 
 /**
  * The reasons a handler's error may name for its own dead letter, instead of `NON_RETRIABLE`:
- * the bad-input errors of typed messages. The reasons the inbox decides itself (a conflict,
+ * the bad-input errors of typed messages, and the resilience layer's `RetryBudgetSpentError`. The reasons the inbox decides itself (a conflict,
  * exhausted attempts, bad envelopes) cannot be claimed by an error.
  */
-const CLAIMABLE: readonly DeadLetterReason[] = ['INVALID_PAYLOAD', 'UNKNOWN_MESSAGE_TYPE'];
+const CLAIMABLE: readonly DeadLetterReason[] = [
+  'INVALID_PAYLOAD',
+  'UNKNOWN_MESSAGE_TYPE',
+  'RETRY_BUDGET_SPENT',
+];
 
 /**
  * Why a non-retriable handler error is dead-lettered: the `deadLetterReason` a justonce error

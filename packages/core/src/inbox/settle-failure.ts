@@ -8,6 +8,7 @@ import type { GoodDelivery } from './inspect-envelope';
 import { storedError, type InboxRuntime } from './runtime';
 import { recordFailure } from './sql/record-failure';
 import { retryOutcome } from './retry-outcome';
+import { isRetryBudgetSpentError } from '../resilience/budget-spent-error';
 import type { InboxOutcome } from './types';
 import { isInfrastructureFailure, storeOutage, userClass } from './outage';
 
@@ -43,8 +44,10 @@ export async function settleFailure(
   error: Error,
   charged: boolean,
 ): Promise<InboxOutcome<never>> {
-  if (isInfrastructureFailure(rt, error, true)) {
-    throw await storeOutage(rt, error, charged ? [good] : []);
+  // The budget's dead-letter (resilience `whenSpent`) never turns an outage into a letter.
+  const own = isRetryBudgetSpentError(error) ? error.cause : error;
+  if (isInfrastructureFailure(rt, own, true)) {
+    throw await storeOutage(rt, own, charged ? [good] : []);
   }
   const { store, consumer, maxAttempts, backoff } = rt.options;
   const errorClass = classifyHandlerError(rt, error);

@@ -37,6 +37,8 @@ export interface ResilienceGate<S> {
   readonly name: string;
   /** The slow path's delay (budget spent); 0 without a budget. */
   readonly spentDelayMs: number;
+  /** What a consumer does with a failure the budget does not pay for. */
+  readonly whenSpent: 'delay' | 'dead-letter';
   /**
    * The breaker key of `subject`: the `key` option's answer, {@link WHOLE_CONSUMER_KEY}
    * without one, or when it throws or answers no non-empty string (a message the user's
@@ -156,6 +158,7 @@ export function createResilienceGate<S>(
   const gate: ResilienceGate<S> = {
     name,
     spentDelayMs,
+    whenSpent: budgetSettings?.whenSpent ?? 'delay',
     keyOf,
     admit(key) {
       if (breakers === undefined) return { admitted: true, key, permit: undefined };

@@ -15,3 +15,4 @@ export {
   type ResilienceGate,
 } from './gate';
 export { withResilience, type ResilientInbox } from './resilient-inbox';
+export { driveIntake, IntakeDriver, type Intake, type IntakeDriving } from './intake';

@@ -15,6 +15,7 @@ describe('resolveResilience', () => {
       minRetriesPerSecond: 10,
       windowMs: 10_000,
       spentDelayMs: 30_000,
+      whenSpent: 'delay',
     });
     expect(resolved.breaker).toMatchObject({
       trip: { consecutiveFailures: 5 },

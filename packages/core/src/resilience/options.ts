@@ -35,6 +35,7 @@ export interface ResolvedResilience<S> {
         readonly minRetriesPerSecond: number;
         readonly windowMs: number;
         readonly spentDelayMs: number;
+        readonly whenSpent: 'delay' | 'dead-letter';
       }
     | undefined;
   readonly breaker:
@@ -55,6 +56,7 @@ const BUDGET_KEYS = optionKeys<ResilienceBudgetOptions>()([
   'minRetriesPerSecond',
   'windowMs',
   'spentDelayMs',
+  'whenSpent',
 ]);
 const BREAKER_KEYS = optionKeys<ResilienceBreakerOptions<unknown>>()([
   'trip',
@@ -95,7 +97,14 @@ function resolveBudget(
     RESILIENCE_DEFAULTS.spentDelayMs,
     0,
   );
-  return { ...settings, spentDelayMs };
+  const whenSpent = given.whenSpent ?? 'delay';
+  if (whenSpent !== 'delay' && whenSpent !== 'dead-letter') {
+    throw new ConfigurationError(
+      `${context}: ${path}.budget.whenSpent must be 'delay' or 'dead-letter'`,
+      { whenSpent: String(whenSpent) },
+    );
+  }
+  return { ...settings, spentDelayMs, whenSpent };
 }
 
 function resolveBreaker<S>(

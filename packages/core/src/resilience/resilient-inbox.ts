@@ -4,7 +4,9 @@ import type { Handler, Inbox, InboxOutcome, InboxProcessOptions } from '../inbox
 import { classifyError } from '../retry/classify';
 import { CircuitOpenError } from '../retry/errors/circuit-open-error';
 import type { Envelope } from '../transport/envelope';
+import { RetryBudgetSpentError } from './budget-spent-error';
 import { createResilienceGate, type Admitted, type ResilienceGate } from './gate';
+import { IntakeDriver, type IntakeDriving } from './intake';
 import { resolveResilience } from './options';
 import { inboxReporting } from '../inbox/reporting';
 import { createStateRecorder, type StateRecorder } from './state-recorder';
@@ -12,8 +14,16 @@ import type { ResilienceOptions, ResilienceSnapshot } from './types';
 
 /** An inbox behind a consumer's `resilience` option; see {@link withResilience}. */
 export interface ResilientInbox<Tx> extends Inbox<Tx> {
-  /** The breakers and the budget now. */
-  readonly resilience: { snapshot(): ResilienceSnapshot };
+  readonly resilience: {
+    /** The breakers and the budget now. */
+    snapshot(): ResilienceSnapshot;
+    /**
+     * Called by the transport at start: logs each breaker open once (warn) and each close,
+     * and pauses `driving.intake` while the whole consumer's breaker is open, resuming it when
+     * the probe may go through. Returns the function to call at stop.
+     */
+    drive(driving: IntakeDriving): () => void;
+  };
 }
 
 /**
@@ -44,13 +54,29 @@ function checkAgainstAttempts<Tx>(inbox: Inbox<Tx>, options: ResilienceOptions<E
 /** One delivery's (or batch's) way through the gate. */
 class Passage<Tx> {
   failed = false;
+  /** Envelopes whose retry the budget was asked for already (`whenSpent: 'dead-letter'`). */
+  private readonly asked = new Set<Envelope>();
 
   constructor(
     private readonly gate: ResilienceGate<Envelope>,
     /** Each envelope's breaker key, computed once. */
     readonly keys: ReadonlyMap<Envelope, string>,
     private readonly admitted: ReadonlyMap<string, Admitted>,
+    /** The inbox's `maxAttempts`, when it says: a last attempt is dead-lettered, not retried. */
+    private readonly maxAttempts: number | undefined,
   ) {}
+
+  /**
+   * With `whenSpent: 'dead-letter'`, asks the budget for the retry of a failure as it
+   * happens, so a refusal can become the handler's error: {@link RetryBudgetSpentError},
+   * which the inbox dead-letters with reason `RETRY_BUDGET_SPENT` (an outage it still holds).
+   */
+  private spendNow(key: string, message: Envelope, attempt: number, error: unknown): void {
+    if (this.gate.whenSpent !== 'dead-letter') return;
+    if (this.maxAttempts !== undefined && attempt >= this.maxAttempts) return;
+    this.asked.add(message);
+    if (!this.gate.spend(key)) throw new RetryBudgetSpentError(attempt, error);
+  }
 
   /** The handler, reporting to the breaker of its message's key as soon as it ends. */
   wrap<R>(handler: Handler<R, Tx>): Handler<R, Tx> {
@@ -71,6 +97,7 @@ class Passage<Tx> {
         // The breaker is open now: the failure is an outage, so the inbox gives the attempt
         // back and the transport holds the delivery instead of redelivering or dead-lettering.
         if (waitMs > 0) throw new CircuitOpenError(waitMs, ctx.attempt, error);
+        this.spendNow(key, ctx.message, ctx.attempt, error);
         throw error;
       }
     };
@@ -79,7 +106,7 @@ class Passage<Tx> {
   /** Budget accounting of an outcome: first deliveries earn; a failed handler's retry spends. */
   settle<R>(outcome: InboxOutcome<R>, envelope: Envelope): InboxOutcome<R> {
     if (outcome.status !== 'duplicate' && outcome.attempt === 1) this.gate.earn();
-    if (outcome.status !== 'failed' || !this.failed) return outcome;
+    if (outcome.status !== 'failed' || !this.failed || this.asked.has(envelope)) return outcome;
     if (this.gate.spend(this.keys.get(envelope) ?? this.gate.keyOf(envelope))) return outcome;
     return { ...outcome, retryDelayMs: Math.max(outcome.retryDelayMs, this.gate.spentDelayMs) };
   }
@@ -95,11 +122,13 @@ class Passage<Tx> {
  * consumer's `resilience` option (see docs/load-shedding.md):
  * - a delivery whose breaker is open is refused before the inbox runs: `process` throws
  *   {@link CircuitOpenError}, which core's `decideOnThrow` turns into `hold`, so the
- *   transport keeps it in flight (Kafka pauses the partition) and intake stops once its
- *   in-flight window is full of held deliveries;
+ *   transport keeps it in flight (Kafka pauses the partition); a transport that passes its
+ *   intake to `resilience.drive` stops taking deliveries while the whole consumer's breaker
+ *   is open (RabbitMQ cancels its consumer, SQS stops receiving);
  * - a handler failure that opens the breaker (or fails the probe) becomes an outage: its
  *   attempt is given back and the delivery is held, never dead-lettered;
- * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`;
+ * - a retriable failure the budget does not pay for is redelivered after `spentDelayMs`, or
+ *   dead-lettered with reason `RETRY_BUDGET_SPENT` with `budget.whenSpent: 'dead-letter'`;
  * - the breakers and the budget are reported to the store's `consumer_resilience` (an inbox
  *   of `createInbox` with activity recording on), for `justonce status` and the dashboard.
  * Throws {@link ConfigurationError} on bad options. `context` names the factory in errors.
@@ -113,9 +142,24 @@ export function withResilience<Tx>(
   const settings = resolveResilience<Envelope>(options, context);
   checkAgainstAttempts(inbox, options);
   const reporting = inboxReporting(inbox);
+  const driver = new IntakeDriver(inbox.consumer, settings.breaker?.openMs ?? 0, settings.clock);
+  const onEvent = settings.onEvent;
   // The gate calls back only once work flows, after `recorder` below is set.
-  const gate = createResilienceGate(inbox.consumer, settings, meter, (event) =>
-    recorder?.note(event.type === 'breaker'),
+  const gate = createResilienceGate(
+    inbox.consumer,
+    {
+      ...settings,
+      onEvent: (event) => {
+        try {
+          driver.onEvent(event);
+        } finally {
+          // A logger that throws must not keep the event from the user's listener.
+          onEvent?.(event);
+        }
+      },
+    },
+    meter,
+    (event) => recorder?.note(event.type === 'breaker'),
   );
   // Reported to the store for `justonce status` and the dashboard, off the hot path.
   const recorder: StateRecorder | undefined =
@@ -145,13 +189,16 @@ export function withResilience<Tx>(
       }
       admitted.set(key, answer);
     }
-    return new Passage<Tx>(gate, keys, admitted);
+    return new Passage<Tx>(gate, keys, admitted, inbox.settings?.maxAttempts);
   };
 
   return {
     consumer: inbox.consumer,
     ...(inbox.settings === undefined ? {} : { settings: inbox.settings }),
-    resilience: { snapshot: () => gate.snapshot() },
+    resilience: {
+      snapshot: () => gate.snapshot(),
+      drive: (driving) => driver.attach(driving),
+    },
     async process<R>(envelope: Envelope, handler: Handler<R, Tx>, opts?: InboxProcessOptions) {
       const passage = admitAll([envelope]);
       try {

@@ -18,6 +18,12 @@ export interface ResilienceBudgetOptions {
    * for, in milliseconds (and the `Retry-After` of an HTTP 429). Default 30 000.
    */
   readonly spentDelayMs?: number;
+  /**
+   * What a consumer does with a failure the budget does not pay for: `'delay'` redelivers it
+   * after `spentDelayMs`; `'dead-letter'` dead-letters it at once with reason
+   * `RETRY_BUDGET_SPENT`. Default `'delay'`. HTTP routes always answer 429.
+   */
+  readonly whenSpent?: 'delay' | 'dead-letter';
 }
 
 /**

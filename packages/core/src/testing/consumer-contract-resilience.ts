@@ -1,4 +1,5 @@
 /** The consumer contract's `resilience` clause: a downstream that fails for a while. @internal */
+import { isCircuitOpenError } from '../retry/errors/circuit-open-error';
 import { actions, withConsumer, type ClauseSetup, type ContractRun } from './consumer-contract-run';
 
 /** How long the clause's downstream fails, from the first handler call. */
@@ -48,7 +49,11 @@ export async function resilienceClause(run: ContractRun): Promise<string | undef
       const missing = ids.filter((id) => !acked(id));
       return `flow did not resume: ${missing.map((id) => `${id}: ${actions(opened, id)}`).join('; ')}`;
     }
-    if (!opened.seen.some((s) => s.event.action === 'held')) {
+    // Held in process, or (SQS, while its intake is paused) given back until the probe.
+    const shed = (s: (typeof opened.seen)[number]): boolean =>
+      s.event.action === 'held' ||
+      (s.event.action === 'released' && isCircuitOpenError(s.event.error));
+    if (!opened.seen.some(shed)) {
       return 'no delivery was held: did createConsumer pass settings.resilience on?';
     }
     if (failedCalls > OUTAGE_CALL_BOUND) {

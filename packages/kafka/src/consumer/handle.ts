@@ -9,6 +9,7 @@ import {
   type Decision,
   type Envelope,
 } from '@justonce/core/transport';
+import { isCircuitOpenError } from '@justonce/core/retry';
 import type { KafkaRecord } from '../client/types';
 import type { ProcessorRuntime } from './types';
 import { unlessHalted, type BatchRun } from './batch/run';
@@ -129,7 +130,9 @@ function afterThrow<R>(
     runtime.deps.mode === 'batch'
       ? 'kafka inbox batch failed; the records will be retried'
       : 'kafka inbox call failed; the record will be retried';
-  runtime.deps.logger.error(message, {
+  // An open breaker is warned once per open by the resilience layer; each hold is debug.
+  const log = isCircuitOpenError(error) ? runtime.deps.logger.debug : runtime.deps.logger.error;
+  log.call(runtime.deps.logger, message, {
     topic: run.topic,
     partition: run.partition,
     offset: chunk[0]?.offset,

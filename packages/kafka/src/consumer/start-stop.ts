@@ -1,5 +1,6 @@
 import {
   ConsumerStateError,
+  driveIntake,
   errorMessage,
   type ConsumerStopOptions,
 } from '@justonce/core/transport';
@@ -31,6 +32,8 @@ export async function startConsumer<R>(runtime: ConsumerRuntime<R>): Promise<voi
   );
   runtime.unsubscribe.push(
     ...watchConsumerOutages(consumer, { groupId: options.groupId, logger: options.logger }),
+    // Logs each breaker open once; the held records' partitions are paused by the processor.
+    driveIntake(options.inbox, { logger: options.logger }),
   );
   await consumer.connect();
   stillStarting(runtime);

@@ -9,6 +9,7 @@ import {
   errorMessage,
   sleep,
 } from '@justonce/core/transport';
+import { isCircuitOpenError } from '@justonce/core/retry';
 import { messageIdOf, toEnvelope } from './envelope';
 import { settled, type ConsumerRuntime, type Delivery } from './runtime';
 import { release, releaseLater, releaseUnstarted, settle, type SettleDecision } from './settle';
@@ -107,7 +108,8 @@ async function decideHolding<R>(
     }
     if (hold === undefined) break;
     const { error, delayMs } = hold;
-    rt.storeOutage.begin(error, idsOf(held));
+    // An open breaker is logged once per open by the resilience layer, not as a store outage.
+    if (!isCircuitOpenError(error)) rt.storeOutage.begin(error, idsOf(held));
     for (const { d } of held) settled(rt, d, d.messageId, 'held', { error, delayMs });
     await sleep(delayMs, rt.stopping.signal, ...signalsOf(held));
     batch = held.filter(({ d }) => !d.live.session.lost && !d.released);

@@ -52,6 +52,15 @@ export interface ConsumerRuntime<R> {
   /** The live connection while consuming. */
   current: Live | undefined;
   /**
+   * Set while the consumer's circuit breaker is open: the broker consumer is cancelled and
+   * not consumed again (by a reconnect either) until the breaker lets its probe through.
+   */
+  intakePaused: boolean;
+  /** Ends the resilience layer's driving of the intake (at stop). */
+  undrive: () => void;
+  /** Pause and resume, one after the other: a cancel must not race the consume after it. */
+  intakeTurn: Promise<void>;
+  /**
    * Inbox calls in a row that threw something other than a store outage; the wait before
    * such a delivery goes back to the queue grows with it. Reset by any answer of the inbox.
    */
@@ -108,6 +117,9 @@ export function createRuntime<R>(
       description: 'Connections or channels the RabbitMQ consumer lost and reopened',
     }),
     current: undefined,
+    intakePaused: false,
+    undrive: () => undefined,
+    intakeTurn: Promise.resolve(),
     inboxThrows: 0,
   };
   return rt;

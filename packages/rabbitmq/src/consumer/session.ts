@@ -12,7 +12,7 @@ import { declareTopology } from './topology/declare';
  * consuming. On a failure it closes what it opened and throws. @internal
  */
 export async function connectOnce<R>(rt: ConsumerRuntime<R>): Promise<Live> {
-  const { connection, topology, prefetch, queue, confirmTimeoutMs } = rt.options;
+  const { connection, topology, prefetch, confirmTimeoutMs } = rt.options;
   const session = await openSession(connection);
   const live: Live = {
     session,
@@ -24,13 +24,8 @@ export async function connectOnce<R>(rt: ConsumerRuntime<R>): Promise<Live> {
     await session.bounded('declaring the topology', declareTopology(session.channel, topology));
     await session.bounded('setting the prefetch', session.channel.prefetch(prefetch));
     rt.current = live;
-    const { consumerTag } = await session.bounded(
-      `consuming queue "${queue}"`,
-      session.channel.consume(queue, (message) => onMessage(rt, live, message), {
-        noAck: false,
-      }),
-    );
-    live.consumerTag = consumerTag;
+    // While the breaker is open the intake stays cancelled; its resume consumes.
+    if (!rt.intakePaused) await consume(rt, live);
   } catch (error) {
     if (rt.current === live) rt.current = undefined;
     await session.close();
@@ -38,6 +33,18 @@ export async function connectOnce<R>(rt: ConsumerRuntime<R>): Promise<Live> {
   }
   void session.whenLost.then((error) => onLost(rt, live, error));
   return live;
+}
+
+/** Starts consuming the queue on `live`'s channel, noting the consumer tag. @internal */
+export async function consume<R>(rt: ConsumerRuntime<R>, live: Live): Promise<void> {
+  const { queue } = rt.options;
+  const { consumerTag } = await live.session.bounded(
+    `consuming queue "${queue}"`,
+    live.session.channel.consume(queue, (message) => onMessage(rt, live, message), {
+      noAck: false,
+    }),
+  );
+  live.consumerTag = consumerTag;
 }
 
 function onMessage<R>(rt: ConsumerRuntime<R>, live: Live, message: ConsumeMessage | null): void {

@@ -1,5 +1,6 @@
-import { type ConsumerStopOptions, finishesWithin } from '@justonce/core/transport';
-import { connectionEvent, type ConsumerRuntime } from './runtime';
+import { type ConsumerStopOptions, driveIntake, finishesWithin } from '@justonce/core/transport';
+import { rabbitIntake } from './intake';
+import { connectionEvent, type ConsumerRuntime, type Live } from './runtime';
 import { connectOnce } from './session';
 import { release, releaseUnstarted } from './settle';
 
@@ -8,8 +9,9 @@ import { release, releaseUnstarted } from './settle';
  * first connection or the topology fails. @internal
  */
 export async function startConsuming<R>(rt: ConsumerRuntime<R>): Promise<void> {
-  const { logger, queue, prefetch, concurrency, mode, batchSize } = rt.options;
+  const { logger, queue, prefetch, concurrency, mode, batchSize, inbox } = rt.options;
   await connectOnce(rt);
+  rt.undrive = driveIntake(inbox, { logger, intake: rabbitIntake(rt) });
   logger.info('rabbitmq consumer started', {
     queue,
     prefetch,
@@ -31,12 +33,13 @@ export async function stopConsuming<R>(
 ): Promise<void> {
   const { logger, queue } = rt.options;
   rt.stopping.abort();
+  rt.undrive();
   const live = rt.current;
-  if (live?.consumerTag !== undefined && !live.session.lost) {
-    await live.session
-      .bounded('cancelling the consumer', live.session.channel.cancel(live.consumerTag))
-      .catch(() => undefined);
-  }
+  // Cancelled before anything is nacked, or the broker would hand it straight back.
+  await cancelConsumer(live);
+  // A consume the breaker's resume began before the stop: cancelled too once it answered.
+  await rt.intakeTurn;
+  await cancelConsumer(live);
   // Return what has not started yet, so another consumer can take it now.
   releaseUnstarted(
     rt,
@@ -60,6 +63,16 @@ export async function stopConsuming<R>(
   rt.current = undefined;
   if (live) await live.session.close();
   logger.info('rabbitmq consumer stopped', { queue });
+}
+
+/** Cancels `live`'s broker consumer, if it has one; a failure is left to the close. */
+async function cancelConsumer(live: Live | undefined): Promise<void> {
+  const tag = live?.consumerTag;
+  if (live === undefined || tag === undefined || live.session.lost) return;
+  live.consumerTag = undefined;
+  await live.session
+    .bounded('cancelling the consumer', live.session.channel.cancel(tag))
+    .catch(() => undefined);
 }
 
 /** Whether the work queue went idle within `timeoutMs`. */

@@ -76,6 +76,16 @@ export interface ConsumerRuntime<R> {
    * SQS still holds it and would hand it a message released before it ends.
    */
   readonly openPolls: Set<{ readonly until: number }>;
+  /**
+   * While the consumer's circuit breaker is open: when its probe may go through
+   * (`Date.now()` time). The pollers send no `ReceiveMessage` meanwhile, and messages the
+   * breaker refuses are given back visible from then on instead of kept by the heartbeat.
+   */
+  intakePausedUntil: number | undefined;
+  /** Aborted (and replaced) when the intake resumes: wakes the pollers waiting for it. */
+  intakeResumed: AbortController;
+  /** Ends the resilience layer's driving of the intake (at stop). */
+  undrive: () => void;
   /** What `start` learned and built; `undefined` before. */
   setup: QueueSetup | undefined;
   /** Whether `start` was called (a stop before it still destroys an owned client). */
@@ -124,6 +134,9 @@ export function createRuntime<R>(
     reported: new WeakSet(),
     givenBack: new WeakSet(),
     openPolls: new Set(),
+    intakePausedUntil: undefined,
+    intakeResumed: new AbortController(),
+    undrive: () => undefined,
     setup: undefined,
     started: false,
     live: false,

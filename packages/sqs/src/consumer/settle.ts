@@ -2,7 +2,7 @@ import { asError } from '@justonce/core/transport';
 import { ChangeMessageVisibilityCommand, type Message } from '@aws-sdk/client-sqs';
 import type { InboxOutcome } from '@justonce/core';
 import type { DeadLetterFacts, Decision } from '@justonce/core/transport';
-import { fullJitterBackoff } from '@justonce/core/retry';
+import { fullJitterBackoff, isCircuitOpenError } from '@justonce/core/retry';
 import { SqsDeadLetterError } from '../errors/dead-letter-error';
 import { errorName } from '../client/request-errors';
 import { timeLimited } from '../client/time-limits';
@@ -60,14 +60,21 @@ export async function settle<R>(
       });
       return giveBack(rt, setup, h, decision.error, backoffMs(rt, h));
     case 'hold':
-      return giveBack(
-        rt,
-        setup,
-        h,
-        decision.error,
-        rt.live ? backoffMs(rt, h) : releaseDelayMs(rt),
-      );
+      return giveBack(rt, setup, h, decision.error, holdReleaseMs(rt, h, decision));
   }
+}
+
+/**
+ * How long a held message given back stays hidden: once stopping, until the aborted polls
+ * end; refused by an open breaker, until its probe (the decision's delay); else the backoff.
+ */
+function holdReleaseMs<R>(
+  rt: ConsumerRuntime<R>,
+  h: HeldMessage,
+  decision: Extract<Decision<R>, { kind: 'hold' }>,
+): number {
+  if (!rt.live) return releaseDelayMs(rt);
+  return isCircuitOpenError(decision.error) ? decision.delayMs : backoffMs(rt, h);
 }
 
 /** The consumer's own backoff for a message given back after a throw, by its receive count. */

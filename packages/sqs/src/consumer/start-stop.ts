@@ -1,5 +1,6 @@
 import { ConfigurationError } from '@justonce/core';
-import { finishesWithin, type ConsumerStopOptions } from '@justonce/core/transport';
+import { driveIntake, finishesWithin, type ConsumerStopOptions } from '@justonce/core/transport';
+import { sqsIntake } from './intake';
 import { Deleter } from './visibility/deleter';
 import { Heartbeat } from './visibility/heartbeat';
 import { GroupLanes } from './fifo/lanes';
@@ -73,6 +74,7 @@ export async function startConsumer<R>(rt: ConsumerRuntime<R>): Promise<void> {
   checkRedrive(o.inbox, setup.info, o.logger);
   rt.setup = setup;
   rt.live = true;
+  rt.undrive = driveIntake(o.inbox, { logger: o.logger, intake: sqsIntake(rt) });
   setup.heartbeat?.start();
   const count = Math.max(1, Math.ceil(o.concurrency / RECEIVE_BATCH));
   rt.pollers = Array.from({ length: count }, () => poll(rt, setup));
@@ -145,6 +147,7 @@ export async function stopConsumer<R>(
   options: Required<ConsumerStopOptions>,
 ): Promise<void> {
   rt.live = false;
+  rt.undrive();
   rt.receiveAbort.abort();
   rt.permits.close();
   rt.handlerSlots.close();

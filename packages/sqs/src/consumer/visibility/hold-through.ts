@@ -1,4 +1,5 @@
 import { sleep, type Decision } from '@justonce/core/transport';
+import { isCircuitOpenError } from '@justonce/core/retry';
 import { report, type ConsumerRuntime, type QueueSetup } from '../runtime';
 import type { HeldMessage } from './held-message';
 
@@ -18,11 +19,16 @@ export async function holdThrough<R>(
 ): Promise<boolean> {
   const gone = () => !rt.live || batch.some((h) => h.controller.signal.aborted);
   if (setup.heartbeat === undefined || gone()) return false;
-  rt.storeOutage.failed(
-    'sqs consumer: the store is unavailable; holding messages in flight and retrying them with backoff',
-    decision.error,
-    { sqsMessageIds: batch.map((h) => h.message.MessageId) },
-  );
+  const open = isCircuitOpenError(decision.error);
+  // The intake is paused for the breaker: give them back, visible when the probe may go.
+  if (open && rt.intakePausedUntil !== undefined) return false;
+  // An open breaker is warned once per open by the resilience layer, not as a store outage.
+  if (!open)
+    rt.storeOutage.failed(
+      'sqs consumer: the store is unavailable; holding messages in flight and retrying them with backoff',
+      decision.error,
+      { sqsMessageIds: batch.map((h) => h.message.MessageId) },
+    );
   const { error, delayMs } = decision;
   for (const h of batch) report(rt, h, { action: 'held', error, delayMs });
   const stale = batch[0]?.controller.signal;

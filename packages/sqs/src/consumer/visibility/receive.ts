@@ -5,6 +5,7 @@ import { errorName } from '../../client/request-errors';
 import { timeLimited } from '../../client/time-limits';
 import { handleBatch, handleOne } from '../handle';
 import { groupOf } from '../fifo/groups';
+import { intakeOpen } from '../intake';
 import type { HeldMessage } from './held-message';
 import type { ConsumerRuntime, QueueSetup } from '../runtime';
 
@@ -52,11 +53,19 @@ function receive<R>(
 export async function poll<R>(rt: ConsumerRuntime<R>, setup: QueueSetup): Promise<void> {
   let failures = 0;
   while (rt.live) {
+    // The breaker is open: no ReceiveMessage until its probe may go through.
+    await intakeOpen(rt);
+    if (!rt.live) break;
     const n = await rt.permits.take(rt.receiveBatch, rt.prefetch);
     if (n === 0) break;
     if (!rt.live) {
       rt.permits.give(n);
       break;
+    }
+    if (rt.intakePausedUntil !== undefined) {
+      // The breaker opened while this poller waited for room.
+      rt.permits.give(n);
+      continue;
     }
     let messages: Message[];
     try {
