@@ -88,7 +88,7 @@ export {
   RetryBudgetSpentError,
   RETRY_BUDGET_SPENT,
   isRetryBudgetSpentError,
-} from './resilience/budget-spent-error';
+} from './inbox/errors/retry-budget-spent-error';
 
 export { createOutbox, bindOutbox } from './outbox/create-outbox';
 export type { OutboxOptions } from './outbox/create-outbox';

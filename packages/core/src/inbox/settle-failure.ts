@@ -8,7 +8,7 @@ import type { GoodDelivery } from './inspect-envelope';
 import { storedError, type InboxRuntime } from './runtime';
 import { recordFailure } from './sql/record-failure';
 import { retryOutcome } from './retry-outcome';
-import { isRetryBudgetSpentError } from '../resilience/budget-spent-error';
+import { isRetryBudgetSpentError } from './errors/retry-budget-spent-error';
 import type { InboxOutcome } from './types';
 import { isInfrastructureFailure, storeOutage, userClass } from './outage';
 

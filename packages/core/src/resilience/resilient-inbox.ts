@@ -4,7 +4,7 @@ import type { Handler, Inbox, InboxOutcome, InboxProcessOptions } from '../inbox
 import { classifyError } from '../retry/classify';
 import { CircuitOpenError } from '../retry/errors/circuit-open-error';
 import type { Envelope } from '../transport/envelope';
-import { RetryBudgetSpentError } from './budget-spent-error';
+import { RetryBudgetSpentError } from '../inbox/errors/retry-budget-spent-error';
 import { createResilienceGate, type Admitted, type ResilienceGate } from './gate';
 import { IntakeDriver, type IntakeDriving } from './intake';
 import { resolveResilience } from './options';

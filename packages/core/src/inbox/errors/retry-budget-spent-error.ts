@@ -1,4 +1,4 @@
-import { JustonceError, hasErrorCode } from '../errors';
+import { JustonceError, hasErrorCode } from '../../errors';
 
 /** Code of {@link RetryBudgetSpentError}, and the reason of the dead letter it leads to. */
 export const RETRY_BUDGET_SPENT = 'RETRY_BUDGET_SPENT';
