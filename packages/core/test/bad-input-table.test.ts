@@ -306,6 +306,38 @@ const CASES: Record<string, Case> = {
     const codes = errors.flatMap((e) => [(e as Error).name, (e as { code: string }).code]);
     return { codes: [...new Set(codes)] };
   },
+  'a `ctx.once` step name empty, over 100 characters or with U+0000, or an unknown option': async (
+    store,
+  ) => {
+    const operations = createOperations({ store });
+    let called = 0;
+    const fn = async () => {
+      called += 1;
+      return 1;
+    };
+    const errors: unknown[] = [];
+    await operations.run(
+      freshId(),
+      {},
+      async (ctx) => {
+        for (const step of ['', 'x'.repeat(101), 'a\u0000b']) {
+          errors.push(await ctx.once(step, fn).catch((e: unknown) => e));
+        }
+        errors.push(await ctx.once('ok', fn, { retries: 1 } as never).catch((e: unknown) => e));
+        return { ok: true };
+      },
+      { operation: 'bad-steps' },
+    );
+    expect(called).toBe(0);
+    expect(errors).toHaveLength(4);
+    const steps = await store.knex.raw(
+      `select count(*) as n from ${store.names.table('idempotency')} where operation like 'once:%'`,
+    );
+    expect(Number(rowsOf<{ n: number | string }>(steps)[0]?.n)).toBe(0);
+    for (const error of errors) expect(isJustonceError(error)).toBe(true);
+    const codes = errors.flatMap((e) => [(e as Error).name, (e as { code: string }).code]);
+    return { codes: [...new Set(codes)] };
+  },
   'an option name the factory does not know (`batchsize`)': async (store) => {
     let thrown: unknown;
     try {
