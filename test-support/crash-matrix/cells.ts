@@ -35,8 +35,6 @@ export interface MatrixCell {
   readonly scenario: Scenario;
   /** The child dies the `nth` time it reaches the point, so some work is done before. */
   readonly nth: number;
-  /** Why the cell cannot run yet; it is listed, not run. */
-  readonly pending?: string;
 }
 
 /** The cell's name in the table and for `--only`: `point × transport × mode`. */

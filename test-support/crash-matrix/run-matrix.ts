@@ -1,8 +1,7 @@
 /**
  * Runs the cells of the crash-point matrix, a few at a time (their children mostly wait on
- * brokers and on each other's start-up), and reports one row per cell. A pending cell is
- * listed, not run; a cell that throws is a failed row with its error, so one broken cell
- * never hides the others.
+ * brokers and on each other's start-up), and reports one row per cell. A cell that throws
+ * is a failed row with its error, so one broken cell never hides the others.
  */
 import { runBrokerCell } from './broker-cell';
 import { openBrokers, type Brokers } from './brokers';
@@ -17,9 +16,9 @@ export interface CellResult {
   readonly cell: MatrixCell;
   /**
    * `passed`: killed at the point as often as asked, nothing lost, nothing doubled; `failed`:
-   * anything else (see `error`); `pending`: not run (see the cell's `pending`).
+   * anything else (see `error`).
    */
-  readonly status: 'passed' | 'failed' | 'pending';
+  readonly status: 'passed' | 'failed';
   readonly kills: number;
   readonly messages: number;
   readonly lost: number;
@@ -50,9 +49,6 @@ function scenario(cell: MatrixCell, size: CellSize, brokers: Brokers): Promise<C
 
 async function runCell(cell: MatrixCell, run: MatrixRun, brokers: Brokers): Promise<CellResult> {
   const base = { name: cellName(cell), cell, messages: run.messages };
-  if (cell.pending !== undefined) {
-    return { ...base, status: 'pending', kills: 0, lost: 0, doubled: 0, ms: 0 };
-  }
   const started = performance.now();
   try {
     const counts = await scenario(cell, run, brokers);

@@ -19,9 +19,6 @@ function seconds(ms: number): string {
 }
 
 function row(r: CellResult): string {
-  if (r.status === 'pending') {
-    return `| ${r.name} | – | – | – | – | – | pending: ${r.cell.pending} |`;
-  }
   const count = (n: number) => (n < 0 ? '?' : String(n));
   const cells = [r.name, r.kills, r.messages, count(r.lost), count(r.doubled), seconds(r.ms)];
   return `| ${cells.join(' | ')} | ${r.status} |`;
@@ -39,7 +36,6 @@ export function matrixTable(results: readonly CellResult[]): string {
 /** The page `docs/crash-matrix.md`: what the matrix checks, the table, the run's facts. */
 export function matrixPage(results: readonly CellResult[], facts: RunFacts): string {
   const failures = results.filter((r) => r.status === 'failed');
-  const counted = results.filter((r) => r.status !== 'pending');
   return [
     '# Crash-point matrix',
     '',
@@ -58,7 +54,7 @@ export function matrixPage(results: readonly CellResult[], facts: RunFacts): str
     '',
     matrixTable(results),
     '',
-    `- Cells: ${counted.length} run, ${failures.length} failed, ${results.length - counted.length} pending`,
+    `- Cells: ${results.length} run, ${failures.length} failed`,
     `- Command: \`${facts.command}\``,
     `- Commit: \`${facts.commit}\``,
     `- Machine: ${facts.machine}`,
